@@ -1,0 +1,25 @@
+# Two commands an operator needs first: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+
+.PHONY: venv demo test bench
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+
+venv: $(VENV)/bin/python
+
+# Install what is missing (MariaDB, Apache, BOINC client, headers), then create
+# a demo project with its database, keys, app and jobs.
+demo:
+	sh tools/setup_system.sh
+	$(MAKE) venv
+	$(VENV)/bin/python -m boincpy.tools.demo
+
+test: venv
+	$(VENV)/bin/python -m pytest -q tests
+
+bench: venv
+	$(VENV)/bin/python bench/bench_create_work.py

@@ -1,0 +1,1052 @@
+"""The project's config.xml: one declared table of options drives everything.
+
+Like gunicorn's config module, every option the server reads is declared once
+in ``_TABLE`` (name, type, default, section, doc[, example]).  That table
+drives parsing (``load_config``), typed attribute access and defaults
+(``Config``), writing (``write_config``), the option reference
+(``describe_options``) and the commented ``config.xml.example``
+(``example_config``).
+
+The file layout is BOINC's::
+
+    <boinc>
+      <config> ...options... </config>
+      <daemons> <daemon><cmd>feeder -d 3</cmd>...</daemon> ... </daemons>
+      <tasks> <task><cmd>..</cmd><period>24 hours</period>...</task> ... </tasks>
+    </boinc>
+
+Value syntax follows BOINC's C++ XML parser (lib/parse.cpp): booleans are
+``<opt/>`` or ``<opt>N</opt>`` (non-zero = true); integers are read like
+``strtol(text, 0)`` (``0x..`` hex, leading ``0`` octal); text is stripped of
+surrounding white space.  Unknown options are kept (``Config.unknown``) and
+reported once, because the web code and tools read options the scheduler does
+not know.
+
+The scheduler CGI loads this file on every request, so the module imports
+only the standard library's expat binding (about 1 ms) and builds no tree
+beyond small lists.
+"""
+
+import os
+import sys
+
+from boincpy.errors import ConfigError
+
+CONFIG_FILE = "config.xml"
+
+# ---------------------------------------------------------------------------
+# Option table.  Types:
+#   bool   <opt/>, <opt>1</opt>, <opt>0</opt>
+#   int    strtol base 0: decimal, 0x hex, leading-0 octal
+#   float  decimal / exponent
+#   str    text, white space stripped
+#   path   str; empty -> a directory under the project, relative -> joined
+#          to the project directory
+#   octal  permission bits written in octal (fuh_set_*_permission); None = unset
+#   list   repeatable str (each occurrence appends)
+#   ints   repeatable int
+#   xml    raw inner XML text (for options with structure)
+# Sections group the reference text and the example file.
+
+_TABLE = (
+    # -- project identity and database --------------------------------------
+    ("master_url", "str", "", "project",
+     "Canonical project URL (master page); reported in scheduler replies.",
+     "https://example.org/proj/"),
+    ("long_name", "str", "", "project",
+     "Human-readable project name (<project_name> in replies).", "Example Project"),
+    ("host", "str", "", "project",
+     "Short host name of the main server; bin/start runs daemons and tasks "
+     "whose <host> is this.  Empty: this machine's short host name.", "server1"),
+    ("project_dir", "str", "", "project",
+     "Override of the project root (normally the directory holding config.xml)."),
+    ("db_name", "str", "", "project", "Database name.", "proj"),
+    ("db_user", "str", "", "project", "Database user.", "boincadm"),
+    ("db_passwd", "str", "", "project", "Database password.", "secret"),
+    ("db_host", "str", "", "project",
+     "Database host (host or host:port); empty or this machine's host name "
+     "means localhost."),
+    ("db_socket", "str", "", "project",
+     "boincpy extension: Unix socket of the database server (empty: the "
+     "client library's default)."),
+    ("replica_db_name", "str", "", "project", "Read-replica database name (empty: db_name)."),
+    ("replica_db_user", "str", "", "project", "Read-replica user (empty: db_user)."),
+    ("replica_db_passwd", "str", "", "project", "Read-replica password (empty: db_passwd)."),
+    ("replica_db_host", "str", "", "project", "Read-replica host (empty: db_host)."),
+    ("shmem_key", "int", 0, "project",
+     "Key of the feeder/scheduler shared-memory segment (hex allowed: 0x1111abcd).",
+     0x1111ABCD),
+    ("project_user_name", "str", "", "project",
+     "If set, bin/start refuses to run as any other user."),
+    ("ssh_exec", "str", "ssh", "project",
+     "Command bin/start uses to reach other hosts."),
+    ("httpd_user", "str", "apache", "project", "User the web server runs as."),
+
+    # -- directories and URLs -----------------------------------------------
+    ("key_dir", "path", "", "paths",
+     "Directory of the key files (empty: PROJECT/keys)."),
+    ("download_url", "str", "", "paths",
+     "URL of the download hierarchy.", "https://example.org/proj/download"),
+    ("download_dir", "path", "", "paths",
+     "Directory of the download hierarchy (empty: PROJECT/download)."),
+    ("upload_url", "str", "", "paths",
+     "URL of the file upload handler.",
+     "https://example.org/proj_cgi/file_upload_handler"),
+    ("upload_dir", "path", "", "paths",
+     "Directory of the upload hierarchy (empty: PROJECT/upload)."),
+    ("uldl_dir_fanout", "int", 0, "paths",
+     "Number of hashed buckets in the upload/download hierarchies (0: flat). "
+     "Never change it once files exist.", 1024),
+    ("app_dir", "path", "", "paths",
+     "Directory of application versions to install (empty: PROJECT/apps)."),
+    ("log_dir", "path", "", "paths",
+     "Directory of daemon and task output (empty: PROJECT/log_<this host>)."),
+    ("pid_dir", "path", "", "paths",
+     "Directory of pid and lock files (empty: PROJECT/pid_<this host>)."),
+    ("tmp_dir", "path", "", "paths",
+     "Working directory of daemons (empty: PROJECT/tmp_<this host>)."),
+    ("sched_lockfile_dir", "str", "", "paths",
+     "If set, the scheduler takes a per-host lock file in this directory."),
+    ("debug_req_reply_dir", "str", "", "paths",
+     "If set, the scheduler saves each request and reply here."),
+    ("cache_md5_info", "bool", False, "paths",
+     "create_work keeps FILE.md5 caches of checksum and size.", True),
+
+    # -- upload handler -------------------------------------------------------
+    ("fuh_debug_level", "int", 3, "upload",
+     "Upload handler log verbosity (1 critical, 2-3 normal, 4 debug)."),
+    ("fuh_set_initial_permission", "octal", None, "upload",
+     "Octal mode of files while being uploaded (unset: 0664)."),
+    ("fuh_set_completed_permission", "octal", None, "upload",
+     "Octal mode set when an upload completes (unset: unchanged)."),
+    ("ignore_upload_certificates", "bool", False, "upload",
+     "The upload handler does not check upload certificates.", True),
+    ("dont_generate_upload_certificates", "bool", False, "upload",
+     "Output file descriptions carry no <xml_signature>.", True),
+
+    # -- scheduler: job limits --------------------------------------------------
+    ("sched_debug_level", "int", 3, "scheduler",
+     "Scheduler log verbosity (1 critical, 2-3 normal, 4 debug incl. SQL)."),
+    ("max_wus_to_send", "int", 10, "scheduler",
+     "Jobs per RPC per (CPU + gpu_multiplier x GPU) instance.", 50),
+    ("daily_result_quota", "int", 0, "scheduler",
+     "Base daily job quota per host app version.", 500),
+    ("gpu_multiplier", "int", 0, "scheduler",
+     "Weight of a GPU in per-RPC and daily limits."),
+    ("max_wus_in_progress", "int", 0, "scheduler",
+     "Jobs in progress per CPU (0: no limit)."),
+    ("max_wus_in_progress_gpu", "int", 0, "scheduler",
+     "Jobs in progress per GPU (0: no limit)."),
+    ("max_ncpus", "int", 64, "scheduler", "Cap on the CPUs counted for limits."),
+    ("min_sendwork_interval", "int", 0, "scheduler",
+     "Seconds a host must wait between work requests.", 6),
+    ("one_result_per_user_per_wu", "bool", False, "scheduler",
+     "Never send two instances of a workunit to the same user."),
+    ("one_result_per_host_per_wu", "bool", False, "scheduler",
+     "Never send two instances of a workunit to the same host."),
+    ("send_result_abort", "bool", False, "scheduler",
+     "Tell clients to abort jobs that are no longer needed.", True),
+    ("resend_lost_results", "bool", False, "scheduler",
+     "Resend jobs the client has lost."),
+    ("report_grace_period", "int", 0, "scheduler",
+     "Seconds after the client deadline before a job times out."),
+    ("grace_period_hours", "float", 0.0, "scheduler",
+     "Same as report_grace_period, in hours (sets report_grace_period)."),
+    ("delete_delay_hours", "float", 0.0, "scheduler",
+     "Hours to keep files after the last report (Config.delete_delay is in seconds)."),
+    ("maintenance_delay", "float", 3600.0, "scheduler",
+     "request_delay in 'down for maintenance' replies."),
+    ("min_core_client_version", "int", 0, "scheduler",
+     "Reject clients older than this (M*10000+m*100+r; values below 10000 are x100)."),
+    ("min_core_client_version_announced", "int", 0, "scheduler",
+     "Warn clients older than this (same encoding)."),
+    ("min_core_client_upgrade_deadline", "int", 0, "scheduler",
+     "Unix time from which min_core_client_version_announced is enforced."),
+    ("next_rpc_delay", "float", 0.0, "scheduler",
+     "Ask clients to contact the project again after this many seconds."),
+    ("shmem_work_items", "int", 100, "scheduler", "Job-cache slots in shared memory."),
+    ("feeder_query_size", "int", 0, "scheduler",
+     "Feeder enumeration LIMIT (0: 2 x shmem_work_items)."),
+    ("default_disk_min_free_gb", "float", 1.0, "scheduler",
+     "Floor of the disk_min_free_gb preference."),
+    ("default_disk_max_used_gb", "float", 100.0, "scheduler",
+     "Default disk_max_used_gb preference (web code)."),
+    ("default_disk_max_used_pct", "float", 50.0, "scheduler",
+     "Default disk_max_used_pct preference (web code)."),
+    ("dont_send_jobs", "bool", False, "scheduler", "Scheduler and feeder send no jobs."),
+    ("ended", "bool", False, "scheduler", "Tell clients the project has ended."),
+    ("non_cpu_intensive", "bool", False, "scheduler", "The whole project is non-CPU-intensive."),
+    ("verify_files_on_app_start", "bool", False, "scheduler",
+     "Clients check file signatures when starting apps."),
+    ("strict_memory_bound", "bool", False, "scheduler",
+     "Clients enforce the memory bound strictly."),
+    ("dont_store_success_stderr", "bool", False, "scheduler",
+     "Do not store stderr of successful results."),
+    ("max_results_accepted", "int", 0, "scheduler",
+     "Cap on results accepted per RPC (0: none)."),
+    ("report_max", "int", 0, "scheduler",
+     "Ask clients to report at most this many results per RPC (0: no cap)."),
+    ("msg_to_host", "bool", False, "scheduler", "Deliver trickle-down messages."),
+    ("ban_os", "list", (), "scheduler",
+     "Refuse hosts whose 'os_name<TAB>os_version' matches this POSIX ERE (repeatable)."),
+    ("ban_cpu", "list", (), "scheduler",
+     "Refuse hosts whose 'p_vendor<TAB>p_model' matches this POSIX ERE (repeatable)."),
+    ("no_amd_k6", "bool", False, "scheduler", "Shorthand for banning AMD K6 CPUs."),
+    ("nowork_skip", "bool", False, "scheduler", "Skip database work when there are no jobs."),
+    ("credit_by_app", "bool", False, "scheduler", "Maintain credit_user/credit_team per app."),
+    ("request_time_stats_log", "bool", False, "scheduler", "Store the client's time-stats log."),
+    ("workload_sim", "bool", False, "scheduler", "Simulate the client's workload before sending."),
+    ("prefer_primary_platform", "bool", False, "scheduler",
+     "Prefer app versions of the host's primary platform."),
+    ("version_select_random_factor", "float", 1.0, "scheduler",
+     "Random spread in app version selection."),
+    ("ignore_delay_bound", "bool", False, "scheduler",
+     "Send jobs even if they may miss their deadline."),
+    ("estimate_flops_from_hav_pfc", "bool", False, "scheduler",
+     "Estimate FLOPS from host_app_version statistics."),
+    ("rte_no_stats", "bool", False, "scheduler",
+     "Runtime estimates ignore statistics."),
+    ("scheduler_log_buffer", "int", 32768, "scheduler", "Scheduler log buffer size in bytes."),
+    ("symstore", "str", "", "scheduler", "URL of a symbol store for Windows clients."),
+    ("user_url", "bool", True, "scheduler", "db_dump exports user.url."),
+    ("user_country", "bool", True, "scheduler", "db_dump exports user.country."),
+    ("file_deletion_strategy", "int", 0, "scheduler", "Sticky-file deletion strategy."),
+    ("dont_search_host_for_user", "ints", (), "scheduler",
+     "User id whose hosts are never matched by CPID (repeatable)."),
+
+    # -- advanced scheduling -------------------------------------------------------
+    ("homogeneous_redundancy", "int", 0, "advanced",
+     "Homogeneous redundancy level (0 off, 1 fine, 2 coarse)."),
+    ("hr_class_static", "bool", False, "advanced", "HR class fixed at workunit creation."),
+    ("hr_allocate_slots", "bool", False, "advanced", "Allocate job-cache slots to HR classes."),
+    ("reliable_on_priority", "int", 0, "advanced",
+     "Send jobs with priority >= this only to reliable hosts."),
+    ("reliable_max_avg_turnaround", "int", 0, "advanced",
+     "Reliable hosts' maximum average turnaround (seconds)."),
+    ("reliable_max_error_rate", "float", 0.0, "advanced", "Reliable hosts' maximum error rate."),
+    ("reliable_reduced_delay_bound", "float", 0.0, "advanced",
+     "Delay-bound factor for jobs sent to reliable hosts."),
+    ("reliable_priority_on_over", "int", 0, "advanced",
+     "Priority boost of retries after a result fails."),
+    ("reliable_priority_on_over_except_error", "int", 0, "advanced",
+     "Priority boost of retries except after errors."),
+    ("locality_scheduling", "bool", False, "advanced", "Enable locality scheduling."),
+    ("locality_scheduler_fraction", "float", 0.0, "advanced",
+     "Fraction of requests handled by locality scheduling."),
+    ("locality_scheduling_sorted_order", "bool", False, "advanced",
+     "Locality scheduling: sorted file order."),
+    ("locality_scheduling_wait_period", "int", 0, "advanced",
+     "Locality scheduling: wait period in seconds."),
+    ("locality_scheduling_send_timeout", "int", 0, "advanced",
+     "Locality scheduling: send timeout in seconds."),
+    ("locality_scheduling_workunit_file", "list", (), "advanced",
+     "Locality scheduling: regex of workunit file names (repeatable)."),
+    ("locality_scheduling_sticky_file", "list", (), "advanced",
+     "Locality scheduling: regex of sticky file names (repeatable)."),
+    ("enable_assignment", "bool", False, "advanced", "Enable targeted job assignment."),
+    ("enable_assignment_multi", "bool", False, "advanced", "Enable multi-host assignment."),
+    ("job_size_matching", "bool", False, "advanced", "Match job size to host speed."),
+    ("size_classes", "bool", False, "advanced", "Jobs have size classes (not with batch_accel)."),
+    ("batch_accel", "bool", False, "advanced", "Accelerate batch completion (not with size_classes)."),
+    ("keyword_sched", "bool", False, "advanced", "Schedule by user keywords."),
+    ("user_filter", "bool", False, "advanced", "Jobs may be restricted to users."),
+    ("distinct_beta_apps", "bool", False, "advanced", "Beta apps are separate apps."),
+    ("replace_download_url_by_timezone", "str", "", "advanced",
+     "Mirror list file for timezone-based download URLs."),
+    ("max_download_urls_per_file", "int", 0, "advanced",
+     "Maximum mirror URLs per file."),
+    ("enable_vda", "bool", False, "advanced", "Enable volunteer data archival."),
+    ("vda_host_timeout", "float", 0.0, "advanced", "Volunteer data archival host timeout."),
+    ("sched_old", "bool", False, "advanced", "Use the old array-scan job selection."),
+
+    # -- scheduler log flags ----------------------------------------------------------
+    ("debug_assignment", "bool", False, "debug", "Log job assignment."),
+    ("debug_client_files", "bool", False, "debug", "Log sticky-file handling."),
+    ("debug_credit", "bool", False, "debug", "Log credit computation."),
+    ("debug_edf_sim_detail", "bool", False, "debug", "Log EDF simulation details."),
+    ("debug_edf_sim_workload", "bool", False, "debug", "Log the EDF simulation workload."),
+    ("debug_fcgi", "bool", False, "debug", "Log FastCGI handling."),
+    ("debug_handle_results", "bool", False, "debug", "Log reported results."),
+    ("debug_keyword", "bool", False, "debug", "Log keyword scheduling."),
+    ("debug_locality", "bool", False, "debug", "Log locality scheduling."),
+    ("debug_locality_lite", "bool", False, "debug", "Log locality scheduling lite."),
+    ("debug_prefs", "bool", False, "debug", "Log preferences handling."),
+    ("debug_quota", "bool", False, "debug", "Log quota checks."),
+    ("debug_request_details", "bool", False, "debug", "Log request details."),
+    ("debug_request_headers", "bool", False, "debug", "Log HTTP request headers."),
+    ("debug_resend", "bool", False, "debug", "Log resending of lost jobs."),
+    ("debug_send", "bool", False, "debug", "Log job sending."),
+    ("debug_send_job", "bool", False, "debug", "Log each job sent."),
+    ("debug_send_scan", "bool", False, "debug", "Log the job-cache scan."),
+    ("debug_user_messages", "bool", False, "debug", "Log messages to users."),
+    ("debug_vda", "bool", False, "debug", "Log volunteer data archival."),
+    ("debug_version_select", "bool", False, "debug", "Log app version selection."),
+
+    # -- read only by the web code ---------------------------------------------------
+    ("disable_account_creation", "bool", False, "web", "No new accounts."),
+    ("disable_account_creation_rpc", "bool", False, "web", "No new accounts through RPC."),
+    ("disable_web_account_creation", "bool", False, "web", "No new accounts through the web."),
+    ("no_web_account_creation", "bool", False, "web", "Older spelling of disable_web_account_creation."),
+    ("account_creation_rpc_require_consent", "bool", False, "web",
+     "Account-creation RPC requires terms-of-use consent."),
+    ("enable_login_mustagree_termsofuse", "bool", False, "web",
+     "Users must accept the terms of use at login."),
+    ("enable_privacy_by_default", "bool", False, "web", "New accounts are private by default."),
+    ("show_results", "bool", False, "web", "Show result lists on the web site.", True),
+    ("enable_delete_account", "int", 0, "web",
+     "Let users delete their accounts (0 off; 1-3 deletion method)."),
+    ("no_computing", "bool", False, "web", "Project has no computing (web only)."),
+    ("disable_team_creation", "bool", False, "web", "No new teams."),
+    ("account_manager", "bool", False, "web", "The project is an account manager."),
+    ("dont_suppress_pending", "bool", False, "web", "Show pending credit."),
+    ("moderators_allowed_to_ban", "bool", False, "web", "Forum moderators may ban users."),
+    ("moderators_vote_to_ban", "bool", False, "web", "Forum bans need a moderators' vote."),
+    ("no_forum_rating", "bool", False, "web", "Disable forum post rating."),
+    ("profile_screening", "bool", False, "web", "Profiles are screened before display."),
+    ("team_forums_members_only", "bool", False, "web", "Team forums visible to members only."),
+    ("scheduler_disk_space_check_hardcoded", "bool", False, "web",
+     "Preferences page notes the hard-coded disk check."),
+    ("cgi_url", "str", "", "web", "URL of the cgi-bin directory."),
+    ("stripchart_cgi_url", "str", "", "web", "URL of the stripchart CGI."),
+    ("akismet_key", "str", "", "web", "Akismet spam filter key."),
+    ("recaptcha_public_key", "str", "", "web", "reCAPTCHA public key."),
+    ("recaptcha_private_key", "str", "", "web", "reCAPTCHA private key."),
+    ("rpc_key", "str", "", "web", "Key for privileged web RPCs."),
+    ("project_id", "int", 0, "web", "Project id assigned by BOINC."),
+    ("min_passwd_length", "int", 6, "web", "Minimum password length."),
+    ("profile_min_credit", "float", 0.0, "web", "Credit needed to create a profile."),
+    ("hosts_per_page", "int", 20, "web", "Rows per page in the top-hosts list."),
+    ("teams_per_page", "int", 20, "web", "Rows per page in the top-teams list."),
+    ("users_per_page", "int", 20, "web", "Rows per page in the top-users list."),
+    ("sandbox_dir", "str", "", "web", "Directory of per-user sandbox files."),
+    ("remote_submission_log", "str", "", "web", "Log file of remote job submission."),
+    ("remote_submit_log", "str", "", "web", "Log file of remote job submission RPCs."),
+    ("remote_submit_request_log", "str", "", "web", "Log file of remote submission requests."),
+
+    # -- obsolete options still found in old files (accepted, ignored) ----------------
+    ("debug_array", "bool", False, "obsolete", "Obsolete; ignored."),
+    ("debug_array_detail", "bool", False, "obsolete", "Obsolete; ignored."),
+    ("matchmaker", "bool", False, "obsolete", "Obsolete; ignored."),
+    ("mm_min_slots", "int", 0, "obsolete", "Obsolete; ignored."),
+    ("mm_max_slots", "int", 0, "obsolete", "Obsolete; ignored."),
+    ("no_vista_sandbox", "bool", False, "obsolete", "Obsolete; ignored."),
+    ("fp_benchmark_weight", "float", 0.0, "obsolete", "Obsolete; ignored."),
+)
+
+_SECTIONS = (
+    ("project", "Project identity, database and hosts"),
+    ("paths", "Directories and URLs"),
+    ("upload", "File upload handler"),
+    ("scheduler", "Scheduler and feeder"),
+    ("advanced", "Advanced scheduling"),
+    ("debug", "Scheduler log flags"),
+    ("web", "Read only by the web code"),
+    ("obsolete", "Obsolete (accepted and ignored)"),
+)
+
+
+class Option:
+    """One declared option: its name, type, default, section and doc text."""
+
+    __slots__ = ("name", "type", "default", "section", "doc", "example")
+
+    def __init__(self, name, type, default, section, doc, example=None):
+        self.name = name
+        self.type = type
+        self.default = default
+        self.section = section
+        self.doc = doc
+        self.example = example
+
+    def __repr__(self):
+        return "Option(%r, %r, %r)" % (self.name, self.type, self.default)
+
+
+# name -> Option, in table order (dicts keep insertion order).
+OPTIONS = {row[0]: Option(*row) for row in _TABLE}
+_TYPES = {name: opt.type for name, opt in OPTIONS.items()}
+_SCALAR_DEFAULTS = {name: opt.default for name, opt in OPTIONS.items()
+                    if opt.type not in ("list", "ints")}
+_LIST_NAMES = tuple(name for name, opt in OPTIONS.items() if opt.type in ("list", "ints"))
+
+# Empty path option -> directory under the project root.  log/pid/tmp are
+# per host, as bin/start creates them.
+_PATH_DEFAULTS = {"key_dir": "keys", "download_dir": "download",
+                  "upload_dir": "upload", "app_dir": "apps",
+                  "log_dir": "log_%s", "pid_dir": "pid_%s", "tmp_dir": "tmp_%s"}
+
+# The regex BOINC appends to ban_cpu for <no_amd_k6>.
+_AMD_K6_REGEX = ".*AMD.*\t.*Family 5 Model 8 Stepping 0.*"
+
+_warned_files = set()
+
+
+class ConfigWarning(UserWarning):
+    """config.xml has options no part of boincpy declares."""
+
+
+# ---------------------------------------------------------------------------
+# Daemons and tasks.  Plain classes with __slots__ rather than dataclasses:
+# importing dataclasses costs ~9 ms, paid by every scheduler request.
+
+class _Spec:
+    __slots__ = ()
+
+    def __repr__(self):
+        return "%s(%s)" % (type(self).__name__, ", ".join(
+            "%s=%r" % (f, getattr(self, f)) for f in self.__slots__))
+
+    def __eq__(self, other):
+        return type(other) is type(self) and all(
+            getattr(self, f) == getattr(other, f) for f in self.__slots__)
+
+    def cmd_name(self):
+        """Program name bin/start derives file names from (skips run_in_ops)."""
+        return command_basename(self.cmd)
+
+
+class DaemonSpec(_Spec):
+    """A <daemon> entry; output/pid_file/lock_file default as bin/start's do."""
+
+    __slots__ = ("cmd", "host", "output", "pid_file", "disabled", "lock_file", "use_shell")
+
+    def __init__(self, cmd, host="", output="", pid_file="", disabled=False,
+                 lock_file="", use_shell=False):
+        name = command_basename(cmd)
+        self.cmd = cmd
+        self.host = host
+        self.output = output or name + ".log"
+        self.pid_file = pid_file or name + ".pid"
+        self.disabled = disabled
+        self.lock_file = lock_file or name + ".lock"
+        self.use_shell = use_shell
+
+
+class TaskSpec(_Spec):
+    """A <task> entry; ``period`` in seconds, ``period_text`` as written."""
+
+    __slots__ = ("cmd", "period", "output", "disabled", "host", "period_text",
+                 "lock_file", "use_shell", "always_run")
+
+    def __init__(self, cmd, period, output="", disabled=False, host="",
+                 period_text="", lock_file="", use_shell=False, always_run=False):
+        name = command_basename(cmd)
+        if isinstance(period, str):
+            period_text = period_text or period
+            period = parse_period(period)
+        self.cmd = cmd
+        self.period = period
+        self.output = output or name + ".out"
+        self.disabled = disabled
+        self.host = host
+        self.period_text = period_text or format_period(period)
+        # bin/start: <lock_file>, else OUTPUT.lock if output is a file, else NAME.lock
+        if not lock_file:
+            lock_file = (self.output + ".lock" if not self.output.startswith("/dev/")
+                         else name + ".lock")
+        self.lock_file = lock_file
+        self.use_shell = use_shell
+        self.always_run = always_run
+
+
+def command_basename(cmd):
+    """Base name of a command's program, the second word after run_in_ops."""
+    words = cmd.split()
+    if not words:
+        return ""
+    word = words[0]
+    if word == "run_in_ops" and len(words) > 1:
+        word = words[1]
+    return os.path.basename(word)
+
+
+_PERIOD_UNITS = (("mo", 30 * 86400), ("s", 1), ("m", 60), ("h", 3600),
+                 ("d", 86400), ("w", 7 * 86400))
+
+
+def parse_period(text):
+    """Seconds in a task period: "N" (minutes) or "N unit", unit by its first
+    letter(s): s, m(in), h(our), d(ay), w(eek), mo(nth = 30 days).
+
+    Raises ValueError for anything else.
+    """
+    words = text.split()
+    if not words or len(words) > 2:
+        raise ValueError("invalid task period %r" % text)
+    try:
+        number = int(words[0])
+    except ValueError:
+        number = float(words[0])     # ValueError propagates
+    if len(words) == 1:
+        return int(number * 60)
+    unit = words[1].lower()
+    for prefix, seconds in _PERIOD_UNITS:
+        if unit.startswith(prefix):
+            return int(number * seconds)
+    raise ValueError("invalid task period %r" % text)
+
+
+def format_period(seconds):
+    """Text for a period in seconds, in the largest whole BOINC unit."""
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds and seconds % size == 0:
+            n = seconds // size
+            return "%d %s" % (n, unit[:-1] if n == 1 else unit)
+    return "%d seconds" % seconds
+
+
+# ---------------------------------------------------------------------------
+# Value conversion
+
+def _parse_int(text):
+    """strtol(text, 0): optional sign, 0x hex, leading-0 octal, else decimal."""
+    s = text
+    sign = 1
+    if s and s[0] in "+-":
+        sign = -1 if s[0] == "-" else 1
+        s = s[1:]
+    if s[:2] in ("0x", "0X"):
+        return sign * int(s[2:], 16)
+    if len(s) > 1 and s[0] == "0":
+        return sign * int(s, 8)
+    if not s.isdigit():
+        raise ValueError(text)
+    return sign * int(s)
+
+
+_TRUE_WORDS = ("", "true", "yes", "on")
+_FALSE_WORDS = ("false", "no", "off")
+
+
+def _parse_bool(text):
+    """<opt/> or empty: true; a number: non-zero; true/false words accepted."""
+    low = text.lower()
+    if low in _TRUE_WORDS:
+        return True
+    if low in _FALSE_WORDS:
+        return False
+    return _parse_int(text) != 0
+
+
+def _convert(kind, text):
+    if kind == "str" or kind == "path" or kind == "list":
+        return text
+    if kind == "int" or kind == "ints":
+        return _parse_int(text)
+    if kind == "bool":
+        return _parse_bool(text)
+    if kind == "float":
+        return float(text)
+    if kind == "octal":
+        value = int(text, 8)
+        if value < 0:
+            raise ValueError(text)
+        return value
+    raise AssertionError(kind)
+
+
+_TYPE_WORDS = {"int": "an integer", "ints": "an integer", "bool": "a boolean (0 or 1)",
+               "float": "a number", "octal": "an octal number"}
+
+
+# ---------------------------------------------------------------------------
+# A tiny expat tree: each node is [tag, attrs, line, text_parts, children].
+# ElementTree would cost ~4 ms of imports and lxml ~18 ms; expat alone ~1 ms.
+
+def _parse_tree(data, path):
+    from xml.parsers import expat
+
+    parser = expat.ParserCreate()
+    parser.buffer_text = True
+    root = []
+    stack = []
+
+    def start(tag, attrs):
+        node = [tag, attrs, parser.CurrentLineNumber, [], []]
+        if stack:
+            stack[-1][4].append(node)
+        else:
+            root.append(node)
+        stack.append(node)
+
+    def end(tag):
+        stack.pop()
+
+    def chars(text):
+        if stack:
+            stack[-1][3].append(text)
+
+    parser.StartElementHandler = start
+    parser.EndElementHandler = end
+    parser.CharacterDataHandler = chars
+    try:
+        parser.Parse(data, True)
+    except expat.ExpatError as exc:
+        raise ConfigError("%s line %d: malformed XML: %s" % (
+            path, exc.lineno, expat.ErrorString(exc.code))) from None
+    return root[0]
+
+
+def _text(node):
+    return "".join(node[3]).strip()
+
+
+def _escape(text):
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+
+
+def _inner_xml(node):
+    """Serialise a node's content (text and child elements) back to XML text."""
+    # Character data is split around children, so interleave by position is
+    # lost; options with structure are element lists, which this keeps.
+    parts = []
+    text = "".join(node[3]).strip()
+    if text:
+        parts.append(_escape(text))
+    for child in node[4]:
+        inner = _inner_xml(child)
+        attrs = "".join(' %s="%s"' % (k, _escape(v).replace('"', "&quot;"))
+                        for k, v in child[1].items())
+        if inner:
+            parts.append("<%s%s>%s</%s>" % (child[0], attrs, inner, child[0]))
+        else:
+            parts.append("<%s%s/>" % (child[0], attrs))
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------------------
+
+def short_hostname():
+    """This machine's host name up to the first dot (as bin/start uses)."""
+    return os.uname().nodename.split(".")[0]
+
+
+class Config:
+    """Parsed config.xml: one attribute per declared option plus
+
+    ``project_dir`` (absolute), ``path`` (the file), ``raw`` (options as
+    written in the file, typed), ``unknown`` (undeclared options: name ->
+    text, or inner XML for options with child elements), ``daemons``,
+    ``tasks``, ``delete_delay`` (seconds) and ``local_host`` (this
+    machine's short host name).
+    """
+
+    def __init__(self, project_dir, path=None):
+        d = self.__dict__
+        d.update(_SCALAR_DEFAULTS)
+        for name in _LIST_NAMES:
+            d[name] = []
+        d["project_dir"] = project_dir
+        d["path"] = path
+        d["raw"] = {}
+        d["unknown"] = {}
+        d["daemons"] = []
+        d["tasks"] = []
+        d["local_host"] = ""
+        d["delete_delay"] = 0.0
+
+    def get(self, name, default=None):
+        """A declared option's value, else an undeclared one's text, else ``default``."""
+        if name in OPTIONS:
+            return self.__dict__[name]
+        return self.unknown.get(name, default)
+
+    def project_path(self, *parts):
+        """A path under the project root."""
+        return os.path.join(self.project_dir, *parts)
+
+    def as_options(self):
+        """The options as written in the file (declared typed, unknown as text)
+        -- what write_config needs to reproduce the file."""
+        options = dict(self.raw)
+        options.update(self.unknown)
+        return options
+
+    def __repr__(self):
+        return "<Config %s>" % (self.path or self.project_dir)
+
+
+def find_project_dir():
+    """The project root as BOINC's project_path() finds it: $BOINC_PROJECT_DIR,
+    else the current or the parent directory if it holds config.xml and cgi-bin/."""
+    env = os.environ.get("BOINC_PROJECT_DIR")
+    candidates = [env] if env else [".", ".."]
+    for directory in candidates:
+        if (os.path.isfile(os.path.join(directory, CONFIG_FILE))
+                and os.path.isdir(os.path.join(directory, "cgi-bin"))):
+            return os.path.abspath(directory)
+    if env:
+        raise ConfigError("BOINC_PROJECT_DIR=%s is not a project directory" % env)
+    raise ConfigError("Not in a project directory or subdirectory")
+
+
+def load_config(project_dir=None, filename=CONFIG_FILE):
+    """Parse PROJECT/config.xml into a Config (see the module docstring).
+
+    ``project_dir`` None: find it as BOINC does (find_project_dir).  Raises
+    ConfigError naming the file (and line, and option) for a missing file,
+    malformed XML, a wrong root, or a value of the wrong type.
+    """
+    if project_dir is None:
+        project_dir = find_project_dir()
+    project_dir = os.path.abspath(project_dir)
+    path = os.path.join(project_dir, filename)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise ConfigError("can't read %s: %s" % (path, exc.strerror)) from None
+    return parse_config_text(data, project_dir, path)
+
+
+def parse_config_text(data, project_dir, path="config.xml"):
+    """Parse config.xml content (str or bytes); ``path`` is used in messages."""
+    if isinstance(data, str):
+        data = data.encode()
+    root = _parse_tree(data, path)
+    if root[0] != "boinc":
+        raise ConfigError("%s line %d: root element is <%s>, expected <boinc>"
+                          % (path, root[2], root[0]))
+    config_node = daemons_node = tasks_node = None
+    for child in root[4]:
+        tag = child[0]
+        if tag == "config" and config_node is None:
+            config_node = child
+        elif tag == "daemons" and daemons_node is None:
+            daemons_node = child
+        elif tag == "tasks" and tasks_node is None:
+            tasks_node = child
+    if config_node is None:
+        raise ConfigError("%s: no <config> element inside <boinc>" % path)
+
+    cfg = Config(project_dir, path)
+    d = cfg.__dict__
+    raw = cfg.raw
+    unknown = cfg.unknown
+    types = _TYPES
+    for node in config_node[4]:
+        name = node[0]
+        kind = types.get(name)
+        if kind is None:
+            unknown[name] = _inner_xml(node) if node[4] else _text(node)
+            continue
+        text = _text(node)
+        if kind == "xml":
+            value = _inner_xml(node)
+        else:
+            try:
+                value = _convert(kind, text)
+            except ValueError:
+                raise ConfigError("%s line %d: option <%s>: %r is not %s" % (
+                    path, node[2], name, text, _TYPE_WORDS.get(kind, kind))) from None
+        if kind == "list" or kind == "ints":
+            d[name].append(value)
+            raw.setdefault(name, []).append(value)
+            continue
+        d[name] = value
+        raw[name] = value
+        # Options with side effects, applied in file order as BOINC does.
+        if name == "grace_period_hours":
+            d["report_grace_period"] = int(value * 3600)
+        elif name == "no_amd_k6" and value:
+            d["ban_cpu"].append(_AMD_K6_REGEX)
+        elif name in ("min_core_client_version", "min_core_client_version_announced"):
+            if value and value < 10000:
+                d[name] = value * 100
+
+    _finish(cfg, path)
+    if daemons_node is not None:
+        cfg.daemons = [_daemon(node, cfg, path) for node in daemons_node[4]
+                       if node[0] == "daemon"]
+    if tasks_node is not None:
+        cfg.tasks = [_task(node, cfg, path) for node in tasks_node[4]
+                     if node[0] == "task"]
+    if unknown and path not in _warned_files:
+        _warned_files.add(path)
+        import warnings
+        warnings.warn("%s: options not known to boincpy (kept): %s"
+                      % (path, ", ".join(sorted(unknown))), ConfigWarning, stacklevel=3)
+    return cfg
+
+
+def _finish(cfg, path):
+    """Derived values once all options are read (BOINC does these at </config>)."""
+    d = cfg.__dict__
+    if d["batch_accel"] and d["size_classes"]:
+        raise ConfigError("%s: can't have both batch_accel and size_classes" % path)
+    local = short_hostname()
+    d["local_host"] = local
+    if d["db_host"] and d["db_host"] in (os.uname().nodename, local):
+        d["db_host"] = "localhost"
+    for part in ("host", "name", "user", "passwd"):
+        if not d["replica_db_" + part]:
+            d["replica_db_" + part] = d["db_" + part]
+    if not d["host"]:
+        d["host"] = local
+    # A non-empty <project_dir> overrides the root, as in BOINC's project_path().
+    override = cfg.raw.get("project_dir")
+    root = os.path.abspath(override) if override else cfg.project_dir
+    d["project_dir"] = root
+    for name, sub in _PATH_DEFAULTS.items():
+        value = d[name]
+        if not value:
+            d[name] = os.path.join(root, sub % local if "%" in sub else sub)
+        elif not os.path.isabs(value):
+            d[name] = os.path.join(root, value)
+    d["delete_delay"] = d["delete_delay_hours"] * 3600
+
+
+def _fields(node, path, owner):
+    fields = {}
+    for child in node[4]:
+        fields[child[0]] = (_text(child), child[2])
+    if not fields.get("cmd", ("",))[0]:
+        raise ConfigError("%s line %d: <%s> without <cmd>" % (path, node[2], owner))
+    return fields
+
+
+def _flag(fields, name, path):
+    if name not in fields:
+        return False
+    text, line = fields[name]
+    try:
+        return _parse_bool(text)
+    except ValueError:
+        raise ConfigError("%s line %d: <%s>: %r is not a boolean (0 or 1)"
+                          % (path, line, name, text)) from None
+
+
+def _daemon(node, cfg, path):
+    f = _fields(node, path, "daemon")
+    get = lambda k: f.get(k, ("",))[0]
+    return DaemonSpec(get("cmd"), host=get("host") or cfg.host, output=get("output"),
+                      pid_file=get("pid_file"), disabled=_flag(f, "disabled", path),
+                      lock_file=get("lock_file"), use_shell=_flag(f, "use_shell", path))
+
+
+def _task(node, cfg, path):
+    f = _fields(node, path, "task")
+    get = lambda k: f.get(k, ("",))[0]
+    if "period" not in f:
+        raise ConfigError("%s line %d: <task> without <period>" % (path, node[2]))
+    text, line = f["period"]
+    try:
+        seconds = parse_period(text)
+    except ValueError:
+        raise ConfigError("%s line %d: <period>: invalid task period %r "
+                          "(use e.g. '24 hours', '30 min', '1 day')" % (path, line, text)) from None
+    return TaskSpec(get("cmd"), seconds, output=get("output"),
+                    disabled=_flag(f, "disabled", path), host=get("host") or cfg.host,
+                    period_text=text, lock_file=get("lock_file"),
+                    use_shell=_flag(f, "use_shell", path),
+                    always_run=_flag(f, "always_run", path))
+
+
+# ---------------------------------------------------------------------------
+# Writing
+
+def format_value(name, value):
+    """Text of an option value as written in config.xml (not yet escaped)."""
+    kind = _TYPES.get(name)
+    if isinstance(value, bool) or kind == "bool":
+        return "1" if value else "0"
+    if kind == "octal" and isinstance(value, int):
+        return "0%o" % value
+    if name == "shmem_key" and isinstance(value, int):
+        return "0x%08x" % value
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    return str(value)
+
+
+_IND = "    "
+
+
+def _option_lines(name, value, level):
+    pad = _IND * level
+    if _TYPES.get(name) == "xml" or (name not in _TYPES and isinstance(value, str)
+                                     and value.lstrip().startswith("<")):
+        return ["%s<%s>%s</%s>" % (pad, name, value, name)]
+    if isinstance(value, (list, tuple)):
+        lines = []
+        for item in value:
+            lines.extend(_option_lines(name, item, level))
+        return lines
+    return ["%s<%s>%s</%s>" % (pad, name, _escape(format_value(name, value)), name)]
+
+
+def _spec_dict(spec):
+    return spec if isinstance(spec, dict) else {f: getattr(spec, f) for f in spec.__slots__}
+
+
+def _daemon_lines(spec, main_host):
+    s = _spec_dict(spec)
+    cmd = s["cmd"]
+    name = command_basename(cmd)
+    out = ["%s<daemon>" % (_IND * 2), "%s<cmd>%s</cmd>" % (_IND * 3, _escape(cmd))]
+    defaults = {"host": main_host, "output": name + ".log", "pid_file": name + ".pid",
+                "lock_file": name + ".lock"}
+    for key in ("host", "output", "pid_file", "lock_file"):
+        value = s.get(key) or ""
+        if value and value != defaults[key]:
+            out.append("%s<%s>%s</%s>" % (_IND * 3, key, _escape(value), key))
+    for key in ("disabled", "use_shell"):
+        if s.get(key):
+            out.append("%s<%s>1</%s>" % (_IND * 3, key, key))
+    out.append("%s</daemon>" % (_IND * 2))
+    return out
+
+
+def _task_lines(spec, main_host):
+    s = _spec_dict(spec)
+    cmd = s["cmd"]
+    name = command_basename(cmd)
+    period = s.get("period_text") or s.get("period")
+    if not isinstance(period, str):
+        period = format_period(period)
+    output = s.get("output") or name + ".out"
+    out = ["%s<task>" % (_IND * 2),
+           "%s<cmd>%s</cmd>" % (_IND * 3, _escape(cmd)),
+           "%s<period>%s</period>" % (_IND * 3, _escape(period)),
+           "%s<output>%s</output>" % (_IND * 3, _escape(output)),
+           "%s<disabled>%d</disabled>" % (_IND * 3, 1 if s.get("disabled") else 0)]
+    host = s.get("host") or ""
+    if host and host != main_host:
+        out.append("%s<host>%s</host>" % (_IND * 3, _escape(host)))
+    lock = s.get("lock_file") or ""
+    default_lock = output + ".lock" if not output.startswith("/dev/") else name + ".lock"
+    if lock and lock != default_lock:
+        out.append("%s<lock_file>%s</lock_file>" % (_IND * 3, _escape(lock)))
+    for key in ("use_shell", "always_run"):
+        if s.get(key):
+            out.append("%s<%s>1</%s>" % (_IND * 3, key, key))
+    out.append("%s</task>" % (_IND * 2))
+    return out
+
+
+def config_text(options, daemons=(), tasks=()):
+    """The text of a config.xml holding ``options`` (name -> value; None is
+    omitted; lists repeat the element), ``daemons`` and ``tasks``
+    (DaemonSpec/TaskSpec or dicts with the same keys)."""
+    lines = ['<?xml version="1.0" ?>', "<boinc>", _IND + "<config>"]
+    for name, value in options.items():
+        if value is None:
+            continue
+        lines.extend(_option_lines(name, value, 2))
+    lines.append(_IND + "</config>")
+    main_host = options.get("host") or short_hostname()
+    lines.append(_IND + "<daemons>")
+    for spec in daemons:
+        lines.extend(_daemon_lines(spec, main_host))
+    lines.append(_IND + "</daemons>")
+    lines.append(_IND + "<tasks>")
+    for spec in tasks:
+        lines.extend(_task_lines(spec, main_host))
+    lines.append(_IND + "</tasks>")
+    lines.append("</boinc>")
+    return "\n".join(lines) + "\n"
+
+
+def write_config(path, options, daemons=(), tasks=(), mode=0o644):
+    """Atomically write a config.xml in BOINC's layout; returns ``path``.
+
+    ``path`` may be the file or the project directory.  Round-trips with
+    load_config: load_config(dir).as_options() gives back ``options``.
+    """
+    from boincpy.files import atomic_write
+
+    if os.path.isdir(path):
+        path = os.path.join(path, CONFIG_FILE)
+    atomic_write(path, config_text(options, daemons, tasks), mode)
+    return path
+
+
+# ---------------------------------------------------------------------------
+# Documentation
+
+def _default_text(opt):
+    if opt.type in ("list", "ints"):
+        return "(none)"
+    if opt.type == "path":
+        sub = _PATH_DEFAULTS[opt.name]
+        return "PROJECT/" + sub.replace("%s", "<host>")
+    if opt.default is None:
+        return "(unset)"
+    if opt.type == "str":
+        return '"%s"' % opt.default
+    return format_value(opt.name, opt.default)
+
+
+def describe_options(section=None):
+    """Reference text for every declared option (or one section's)."""
+    out = []
+    for key, title in _SECTIONS:
+        if section and key != section:
+            continue
+        out.append(title)
+        out.append("=" * len(title))
+        for opt in OPTIONS.values():
+            if opt.section != key:
+                continue
+            out.append("<%s>  %s, default %s" % (opt.name, opt.type, _default_text(opt)))
+            out.append("    " + opt.doc)
+        out.append("")
+    return "\n".join(out)
+
+
+def example_config():
+    """The commented config.xml.example: every declared option with its doc.
+
+    Repeatable and unset options appear commented out, because an empty
+    <ban_os/> would ban every host.
+    """
+    lines = ['<?xml version="1.0" ?>',
+             "<!-- config.xml for a boincpy project: every option boincpy knows,",
+             "     generated from boincpy/config.py (describe_options() has the same text).",
+             "     Values shown are the defaults, or an example where a value is needed. -->",
+             "<boinc>", _IND + "<config>"]
+    for key, title in _SECTIONS:
+        lines.append("")
+        lines.append("%s<!-- ===== %s ===== -->" % (_IND * 2, title))
+        for opt in OPTIONS.values():
+            if opt.section != key:
+                continue
+            doc = opt.doc.replace("--", "-")
+            lines.append("%s<!-- %s -->" % (_IND * 2, doc))
+            value = opt.example if opt.example is not None else opt.default
+            if opt.type in ("list", "ints") or value is None:
+                sample = {"octal": "0660", "ints": "123"}.get(opt.type, "REGEX")
+                lines.append("%s<!-- <%s>%s</%s> -->" % (_IND * 2, opt.name, sample, opt.name))
+            else:
+                lines.append("%s<%s>%s</%s>" % (_IND * 2, opt.name,
+                                                _escape(format_value(opt.name, value)), opt.name))
+    lines.append(_IND + "</config>")
+    lines.append(_IND + "<daemons>")
+    for spec in (DaemonSpec("feeder -d 3"), DaemonSpec("transitioner -d 3"),
+                 DaemonSpec("file_deleter -d 3"),
+                 DaemonSpec("sample_bitwise_validator -d 3 --app example_app"),
+                 DaemonSpec("sample_dummy_assimilator -d 3 --app example_app")):
+        lines.extend(_daemon_lines(spec, "server1"))
+    lines.append(_IND + "</daemons>")
+    lines.append(_IND + "<tasks>")
+    lines.append("%s<!-- period: N (minutes) or 'N seconds|minutes|hours|days|weeks' -->"
+                 % (_IND * 2))
+    for spec in (TaskSpec("antique_file_deleter -d 2", "24 hours"),
+                 TaskSpec("db_dump -d 2 --dump_spec ../db_dump_spec.xml", "24 hours",
+                          disabled=True),
+                 TaskSpec("update_stats", "1 days")):
+        lines.extend(_task_lines(spec, "server1"))
+    lines.append(_IND + "</tasks>")
+    lines.append("</boinc>")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    """``python -m boincpy.config [--example]``: print the option reference."""
+    argv = sys.argv[1:] if argv is None else argv
+    sys.stdout.write(example_config() if "--example" in argv else describe_options())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

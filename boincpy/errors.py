@@ -1,0 +1,40 @@
+"""One base exception for everything boincpy reports to a user.
+
+Each error carries the text the user must be told (naming the file, line or
+field at fault) and the exit status a command-line tool should return.
+"""
+
+
+class BoincpyError(Exception):
+    """Base of every error boincpy raises on purpose."""
+
+    exit_code = 1
+
+    def __init__(self, message, *, exit_code=None):
+        super().__init__(message)
+        self.message = message
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+    def __str__(self):
+        return self.message
+
+
+class ConfigError(BoincpyError):
+    """config.xml (or another project file) is missing or malformed."""
+
+
+class DatabaseError(BoincpyError):
+    """The database is unreachable, lacks the schema, or refused a write."""
+
+
+class KeyFileError(BoincpyError):
+    """A key or signature file is missing or not in BOINC's format."""
+
+
+class TemplateError(BoincpyError):
+    """An input or output template is malformed or does not fit the job."""
+
+
+class ToolError(BoincpyError):
+    """A bin/ tool was given bad arguments or met a state it cannot handle."""

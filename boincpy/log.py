@@ -1,0 +1,68 @@
+"""BOINC-style log lines.
+
+Every daemon and CGI writes lines like the C++ server's::
+
+    2026-11-22 08:05:30.3392 UTC [PID=2298 ] [normal] Request: [USER#1] ...
+
+A timestamp with four decimals, the process id (for CGIs, which share one
+file), the severity word BOINC uses, then the message.  Debug levels follow
+BOINC's ``-d N``: 1 critical only, 2 and 3 normal, 4 and up debug.
+"""
+
+import os
+import sys
+import time
+
+CRITICAL = 1
+NORMAL = 2
+DEBUG = 4
+
+_KIND_WORDS = {CRITICAL: "[CRITICAL]", NORMAL: "[normal]", DEBUG: "[debug]"}
+
+
+def timestamp(now=None):
+    """BOINC's precision_time_to_string: ``YYYY-MM-DD HH:MM:SS.ffff UTC``."""
+    if now is None:
+        now = time.time()
+    whole = int(now)
+    frac = int((now - whole) * 10000)
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(whole)) + ".%04d UTC" % frac
+
+
+class MessageLog:
+    """A log file (or stream) with BOINC's line format and debug level."""
+
+    def __init__(self, stream=None, debug_level=3, show_pid=False):
+        self.stream = stream if stream is not None else sys.stderr
+        self.debug_level = debug_level
+        self.show_pid = show_pid
+
+    @classmethod
+    def open(cls, path, debug_level=3, show_pid=False):
+        """Append to the log file at ``path`` (line buffered)."""
+        stream = open(path, "a", buffering=1, encoding="utf-8", errors="replace")
+        return cls(stream, debug_level, show_pid)
+
+    def wanted(self, kind):
+        return kind <= self.debug_level
+
+    def printf(self, kind, message):
+        """Write ``message`` (one or several lines) at severity ``kind``."""
+        if not self.wanted(kind):
+            return
+        prefix = timestamp()
+        if self.show_pid:
+            prefix += " [PID=%-5d]" % os.getpid()
+        word = _KIND_WORDS.get(kind, "[debug]")
+        for line in str(message).splitlines() or [""]:
+            self.stream.write("%s %s %s\n" % (prefix, word, line))
+        self.stream.flush()
+
+    def critical(self, message):
+        self.printf(CRITICAL, message)
+
+    def normal(self, message):
+        self.printf(NORMAL, message)
+
+    def debug(self, message):
+        self.printf(DEBUG, message)

@@ -1,0 +1,1 @@
+"""Command-line tools; bin/NAME scripts call main() of these modules."""

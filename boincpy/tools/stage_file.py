@@ -1,0 +1,202 @@
+"""stage_file and dir_hier_path: put input files into the download hierarchy.
+
+    stage_file [--gzip] [--copy] [--verbose] PATH      (file, or every file of a directory)
+    dir_hier_path FILENAME
+
+stage_file follows BOINC's tools/stage_file (PHP): the file is moved (or
+copied) to ``download_dir/BUCKET/NAME``, ``NAME.md5`` (``"<md5> <size>\\n"``)
+is written, and with --gzip ``NAME.gz`` too.  A different file already staged
+under the same name is an error (files are immutable for the clients); the
+same file is fine.  Both tools run in the project directory (or take
+--project_dir DIR).
+"""
+
+import gzip as gzip_module
+import os
+import shutil
+import sys
+
+from boincpy.errors import BoincpyError, ToolError
+from boincpy.files import dir_hier_path, md5_file
+
+STAGE_USAGE = """usage: stage_file [--gzip] [--copy] [--verbose] path
+    --gzip      make a gzipped version of file for compressed download
+                (use with <gzip/> in the input template)
+    --copy      copy the file (default is to move it)
+    --verbose   verbose output
+    path        The file to stage; if directory, stage all files in that dir
+"""
+
+DIR_HIER_USAGE = """
+Usage: dir_hier_path <filename>
+   Run this in a project's root directory.
+   Prints the absolute path of the file in the download hierarchy,
+   and creates the directory if needed.
+
+"""
+
+
+def _read_md5_file(path):
+    """(md5, size) from a .md5 file as PHP's check_download_file reads it."""
+    try:
+        with open(path) as f:
+            parts = f.read().split(" ")
+    except OSError as exc:
+        raise ToolError("can't read %s: %s" % (path, exc.strerror)) from None
+    md5 = parts[0].strip()
+    try:
+        size = float(parts[1]) if len(parts) > 1 else None
+    except ValueError:
+        size = None
+    return md5, size
+
+
+def _write_md5_file(dl_path, md5, size):
+    with open(dl_path + ".md5", "w") as f:
+        f.write("%s %d\n" % (md5, size))
+
+
+def check_download_file(path, dl_path):
+    """0: the same file is already staged; 1: not there, must be copied;
+    -1: a different file with that name is there.  In cases 0 and 1 the
+    .md5 file exists afterwards.  Returns (status, md5, size)."""
+    md5, size = md5_file(path)
+    md5_path = dl_path + ".md5"
+    have_md5 = os.path.exists(md5_path)
+    if have_md5:
+        dl_md5, dl_size = _read_md5_file(md5_path)
+    if os.path.exists(dl_path):
+        if have_md5:
+            if os.path.getsize(dl_path) == dl_size and dl_md5 == md5:
+                return 0, md5, size
+            return -1, md5, size
+        m, _ = md5_file(dl_path)
+        if m == md5:
+            _write_md5_file(dl_path, md5, size)
+            return 0, md5, size
+        return -1, md5, size
+    return 1, md5, size
+
+
+def stage_one(path, cfg, copy=False, gzip=False, verbose=False, out=None):
+    """Stage one file; returns its path in the download hierarchy."""
+    out = out or sys.stdout
+    if not os.path.exists(path):
+        raise ToolError("no such file: %s" % path)
+    name = os.path.basename(path)
+    dl_path = dir_hier_path(cfg.download_dir, name, cfg.uldl_dir_fanout, create=True)
+    if verbose:
+        out.write("staging %s to %s\n" % (name, dl_path))
+    try:
+        status, md5, size = check_download_file(path, dl_path)
+        if status == 0:
+            if verbose:
+                out.write("    file already exists as %s\n" % dl_path)
+        elif status == 1:
+            if copy:
+                tmp = dl_path + ".tmp_%d" % os.getpid()
+                shutil.copyfile(path, tmp)
+                os.replace(tmp, dl_path)
+                if verbose:
+                    out.write("    copied file\n")
+            else:
+                shutil.move(path, dl_path)
+                if verbose:
+                    out.write("    moved file\n")
+            # written after the data file so its mtime is not older (create_work
+            # ignores and deletes .md5 files older than their data file)
+            _write_md5_file(dl_path, md5, size)
+        else:
+            raise ToolError(
+                "Can't stage input file %s:\n"
+                "There is a file in your project's download hierarchy,\n%s,\n"
+                "with the same name but different contents.\n"
+                "This is not allowed by BOINC." % (path, dl_path))
+        if gzip:
+            gz_path = dl_path + ".gz"
+            if not os.path.exists(gz_path):
+                tmp = gz_path + ".tmp_%d" % os.getpid()
+                with open(dl_path, "rb") as src, gzip_module.open(tmp, "wb") as dst:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+                os.replace(tmp, gz_path)
+                if verbose:
+                    out.write("    created .gzip file %s\n" % gz_path)
+    except OSError as exc:
+        raise ToolError("can't stage %s: %s" % (path, exc)) from None
+    return dl_path
+
+
+def _load_cfg(project_dir):
+    from boincpy.config import load_config
+    return load_config(project_dir)
+
+
+def stage_main(argv=None):
+    """Entry point of bin/stage_file."""
+    argv = sys.argv[1:] if argv is None else argv
+    copy = gzip = verbose = False
+    project_dir = None
+    paths = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a in ("--gzip", "-gzip"):
+            gzip = True
+        elif a in ("--copy", "-copy"):
+            copy = True
+        elif a in ("--verbose", "-verbose"):
+            verbose = True
+        elif a in ("--project_dir", "-project_dir") and i + 1 < len(argv):
+            i += 1
+            project_dir = argv[i]
+        elif a.startswith("-") and a != "-":
+            sys.stderr.write(STAGE_USAGE)
+            sys.exit(1)
+        else:
+            paths.append(a)
+        i += 1
+    if len(paths) != 1:
+        sys.stderr.write(STAGE_USAGE)
+        sys.exit(1)
+    try:
+        cfg = _load_cfg(project_dir)
+        if not cfg.uldl_dir_fanout:
+            raise ToolError("can't find <uldl_dir_fanout> in config.xml")
+        path = paths[0]
+        if os.path.isdir(path):
+            for entry in sorted(os.listdir(path)):
+                p = os.path.join(path, entry)
+                if os.path.isfile(p):
+                    stage_one(p, cfg, copy, gzip, verbose)
+        else:
+            stage_one(path, cfg, copy, gzip, verbose)
+    except BoincpyError as exc:
+        sys.stderr.write("stage_file: ERROR: %s\n" % exc.message)
+        sys.exit(exc.exit_code or 1)
+    sys.exit(0)
+
+
+def dir_hier_path_main(argv=None):
+    """Entry point of bin/dir_hier_path."""
+    argv = sys.argv[1:] if argv is None else argv
+    project_dir = None
+    if len(argv) == 3 and argv[0] in ("--project_dir", "-project_dir"):
+        project_dir = argv[1]
+        argv = argv[2:]
+    if len(argv) != 1 or argv[0] in ("-h", "--help"):
+        sys.stderr.write(DIR_HIER_USAGE)
+        sys.exit(1)
+    try:
+        cfg = _load_cfg(project_dir)
+        path = dir_hier_path(cfg.download_dir, argv[0], cfg.uldl_dir_fanout, create=True)
+    except BoincpyError as exc:
+        sys.stderr.write("dir_hier_path: ERROR: %s\n" % exc.message)
+        sys.exit(exc.exit_code or 1)
+    except OSError as exc:
+        sys.stderr.write("dir_hier_path: ERROR: %s\n" % exc)
+        sys.exit(1)
+    sys.stdout.write(path + "\n")
+    sys.exit(0)
+
+
+main = stage_main
