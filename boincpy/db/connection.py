@@ -1,0 +1,227 @@
+"""A thin layer over MySQLdb: one connection, dict rows, transactions, clear errors.
+
+No ORM.  Callers write SQL with ``%s`` placeholders and pass parameters; the
+driver quotes them.  Errors from the driver become :class:`DatabaseError`
+carrying a sentence an operator can act on (which server, which database).
+"""
+
+import contextlib
+
+from boincpy.errors import DatabaseError
+
+# MySQL error codes worth a specific message.
+_ER_ACCESS_DENIED = 1045
+_ER_BAD_DB = 1049
+_ER_NO_SUCH_TABLE = 1146
+_CR_CONNECTION_ERROR = 2002
+_CR_CONN_HOST_ERROR = 2003
+_CR_SERVER_GONE = 2006
+_CR_SERVER_LOST = 2013
+
+
+def connect_params(cfg, replica=False):
+    """MySQLdb keyword arguments for the project's database (or its read replica).
+
+    ``cfg`` is a :class:`boincpy.config.Config`.  ``db_host`` of "" or
+    "localhost" means the local socket (``db_socket`` if set), as in BOINC.
+    """
+    prefix = "replica_db_" if replica else "db_"
+    host = getattr(cfg, prefix + "host") or ""
+    params = {
+        "db": getattr(cfg, prefix + "name"),
+        "user": getattr(cfg, prefix + "user"),
+        "passwd": getattr(cfg, prefix + "passwd"),
+        "charset": "utf8mb4",
+        "use_unicode": True,
+        "autocommit": True,
+    }
+    socket = getattr(cfg, "db_socket", "") or ""
+    if host and ":" in host and not host.startswith("["):
+        host, port = host.rsplit(":", 1)
+        params["port"] = int(port)
+    if host and host != "localhost":
+        params["host"] = host
+    elif socket:
+        params["unix_socket"] = socket
+    else:
+        params["host"] = "localhost"
+    return params
+
+
+def _describe(params):
+    where = params.get("unix_socket") or params.get("host", "localhost")
+    if params.get("port"):
+        where += ":%d" % params["port"]
+    return "database '%s' as user '%s' on %s" % (params.get("db", ""),
+                                                  params.get("user", ""), where)
+
+
+def open_connection(params):
+    """Open a MySQLdb connection, turning failures into DatabaseError."""
+    import MySQLdb
+    try:
+        return MySQLdb.connect(**params)
+    except MySQLdb.OperationalError as exc:
+        code = exc.args[0] if exc.args else 0
+        what = _describe(params)
+        if code == _ER_ACCESS_DENIED:
+            raise DatabaseError("access denied to %s: check db_user and db_passwd "
+                                "in config.xml" % what) from None
+        if code == _ER_BAD_DB:
+            raise DatabaseError("%s does not exist: create it with make_project "
+                                "(or check db_name in config.xml)" % what) from None
+        if code in (_CR_CONNECTION_ERROR, _CR_CONN_HOST_ERROR):
+            raise DatabaseError("cannot reach the database server for %s: is "
+                                "MariaDB/MySQL running? (%s)" % (what, exc.args[-1])) from None
+        raise DatabaseError("cannot connect to %s: %s" % (what, exc.args[-1])) from None
+
+
+class Database:
+    """One database connection with dict rows and explicit transactions."""
+
+    def __init__(self, conn, params=None):
+        self.conn = conn
+        self.params = params or {}
+        self._in_transaction = False
+
+    # -- statements -------------------------------------------------------
+
+    def execute(self, sql, params=None):
+        """Run one statement; return the number of affected rows."""
+        cur = self.conn.cursor()
+        try:
+            return cur.execute(sql, params)
+        except Exception as exc:
+            raise self._wrap(exc, sql) from None
+        finally:
+            cur.close()
+
+    def executemany(self, sql, seq):
+        """Run one statement for each parameter tuple (multi-row INSERT when possible)."""
+        cur = self.conn.cursor()
+        try:
+            return cur.executemany(sql, seq)
+        except Exception as exc:
+            raise self._wrap(exc, sql) from None
+        finally:
+            cur.close()
+
+    def insert(self, sql, params=None):
+        """Run an INSERT; return the new row's AUTO_INCREMENT id."""
+        cur = self.conn.cursor()
+        try:
+            cur.execute(sql, params)
+            return cur.lastrowid
+        except Exception as exc:
+            raise self._wrap(exc, sql) from None
+        finally:
+            cur.close()
+
+    def query(self, sql, params=None):
+        """Run a SELECT; return a list of dicts keyed by column name."""
+        import MySQLdb.cursors
+        cur = self.conn.cursor(MySQLdb.cursors.DictCursor)
+        try:
+            cur.execute(sql, params)
+            return list(cur.fetchall())
+        except Exception as exc:
+            raise self._wrap(exc, sql) from None
+        finally:
+            cur.close()
+
+    def query_one(self, sql, params=None):
+        """Run a SELECT expected to match at most one row; return it or None."""
+        rows = self.query(sql, params)
+        return rows[0] if rows else None
+
+    def query_value(self, sql, params=None, default=None):
+        """Run a SELECT of one value (COUNT(*), MAX(id) ...); return it."""
+        cur = self.conn.cursor()
+        try:
+            cur.execute(sql, params)
+            row = cur.fetchone()
+        except Exception as exc:
+            raise self._wrap(exc, sql) from None
+        finally:
+            cur.close()
+        if row is None or row[0] is None:
+            return default
+        return row[0]
+
+    def insert_id(self):
+        """The AUTO_INCREMENT id of this connection's last INSERT."""
+        return self.conn.insert_id()
+
+    @contextlib.contextmanager
+    def transaction(self):
+        """All statements inside commit together or not at all.
+
+        Nested use joins the outer transaction.
+        """
+        if self._in_transaction:
+            yield self
+            return
+        self._in_transaction = True
+        try:
+            self.conn.begin()
+        except Exception as exc:
+            self._in_transaction = False
+            raise self._wrap(exc, "BEGIN") from None
+        try:
+            yield self
+        except BaseException:
+            try:
+                self.conn.rollback()
+            finally:
+                self._in_transaction = False
+            raise
+        try:
+            self.conn.commit()
+        except Exception as exc:
+            raise self._wrap(exc, "COMMIT") from None
+        finally:
+            self._in_transaction = False
+
+    def close(self):
+        """Close the connection (safe to call twice)."""
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except Exception:
+                pass
+            self.conn = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- errors -----------------------------------------------------------
+
+    def _wrap(self, exc, sql):
+        import MySQLdb
+        if not isinstance(exc, MySQLdb.Error):
+            return exc
+        code = exc.args[0] if exc.args else 0
+        text = exc.args[-1] if exc.args else str(exc)
+        if code == _ER_NO_SUCH_TABLE:
+            return DatabaseError("%s (the BOINC schema is missing or incomplete in "
+                                 "%s: was the database made with make_project?)"
+                                 % (text, _describe(self.params)))
+        if code in (_CR_SERVER_GONE, _CR_SERVER_LOST):
+            return DatabaseError("lost the connection to the database server (%s)" % text)
+        first = " ".join(sql.split())[:80]
+        err = DatabaseError("database error %s: %s [in: %s]" % (code, text, first))
+        err.mysql_code = code
+        return err
+
+
+def connect(cfg, replica=False):
+    """Open the project's database as configured in config.xml.
+
+    ``replica=True`` uses the ``replica_db_*`` settings (which default to the
+    main ones), as BOINC's read-only tools and web pages do.
+    """
+    params = connect_params(cfg, replica)
+    return Database(open_connection(params), params)

@@ -1,0 +1,78 @@
+"""The SQL the tools share, written out and parameterised.
+
+Queries used by one program only live next to that program; the ones here
+are lookups and inserts several programs need.
+"""
+
+from boincpy.db.rows import App, AppVersion, Platform, Workunit
+
+
+def insert_row(db, row):
+    """INSERT one row dataclass into its table; return the new id."""
+    cols = row.insert_columns()
+    sql = "INSERT INTO %s (%s) VALUES (%s)" % (
+        row.TABLE, ", ".join(cols), ", ".join(["%s"] * len(cols)))
+    new_id = db.insert(sql, row.insert_values())
+    if hasattr(row, "id"):
+        row.id = new_id
+    return new_id
+
+
+def insert_rows(db, rows):
+    """INSERT many rows of one table with multi-row INSERT statements.
+
+    MySQLdb rewrites ``executemany`` of an ``INSERT ... VALUES (...)`` into one
+    statement per ~max_allowed_packet, which is what makes bulk job creation
+    fast.  Ids are not returned.
+    """
+    if not rows:
+        return 0
+    first = rows[0]
+    cols = first.insert_columns()
+    sql = "INSERT INTO %s (%s) VALUES (%s)" % (
+        first.TABLE, ", ".join(cols), ", ".join(["%s"] * len(cols)))
+    return db.executemany(sql, [r.insert_values() for r in rows])
+
+
+def lookup(db, row_class, where, params=()):
+    """The first row of ``row_class``'s table matching ``where`` (SQL), or None."""
+    return row_class.from_row(db.query_one(
+        "SELECT * FROM %s WHERE %s LIMIT 1" % (row_class.TABLE, where), params))
+
+
+def enumerate_rows(db, row_class, where="1", params=(), order="id"):
+    """All rows of ``row_class``'s table matching ``where``, as dataclasses."""
+    return [row_class.from_row(r) for r in db.query(
+        "SELECT * FROM %s WHERE %s ORDER BY %s" % (row_class.TABLE, where, order), params)]
+
+
+def lookup_app_by_name(db, name):
+    """The app row called ``name``, or None."""
+    return lookup(db, App, "name = %s", (name,))
+
+
+def lookup_platform_by_name(db, name):
+    """The platform row called ``name``, or None."""
+    return lookup(db, Platform, "name = %s", (name,))
+
+
+def lookup_app_version(db, appid, platformid, version_num, plan_class):
+    """The app_version row for this (app, platform, version, plan class), or None."""
+    return lookup(db, AppVersion,
+                  "appid = %s AND platformid = %s AND version_num = %s AND plan_class = %s",
+                  (appid, platformid, version_num, plan_class))
+
+
+def insert_workunit(db, wu):
+    """Insert one workunit; return its id."""
+    return insert_row(db, wu)
+
+
+def insert_workunits(db, wus):
+    """Insert many workunits in multi-row statements."""
+    return insert_rows(db, wus)
+
+
+def lookup_workunit_by_name(db, name):
+    """The workunit called ``name``, or None."""
+    return lookup(db, Workunit, "name = %s", (name,))

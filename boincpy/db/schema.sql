@@ -1,0 +1,519 @@
+-- boincpy: the BOINC server database.
+--
+-- Table and column names and types are BOINC's own (db/schema.sql and
+-- db/constraints.sql of the C++ server), so that operators' queries, the PHP
+-- web code and db_dump-style scripts keep working.  Three deliberate changes
+-- make it load in strict mode on MariaDB 10.x and MySQL 8:
+--   * every NOT NULL column has a default, so an INSERT that names only the
+--     columns it cares about is not rejected (STRICT_TRANS_TABLES);
+--   * indexes are not declared DESC: older servers reject or ignore it and a
+--     B-tree index serves ORDER BY ... DESC just as well;
+--   * indexed varchar columns are at most 191 characters, which fits the
+--     767-byte key limit under utf8mb4.
+-- BLOB/TEXT columns cannot carry a literal default on MySQL, so those that
+-- are NOT NULL (host.misc) are always written explicitly by boincpy.
+-- Statements are separated by lines ending in ';' (boincpy.db.schema splits
+-- on them); keep one statement per block.
+
+create table platform (
+    id                      integer         not null auto_increment,
+    create_time             integer         not null default 0,
+    name                    varchar(191)    not null,
+    user_friendly_name      varchar(254)    not null default '',
+    deprecated              tinyint         not null default 0,
+    primary key (id),
+    unique key name (name)
+) engine=InnoDB;
+
+create table app (
+    id                      integer         not null auto_increment,
+    create_time             integer         not null default 0,
+    name                    varchar(191)    not null,
+    min_version             integer         not null default 0,
+    deprecated              smallint        not null default 0,
+    user_friendly_name      varchar(254)    not null default '',
+    homogeneous_redundancy  smallint        not null default 0,
+    weight                  double          not null default 1,
+    beta                    smallint        not null default 0,
+    target_nresults         smallint        not null default 0,
+    min_avg_pfc             double          not null default 1,
+    host_scale_check        tinyint         not null default 0,
+    homogeneous_app_version tinyint         not null default 0,
+    non_cpu_intensive       tinyint         not null default 0,
+    locality_scheduling     integer         not null default 0,
+    n_size_classes          smallint        not null default 0,
+    fraction_done_exact     tinyint         not null default 0,
+    primary key (id),
+    unique key name (name)
+) engine=InnoDB;
+
+create table app_version (
+    id                      integer         not null auto_increment,
+    create_time             integer         not null default 0,
+    appid                   integer         not null,
+    version_num             integer         not null,
+    platformid              integer         not null,
+    xml_doc                 mediumblob,
+    min_core_version        integer         not null default 0,
+    max_core_version        integer         not null default 0,
+    deprecated              tinyint         not null default 0,
+    plan_class              varchar(128)    not null default '',
+    pfc_n                   double          not null default 0,
+    pfc_avg                 double          not null default 0,
+    pfc_scale               double          not null default 0,
+    expavg_credit           double          not null default 0,
+    expavg_time             double          not null default 0,
+    beta                    tinyint         not null default 0,
+    primary key (id),
+    unique key apvp (appid, platformid, version_num, plan_class)
+) engine=InnoDB;
+
+create table user (
+    id                      integer         not null auto_increment,
+    create_time             integer         not null default 0,
+    email_addr              varchar(191)    not null,
+    name                    varchar(191),
+    authenticator           varchar(191),
+    country                 varchar(254),
+    postal_code             varchar(254),
+    total_credit            double          not null default 0,
+    expavg_credit           double          not null default 0,
+    expavg_time             double          not null default 0,
+    global_prefs            blob,
+    project_prefs           blob,
+    teamid                  integer         not null default 0,
+    venue                   varchar(254)    not null default '',
+    url                     varchar(254),
+    send_email              smallint        not null default 0,
+    show_hosts              smallint        not null default 0,
+    posts                   smallint        not null default 0,
+    seti_id                 integer         not null default 0,
+    seti_nresults           integer         not null default 0,
+    seti_last_result_time   integer         not null default 0,
+    seti_total_cpu          double          not null default 0,
+    signature               varchar(254),
+    has_profile             smallint        not null default 0,
+    cross_project_id        varchar(254)    not null default '',
+    passwd_hash             varchar(254)    not null default '',
+    email_validated         smallint        not null default 0,
+    donated                 smallint        not null default 0,
+    login_token             char(32)        not null default '',
+    login_token_time        double          not null default 0,
+    previous_email_addr     varchar(254)    not null default '',
+    email_addr_change_time  double          not null default 0,
+    primary key (id),
+    unique key email_addr (email_addr),
+    unique key authenticator (authenticator),
+    unique key name (name),
+    key ind_tid (teamid),
+    key user_tot (total_credit),
+    key user_avg (expavg_credit),
+    key user_email_time (email_addr_change_time)
+) engine=InnoDB;
+
+create table team (
+    id                      integer         not null auto_increment,
+    create_time             integer         not null default 0,
+    userid                  integer         not null default 0,
+    name                    varchar(191)    not null,
+    name_lc                 varchar(254),
+    url                     varchar(254),
+    type                    integer         not null default 0,
+    name_html               varchar(254),
+    description             text,
+    nusers                  integer         not null default 0,
+    country                 varchar(254),
+    total_credit            double          not null default 0,
+    expavg_credit           double          not null default 0,
+    expavg_time             double          not null default 0,
+    seti_id                 integer         not null default 0,
+    ping_user               integer         not null default 0,
+    ping_time               integer unsigned not null default 0,
+    joinable                tinyint         not null default 1,
+    mod_time                timestamp       not null default current_timestamp on update current_timestamp,
+    primary key (id),
+    unique key name (name),
+    fulltext key team_name_desc (name, description),
+    key team_avg (expavg_credit),
+    key team_tot (total_credit),
+    key team_userid (userid)
+) engine=InnoDB;
+
+create table host (
+    id                      integer         not null auto_increment,
+    create_time             integer         not null default 0,
+    userid                  integer         not null default 0,
+    rpc_seqno               integer         not null default 0,
+    rpc_time                integer         not null default 0,
+    total_credit            double          not null default 0,
+    expavg_credit           double          not null default 0,
+    expavg_time             double          not null default 0,
+    timezone                integer         not null default 0,
+    domain_name             varchar(254),
+    serialnum               varchar(254),
+    last_ip_addr            varchar(254),
+    nsame_ip_addr           integer         not null default 0,
+    on_frac                 double          not null default 0,
+    connected_frac          double          not null default 0,
+    active_frac             double          not null default 0,
+    cpu_efficiency          double          not null default 0,
+    duration_correction_factor double       not null default 0,
+    p_ncpus                 integer         not null default 0,
+    p_vendor                varchar(254),
+    p_model                 varchar(254),
+    p_fpops                 double          not null default 0,
+    p_iops                  double          not null default 0,
+    p_membw                 double          not null default 0,
+    os_name                 varchar(254),
+    os_version              varchar(254),
+    m_nbytes                double          not null default 0,
+    m_cache                 double          not null default 0,
+    m_swap                  double          not null default 0,
+    d_total                 double          not null default 0,
+    d_free                  double          not null default 0,
+    d_boinc_used_total      double          not null default 0,
+    d_boinc_used_project    double          not null default 0,
+    d_boinc_max             double          not null default 0,
+    n_bwup                  double          not null default 0,
+    n_bwdown                double          not null default 0,
+    credit_per_cpu_sec      double          not null default 0,
+    venue                   varchar(254)    not null default '',
+    nresults_today          integer         not null default 0,
+    avg_turnaround          double          not null default 0,
+    host_cpid               varchar(254),
+    external_ip_addr        varchar(254),
+    max_results_day         integer         not null default 0,
+    error_rate              double          not null default 0,
+    product_name            varchar(254)    not null default '',
+    gpu_active_frac         double          not null default 0,
+    p_ngpus                 integer         not null default 0,
+    p_gpu_fpops             double          not null default 0,
+    misc                    text            not null,
+    primary key (id),
+    key host_userid_cpid (userid, host_cpid(191)),
+    key host_domain_name (domain_name(191)),
+    key host_avg (expavg_credit),
+    key host_tot (total_credit)
+) engine=InnoDB;
+
+create table host_app_version (
+    host_id                 integer         not null,
+    app_version_id          integer         not null,
+    pfc_n                   double          not null default 0,
+    pfc_avg                 double          not null default 0,
+    et_n                    double          not null default 0,
+    et_avg                  double          not null default 0,
+    et_var                  double          not null default 0,
+    et_q                    double          not null default 0,
+    max_jobs_per_day        integer         not null default 0,
+    n_jobs_today            integer         not null default 0,
+    turnaround_n            double          not null default 0,
+    turnaround_avg          double          not null default 0,
+    turnaround_var          double          not null default 0,
+    turnaround_q            double          not null default 0,
+    consecutive_valid       integer         not null default 0,
+    unique key hap (host_id, app_version_id)
+) engine=InnoDB;
+
+create table workunit (
+    id                      integer         not null auto_increment,
+    create_time             integer         not null default 0,
+    appid                   integer         not null,
+    name                    varchar(191)    not null,
+    xml_doc                 blob,
+    batch                   integer         not null default 0,
+    rsc_fpops_est           double          not null default 0,
+    rsc_fpops_bound         double          not null default 0,
+    rsc_memory_bound        double          not null default 0,
+    rsc_disk_bound          double          not null default 0,
+    need_validate           smallint        not null default 0,
+    canonical_resultid      integer         not null default 0,
+    canonical_credit        double          not null default 0,
+    transition_time         integer         not null default 0,
+    delay_bound             integer         not null default 0,
+    error_mask              integer         not null default 0,
+    file_delete_state       integer         not null default 0,
+    assimilate_state        integer         not null default 0,
+    hr_class                integer         not null default 0,
+    opaque                  double          not null default 0,
+    min_quorum              integer         not null default 0,
+    target_nresults         integer         not null default 0,
+    max_error_results       integer         not null default 0,
+    max_total_results       integer         not null default 0,
+    max_success_results     integer         not null default 0,
+    result_template_file    varchar(63)     not null default '',
+    priority                integer         not null default 0,
+    mod_time                timestamp       not null default current_timestamp on update current_timestamp,
+    rsc_bandwidth_bound     double          not null default 0,
+    fileset_id              integer         not null default 0,
+    app_version_id          integer         not null default 0,
+    transitioner_flags      tinyint         not null default 0,
+    size_class              smallint        not null default -1,
+    keywords                varchar(254)    not null default '',
+    app_version_num         integer         not null default 0,
+    primary key (id),
+    unique key name (name),
+    key wu_val (appid, need_validate),
+    key wu_timeout (transition_time),
+    key wu_filedel (file_delete_state),
+    key wu_assim (appid, assimilate_state),
+    key wu_batch (batch)
+) engine=InnoDB;
+
+create table result (
+    id                      integer         not null auto_increment,
+    create_time             integer         not null default 0,
+    workunitid              integer         not null,
+    server_state            integer         not null default 0,
+    outcome                 integer         not null default 0,
+    client_state            integer         not null default 0,
+    hostid                  integer         not null default 0,
+    userid                  integer         not null default 0,
+    report_deadline         integer         not null default 0,
+    sent_time               integer         not null default 0,
+    received_time           integer         not null default 0,
+    name                    varchar(191)    not null,
+    cpu_time                double          not null default 0,
+    xml_doc_in              blob,
+    xml_doc_out             blob,
+    stderr_out              blob,
+    batch                   integer         not null default 0,
+    file_delete_state       integer         not null default 0,
+    validate_state          integer         not null default 0,
+    claimed_credit          double          not null default 0,
+    granted_credit          double          not null default 0,
+    opaque                  double          not null default 0,
+    random                  integer         not null default 0,
+    app_version_num         integer         not null default 0,
+    appid                   integer         not null default 0,
+    exit_status             integer         not null default 0,
+    teamid                  integer         not null default 0,
+    priority                integer         not null default 0,
+    mod_time                timestamp       not null default current_timestamp on update current_timestamp,
+    elapsed_time            double          not null default 0,
+    flops_estimate          double          not null default 0,
+    app_version_id          integer         not null default 0,
+    runtime_outlier         tinyint         not null default 0,
+    size_class              smallint        not null default -1,
+    peak_working_set_size   double          not null default 0,
+    peak_swap_size          double          not null default 0,
+    peak_disk_usage         double          not null default 0,
+    primary key (id),
+    unique key name (name),
+    key res_wuid (workunitid),
+    key ind_res_st (server_state, priority),
+    key res_app_state (appid, server_state),
+    key res_filedel (file_delete_state),
+    key res_userid_id (userid, id),
+    key res_userid_val (userid, validate_state),
+    key res_hostid_id (hostid, id),
+    key res_batch (batch)
+) engine=InnoDB;
+
+create table batch (
+    id                      integer         not null auto_increment,
+    user_id                 integer         not null default 0,
+    create_time             integer         not null default 0,
+    logical_start_time      double          not null default 0,
+    logical_end_time        double          not null default 0,
+    est_completion_time     double          not null default 0,
+    njobs                   integer         not null default 0,
+    fraction_done           double          not null default 0,
+    nerror_jobs             integer         not null default 0,
+    state                   integer         not null default 0,
+    completion_time         double          not null default 0,
+    credit_estimate         double          not null default 0,
+    credit_canonical        double          not null default 0,
+    credit_total            double          not null default 0,
+    name                    varchar(255)    not null default '',
+    app_id                  integer         not null default 0,
+    project_state           integer         not null default 0,
+    description             varchar(255)    not null default '',
+    expire_time             double          not null default 0,
+    primary key (id)
+) engine=InnoDB;
+
+create table msg_from_host (
+    id                      integer         not null auto_increment,
+    create_time             integer         not null default 0,
+    hostid                  integer         not null default 0,
+    variety                 varchar(254)    not null default '',
+    handled                 smallint        not null default 0,
+    xml                     mediumtext,
+    primary key (id),
+    key message_handled (handled),
+    key message_hostid (hostid)
+) engine=InnoDB;
+
+create table msg_to_host (
+    id                      integer         not null auto_increment,
+    create_time             integer         not null default 0,
+    hostid                  integer         not null default 0,
+    variety                 varchar(254)    not null default '',
+    handled                 smallint        not null default 0,
+    xml                     mediumtext,
+    primary key (id),
+    key msg_to_host (hostid, handled)
+) engine=InnoDB;
+
+create table assignment (
+    id                      integer         not null auto_increment,
+    create_time             integer         not null default 0,
+    target_id               integer         not null default 0,
+    target_type             integer         not null default 0,
+    multi                   tinyint         not null default 0,
+    workunitid              integer         not null default 0,
+    resultid                integer         not null default 0,
+    primary key (id),
+    key asgn_target (target_type, target_id)
+) engine=InnoDB;
+
+create table credit_user (
+    userid                  integer         not null,
+    appid                   integer         not null,
+    njobs                   integer         not null default 0,
+    total                   double          not null default 0,
+    expavg                  double          not null default 0,
+    expavg_time             double          not null default 0,
+    credit_type             integer         not null default 0,
+    primary key (userid, appid, credit_type),
+    key cu_total (appid, total),
+    key cu_avg (appid, expavg)
+) engine=InnoDB;
+
+create table credit_team (
+    teamid                  integer         not null,
+    appid                   integer         not null,
+    njobs                   integer         not null default 0,
+    total                   double          not null default 0,
+    expavg                  double          not null default 0,
+    expavg_time             double          not null default 0,
+    credit_type             integer         not null default 0,
+    primary key (teamid, appid, credit_type),
+    key ct_total (appid, total),
+    key ct_avg (appid, expavg)
+) engine=InnoDB;
+
+create table credited_job (
+    userid                  integer         not null,
+    workunitid              bigint          not null,
+    unique key credited_job_user_wu (userid, workunitid),
+    key credited_job_wu (workunitid)
+) engine=InnoDB;
+
+create table user_submit (
+    user_id                 integer         not null,
+    quota                   double          not null default 0,
+    logical_start_time      double          not null default 0,
+    submit_all              tinyint         not null default 0,
+    manage_all              tinyint         not null default 0,
+    max_jobs_in_progress    integer         not null default 0,
+    primary key (user_id)
+) engine=InnoDB;
+
+create table user_submit_app (
+    user_id                 integer         not null,
+    app_id                  integer         not null,
+    manage                  tinyint         not null default 0,
+    primary key (user_id, app_id)
+) engine=InnoDB;
+
+create table job_file (
+    id                      integer         not null auto_increment,
+    name                    varchar(191)    not null,
+    create_time             double          not null default 0,
+    delete_time             double          not null default 0,
+    primary key (id),
+    unique key jf_name (name)
+) engine=InnoDB;
+
+create table profile (
+    userid                  integer         not null,
+    language                varchar(254),
+    response1               text,
+    response2               text,
+    has_picture             smallint        not null default 0,
+    recommend               integer         not null default 0,
+    reject                  integer         not null default 0,
+    posts                   integer         not null default 0,
+    uotd_time               integer,
+    verification            integer         not null default 0,
+    primary key (userid),
+    key pro_uotd (uotd_time)
+) engine=InnoDB;
+
+create table team_admin (
+    teamid                  integer         not null,
+    userid                  integer         not null,
+    create_time             integer         not null default 0,
+    rights                  integer         not null default 0,
+    unique key teamid (teamid, userid)
+) engine=InnoDB;
+
+create table team_delta (
+    userid                  integer         not null,
+    teamid                  integer         not null,
+    timestamp               integer         not null default 0,
+    joining                 tinyint         not null default 0,
+    total_credit            double          not null default 0,
+    key team_delta_teamid (teamid, timestamp),
+    key team_delta_userid (userid)
+) engine=InnoDB;
+
+create table token (
+    token                   varchar(64)     not null,
+    userid                  integer         not null,
+    type                    char            not null default '',
+    create_time             integer         not null default 0,
+    expire_time             integer,
+    primary key (token),
+    key token_userid (userid)
+) engine=InnoDB;
+
+create table user_deleted (
+    userid                  integer         not null,
+    public_cross_project_id varchar(254)    not null default '',
+    create_time             double          not null default 0,
+    primary key (userid),
+    key user_deleted_create (create_time)
+) engine=InnoDB;
+
+create table host_deleted (
+    hostid                  integer         not null,
+    public_cross_project_id varchar(254)    not null default '',
+    create_time             double          not null default 0,
+    primary key (hostid),
+    key host_deleted_create (create_time)
+) engine=InnoDB;
+
+create table consent_type (
+    id                      integer         not null auto_increment,
+    shortname               varchar(191)    not null,
+    description             varchar(255)    not null default '',
+    enabled                 integer         not null default 0,
+    project_specific        integer         not null default 0,
+    privacypref             integer         not null default 0,
+    primary key (id),
+    key consent_name (shortname)
+) engine=InnoDB;
+
+create table consent (
+    id                      integer         not null auto_increment,
+    userid                  integer         not null,
+    consent_type_id         integer         not null,
+    consent_time            integer         not null default 0,
+    consent_flag            tinyint         not null default 0,
+    consent_not_required    tinyint         not null default 0,
+    source                  varchar(255)    not null default '',
+    primary key (id),
+    key userid_ctid_timestamp (userid, consent_type_id, consent_time),
+    key consent_timestamp (consent_time),
+    key flag_ctid (consent_flag, consent_type_id)
+) engine=InnoDB;
+
+create table sent_email (
+    userid                  integer         not null,
+    time_sent               integer         not null default 0,
+    email_type              smallint        not null default 0,
+    primary key (userid)
+) engine=InnoDB;
