@@ -137,3 +137,16 @@ def test_connect_with_project_user_and_clear_errors(db_root_params, scratch_db_n
         for h in ("localhost", "127.0.0.1"):
             cur.execute("DROP USER IF EXISTS %s@%s", (scratch_db_name, h))
         root.close()
+
+
+def test_insert_many_quotes_like_the_driver_and_splits_statements(db):
+    rows = [(0, 1, "o'brien \\ %s é %d" % ("x" * 50, i), "<x>&'\"</x>", 1.5e12, None)
+            for i in range(200)]
+    n = db.insert_many("workunit", ("create_time", "appid", "name", "xml_doc",
+                                    "rsc_fpops_est", "opaque"),
+                       [r[:5] + (0.25,) for r in rows], max_bytes=2000)
+    assert n == 200
+    got = db.query("SELECT name, xml_doc, rsc_fpops_est, opaque FROM workunit ORDER BY id")
+    assert [g["name"] for g in got] == [r[2] for r in rows]
+    assert got[0]["xml_doc"] == b"<x>&'\"</x>" and got[0]["rsc_fpops_est"] == 1.5e12
+    assert got[0]["opaque"] == 0.25

@@ -106,6 +106,56 @@ class Database:
         finally:
             cur.close()
 
+    def insert_many(self, table, columns, rows, max_bytes=1000000):
+        """Multi-row INSERT of ``rows`` (tuples in ``columns`` order); return the count.
+
+        Values are quoted by the driver (``literal``), as with ``execute``; the
+        quoting of repeated numbers is memoised, because bulk job creation
+        writes the same numbers for thousands of rows and per-value quoting
+        otherwise dominates its run time.  Statements are cut at ``max_bytes``
+        to stay under max_allowed_packet.
+        """
+        conn = self.conn
+        literal = conn.literal
+        string_literal = conn.string_literal
+        encoding = "utf8"
+        cache = {}
+        head = ("INSERT INTO %s (%s) VALUES " % (table, ", ".join(columns))).encode()
+        parts, size, total = [], len(head), 0
+        for row in rows:
+            vals = []
+            for v in row:
+                cls = v.__class__
+                if cls is str:
+                    vals.append(string_literal(v.encode(encoding)))
+                elif v is None:
+                    vals.append(b"NULL")
+                else:
+                    key = (cls, v)
+                    lit = cache.get(key)
+                    if lit is None:
+                        lit = cache[key] = literal(v)
+                    vals.append(lit)
+            item = b"(" + b",".join(vals) + b")"
+            if parts and size + len(item) > max_bytes:
+                self._run_raw(head + b",".join(parts))
+                parts, size = [], len(head)
+            parts.append(item)
+            size += len(item) + 1
+            total += 1
+        if parts:
+            self._run_raw(head + b",".join(parts))
+        return total
+
+    def _run_raw(self, sql_bytes):
+        cur = self.conn.cursor()
+        try:
+            cur.execute(sql_bytes)
+        except Exception as exc:
+            raise self._wrap(exc, sql_bytes[:80].decode("utf8", "replace")) from None
+        finally:
+            cur.close()
+
     def insert(self, sql, params=None):
         """Run an INSERT; return the new row's AUTO_INCREMENT id."""
         cur = self.conn.cursor()

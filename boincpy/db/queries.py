@@ -19,19 +19,13 @@ def insert_row(db, row):
 
 
 def insert_rows(db, rows):
-    """INSERT many rows of one table with multi-row INSERT statements.
-
-    MySQLdb rewrites ``executemany`` of an ``INSERT ... VALUES (...)`` into one
-    statement per ~max_allowed_packet, which is what makes bulk job creation
-    fast.  Ids are not returned.
-    """
+    """INSERT many rows of one table with multi-row INSERT statements (~1 MB each,
+    as BOINC's create_work does); ids are not returned."""
     if not rows:
         return 0
     first = rows[0]
-    cols = first.insert_columns()
-    sql = "INSERT INTO %s (%s) VALUES (%s)" % (
-        first.TABLE, ", ".join(cols), ", ".join(["%s"] * len(cols)))
-    return db.executemany(sql, [r.insert_values() for r in rows])
+    return db.insert_many(first.TABLE, first.insert_columns(),
+                          (r.insert_values() for r in rows))
 
 
 def lookup(db, row_class, where, params=()):
