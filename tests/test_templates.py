@@ -402,9 +402,9 @@ def test_process_result_template_with_upload_certificates(cfg):
         assert crypto.upload_certificate_text(name, max_nbytes) == text
         assert crypto.verify_string(text, sig, public)
         assert not crypto.verify_string(text.replace("r42", "r43"), sig, public)
-    # signature sits at the end of each file_info
-    assert "</url>\n<xml_signature>\n" in doc
-    assert "</xml_signature>\n    </file_info>" in doc
+    # as in BOINC's add_signatures: right before </file_info>, after its indentation
+    assert "</url>\n    <xml_signature>\n" in doc
+    assert "</xml_signature>\n</file_info>" in doc
     # an explicit key is used as given
     private = crypto.read_key(os.path.join(keydir, "upload_private"))
     assert process_result_template(OUT_TEMPLATE, "wu_5_1", cfg, private, rand=42) == doc

@@ -1,0 +1,303 @@
+"""BOINC's keys and signatures: key files, code signatures, upload certificates.
+
+BOINC keeps RSA keys in a text format of its own (the RSAREF key structure as
+hex lines, see ``../shared/reference/crypto-keys.md``), and its signatures are
+not standard PKCS#1 signatures: the signed message is the 32 ASCII characters
+of the data's MD5 hex digest, padded with PKCS#1 v1.5 block type 1 and raised
+to the private exponent.  ``cryptography`` makes and converts keys; the raw
+RSA step is a modular exponentiation here, because no high-level API signs
+without a DigestInfo.  The padding is deterministic, so a signature made here
+is byte for byte the one the C++ tools make with the same key.
+"""
+
+import hashlib
+from dataclasses import dataclass
+
+from boincpy.errors import KeyFileError
+
+KEY_BITS = 1024
+_MODULUS_BYTES = 128          # RSAREF's MAX_RSA_MODULUS_LEN for 1024-bit keys
+_PRIME_BYTES = 64
+PUBLIC_KEY_BYTES = 2 * _MODULUS_BYTES                          # n, e
+PRIVATE_KEY_BYTES = 3 * _MODULUS_BYTES + 5 * _PRIME_BYTES      # n, e, d, p, q, dp, dq, qinv
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+@dataclass
+class RsaKey:
+    """An RSA key as BOINC stores it; ``d`` and the CRT fields are None for public keys."""
+
+    bits: int
+    n: int
+    e: int
+    d: int = None
+    p: int = None
+    q: int = None
+    dmp1: int = None
+    dmq1: int = None
+    iqmp: int = None
+
+    @property
+    def is_private(self):
+        return self.d is not None
+
+    def public(self):
+        """The public half of this key."""
+        return RsaKey(self.bits, self.n, self.e)
+
+
+# -- text encoding ------------------------------------------------------------
+
+def hex_lines(data):
+    """Bytes as BOINC writes them: 64 lowercase hex digits a line, then a ``.`` line."""
+    h = data.hex()
+    return "".join(h[i:i + 64] + "\n" for i in range(0, len(h), 64)) + ".\n"
+
+
+def parse_hex(text):
+    """Hex pairs of ``text``, skipping white space, up to the first non-hex character."""
+    out = bytearray()
+    i, size = 0, len(text)
+    while i < size:
+        c = text[i]
+        if c.isspace():
+            i += 1
+            continue
+        pair = text[i:i + 2]
+        if len(pair) < 2 or pair[0] not in _HEX or pair[1] not in _HEX:
+            break
+        out.append(int(pair, 16))
+        i += 2
+    return bytes(out)
+
+
+def _be(value, width):
+    return value.to_bytes(width, "big")
+
+
+def key_text(key):
+    """The key file text of ``key`` (private when it has ``d``, else public)."""
+    body = _be(key.n, _MODULUS_BYTES) + _be(key.e, _MODULUS_BYTES)
+    if key.is_private:
+        body += (_be(key.d, _MODULUS_BYTES) + _be(key.p, _PRIME_BYTES) + _be(key.q, _PRIME_BYTES)
+                 + _be(key.dmp1, _PRIME_BYTES) + _be(key.dmq1, _PRIME_BYTES)
+                 + _be(key.iqmp, _PRIME_BYTES))
+    return "%d\n%s" % (key.bits, hex_lines(body))
+
+
+def parse_key(text, source="key"):
+    """An :class:`RsaKey` from BOINC key file text (public or private).
+
+    ``source`` names the file in the error raised for text that is not a key.
+    """
+    text = text.strip()
+    first, sep, rest = text.partition("\n")
+    try:
+        bits = int(first.strip())
+    except ValueError:
+        raise KeyFileError("%s: not a BOINC key file (first line must be the key size "
+                           "in bits, found %r)" % (source, first[:40])) from None
+    if not sep or bits <= 0 or bits > 8 * _MODULUS_BYTES:
+        raise KeyFileError("%s: not a BOINC key file (key size %d, body missing or size "
+                           "unsupported)" % (source, bits))
+    blob = parse_hex(rest)
+    if len(blob) not in (PUBLIC_KEY_BYTES, PRIVATE_KEY_BYTES):
+        raise KeyFileError("%s: key body has %d bytes; a BOINC public key has %d and a "
+                           "private key %d (truncated or damaged file?)"
+                           % (source, len(blob), PUBLIC_KEY_BYTES, PRIVATE_KEY_BYTES))
+
+    def field(offset, width):
+        return int.from_bytes(blob[offset:offset + width], "big")
+
+    n, e = field(0, _MODULUS_BYTES), field(_MODULUS_BYTES, _MODULUS_BYTES)
+    if n == 0 or e == 0:
+        raise KeyFileError("%s: key has a zero modulus or exponent" % source)
+    if len(blob) == PUBLIC_KEY_BYTES:
+        return RsaKey(bits, n, e)
+    o = 2 * _MODULUS_BYTES
+    d = field(o, _MODULUS_BYTES)
+    o += _MODULUS_BYTES
+    p, q, dmp1, dmq1, iqmp = (field(o + k * _PRIME_BYTES, _PRIME_BYTES) for k in range(5))
+    if d == 0 or p * q != n:
+        raise KeyFileError("%s: private key fields are inconsistent (damaged file?)" % source)
+    return RsaKey(bits, n, e, d, p, q, dmp1, dmq1, iqmp)
+
+
+def read_key(path):
+    """Read a BOINC key file; :class:`KeyFileError` names the file when it is unusable."""
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            text = f.read()
+    except OSError as exc:
+        raise KeyFileError("can't read key file %s: %s" % (path, exc.strerror)) from None
+    return parse_key(text, path)
+
+
+# -- key generation and conversion ------------------------------------------
+
+def _from_numbers(priv):
+    pub = priv.public_numbers
+    return RsaKey(pub.n.bit_length(), pub.n, pub.e, priv.d, priv.p, priv.q,
+                  priv.dmp1, priv.dmq1, priv.iqmp)
+
+
+def generate_key(bits=KEY_BITS):
+    """A new private :class:`RsaKey` (public exponent 65537)."""
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    if bits != KEY_BITS:
+        raise KeyFileError("only %d-bit keys are supported (BOINC's key structure holds "
+                           "at most %d bits)" % (KEY_BITS, KEY_BITS))
+    while True:
+        key = _from_numbers(rsa.generate_private_key(65537, bits).private_numbers())
+        if key.bits == bits:
+            return key
+
+
+def generate_key_pair(private_path=None, public_path=None, bits=KEY_BITS):
+    """Make a key pair; return (private text, public text), writing the files when paths
+    are given (the private one readable by its owner only)."""
+    from boincpy.files import atomic_write
+    key = generate_key(bits)
+    private, public = key_text(key), key_text(key.public())
+    if private_path:
+        atomic_write(private_path, private, mode=0o600)
+    if public_path:
+        atomic_write(public_path, public, mode=0o644)
+    return private, public
+
+
+def key_to_pem(key):
+    """``key`` as OpenSSL PEM text (PKCS#1 for private keys, SubjectPublicKeyInfo for public)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    public_numbers = rsa.RSAPublicNumbers(key.e, key.n)
+    if key.is_private:
+        obj = rsa.RSAPrivateNumbers(key.p, key.q, key.d, key.dmp1, key.dmq1, key.iqmp,
+                                    public_numbers).private_key()
+        data = obj.private_bytes(serialization.Encoding.PEM,
+                                 serialization.PrivateFormat.TraditionalOpenSSL,
+                                 serialization.NoEncryption())
+    else:
+        data = public_numbers.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return data.decode("ascii")
+
+
+def key_from_pem(pem, private, source="PEM key"):
+    """An :class:`RsaKey` from OpenSSL PEM text."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    data = pem.encode("ascii") if isinstance(pem, str) else pem
+    try:
+        if private:
+            obj = serialization.load_pem_private_key(data, password=None)
+        else:
+            obj = serialization.load_pem_public_key(data)
+    except (ValueError, TypeError) as exc:
+        raise KeyFileError("%s: not a PEM %s key (%s)"
+                           % (source, "private" if private else "public", exc)) from None
+    if not isinstance(obj, (rsa.RSAPrivateKey, rsa.RSAPublicKey)):
+        raise KeyFileError("%s: not an RSA key" % source)
+    if private:
+        key = _from_numbers(obj.private_numbers())
+    else:
+        numbers = obj.public_numbers()
+        key = RsaKey(numbers.n.bit_length(), numbers.n, numbers.e)
+    if key.bits > KEY_BITS:
+        raise KeyFileError("%s: %d-bit key; BOINC keys hold at most %d bits"
+                           % (source, key.bits, KEY_BITS))
+    return key
+
+
+# -- signatures -----------------------------------------------------------------
+
+def _modulus_bytes(key):
+    return (key.n.bit_length() + 7) // 8
+
+
+def _private_power(key, m):
+    if key.p and key.q and key.dmp1 and key.dmq1 and key.iqmp:
+        # CRT: about three times faster, same result
+        m1 = pow(m % key.p, key.dmp1, key.p)
+        m2 = pow(m % key.q, key.dmq1, key.q)
+        h = (key.iqmp * (m1 - m2)) % key.p
+        return m2 + h * key.q
+    return pow(m, key.d, key.n)
+
+
+def sign_md5_hex(md5_hex, key):
+    """Signature text over a 32-character MD5 hex digest (BOINC's raw scheme)."""
+    if not key.is_private:
+        raise KeyFileError("signing needs a private key, got a public one")
+    k = _modulus_bytes(key)
+    message = md5_hex.encode("ascii")
+    block = b"\x00\x01" + b"\xff" * (k - 3 - len(message)) + b"\x00" + message
+    return hex_lines(_be(_private_power(key, int.from_bytes(block, "big")), k))
+
+
+def recover_message(signature_text, key):
+    """The message inside a signature (None when its padding is not PKCS#1 type 1)."""
+    k = _modulus_bytes(key)
+    sig = parse_hex(signature_text)
+    if not sig or len(sig) > k:
+        return None
+    s = int.from_bytes(sig, "big")
+    if s >= key.n:
+        return None
+    block = _be(pow(s, key.e, key.n), k)
+    if block[:2] != b"\x00\x01":
+        return None
+    sep = block.find(b"\x00", 2)
+    if sep < 10 or block[2:sep].strip(b"\xff"):
+        return None
+    return block[sep + 1:]
+
+
+def verify_md5_hex(md5_hex, signature_text, key):
+    """True when ``signature_text`` signs this MD5 hex digest with ``key``'s pair."""
+    return recover_message(signature_text, key) == md5_hex.encode("ascii")
+
+
+def md5_hex_of_file(path):
+    from boincpy.files import md5_file
+    return md5_file(path)[0]
+
+
+def sign_file(path, key):
+    """``sign_executable``'s output: the signature of the file's contents."""
+    return sign_md5_hex(md5_hex_of_file(path), key)
+
+
+def verify_file(path, signature_text, key):
+    return verify_md5_hex(md5_hex_of_file(path), signature_text, key)
+
+
+def _md5_of_text(text):
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    return hashlib.md5(data).hexdigest()
+
+
+def sign_string(text, key):
+    """Signature of a string's bytes (no terminator), as ``crypt_prog -sign_string``."""
+    return sign_md5_hex(_md5_of_text(text), key)
+
+
+def verify_string(text, signature_text, key):
+    return verify_md5_hex(_md5_of_text(text), signature_text, key)
+
+
+# -- upload certificates ----------------------------------------------------------
+
+def upload_certificate_text(name, max_nbytes):
+    """The exact text an upload certificate signs for one output file."""
+    return "<name>%s</name><max_nbytes>%.0f</max_nbytes>" % (name, max_nbytes)
+
+
+def sign_upload_certificate(name, max_nbytes, key):
+    """The ``<xml_signature>`` text for an output file (signed with upload_private)."""
+    return sign_string(upload_certificate_text(name, max_nbytes), key)
+
+
+def verify_upload_certificate(name, max_nbytes, signature_text, key):
+    """True when the certificate was made by the project's upload key for this file."""
+    return verify_string(upload_certificate_text(name, max_nbytes), signature_text, key)

@@ -1,0 +1,368 @@
+"""The data server: BOINC's file_upload_handler protocol.
+
+The client POSTs a short text header, then (for uploads) the raw file bytes::
+
+    <data_server_request>
+        <core_client_major_version>7</core_client_major_version> ...
+    <file_upload>
+    <file_info>
+    <name>NAME</name>
+    <xml_signature>
+    HEXLINES.</xml_signature>
+    <max_nbytes>5000000</max_nbytes>
+    </file_info>
+    <nbytes>N</nbytes>
+    <md5_cksum>...</md5_cksum>
+    <offset>K</offset>
+    <data>
+    <N - K raw bytes>
+
+or asks ``<get_file_size>NAME</get_file_size>``.  Replies are
+``<data_server_reply>`` with status 0 (ok), 1 (transient: retry) or -1
+(permanent), in the C++ handler's words.
+
+Two deliberate differences from the C++ handler, both invisible to the client:
+
+* Bytes of an unfinished upload are kept in ``BUCKET/.NAME.part`` and the file
+  appears under its real name only when complete (``rename``), so validators
+  and assimilators never see a truncated output; ``get_file_size`` reports the
+  partial size, so resumed uploads work as with BOINC.
+* A name containing ``/`` or ``\\`` is refused (BOINC allows a sub-path): no
+  upload can leave its bucket.
+"""
+
+import errno
+import fcntl
+import os
+import re
+
+from boincpy.files import dir_hier_path
+
+BLOCK_SIZE = 256 * 1024
+MAX_HEADER_BYTES = 64 * 1024
+MIN_FREE_BYTES = 1e9
+DEFAULT_INITIAL_PERMISSION = 0o664
+
+TRANSIENT, PERMANENT = 1, -1
+
+_TAG_RE = re.compile(rb"<(\w+)>([^<]*)</\1>")
+
+
+class UploadError(Exception):
+    """An error reply: ``status`` 1 (transient) or -1 (permanent)."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def reply_text(status, message=None, extra=None):
+    """The CGI output (header + body) of one data_server_reply."""
+    body = "Content-type: text/plain\n\n<data_server_reply>\n    <status>%d</status>\n" % status
+    if message is not None:
+        body += "    <message>%s</message>\n" % message
+    if extra is not None:
+        body += "    %s\n" % extra
+    return body + "</data_server_reply>\n"
+
+
+def is_valid_filename(name):
+    """BOINC's is_valid_filename, plus no path separators."""
+    if not name or ".." in name or name.startswith("/"):
+        return False
+    if "/" in name or "\\" in name:
+        return False
+    return not any(ord(c) < 32 or ord(c) == 127 for c in name)
+
+
+class _Limited:
+    """Read at most ``remaining`` bytes of a binary stream (CONTENT_LENGTH)."""
+
+    def __init__(self, stream, remaining):
+        self.stream = stream
+        self.remaining = remaining
+
+    def readline(self, limit):
+        if self.remaining is not None:
+            limit = min(limit, self.remaining)
+        if limit <= 0:
+            return b""
+        line = self.stream.readline(limit)
+        if self.remaining is not None:
+            self.remaining -= len(line)
+        return line
+
+    def read(self, n):
+        if self.remaining is not None:
+            n = min(n, self.remaining)
+        if n <= 0:
+            return b""
+        data = self.stream.read(n)
+        if self.remaining is not None:
+            self.remaining -= len(data)
+        return data
+
+    def drain(self):
+        while self.read(BLOCK_SIZE):
+            pass
+
+
+def _read_header(inp):
+    """Header lines up to and including ``<data>`` (or EOF) -> list of bytes lines."""
+    lines, size = [], 0
+    while True:
+        line = inp.readline(4096)
+        if not line:
+            return lines
+        size += len(line)
+        if size > MAX_HEADER_BYTES:
+            raise UploadError(PERMANENT, "request header too long")
+        lines.append(line)
+        if line.strip() == b"<data>":
+            return lines
+
+
+def _number(value, what):
+    try:
+        return float(value)
+    except ValueError:
+        raise UploadError(PERMANENT, "bad %s: %s" % (what, value.decode("latin-1"))) from None
+
+
+def parse_upload_header(lines):
+    """Fields of a file_upload header: name, xml_signature, max_nbytes, nbytes,
+    offset, md5_cksum, has_data."""
+    info = {"name": None, "xml_signature": None, "max_nbytes": None, "nbytes": None,
+            "offset": 0.0, "md5_cksum": "", "has_data": False}
+    in_sig, sig = False, []
+    for raw in lines:
+        line = raw.strip()
+        if in_sig:
+            if b"</xml_signature>" in line:
+                head = line.split(b"</xml_signature>")[0]
+                if head:
+                    sig.append(head)
+                in_sig = False
+                info["xml_signature"] = b"\n".join(sig).decode("latin-1")
+            elif line:
+                sig.append(line)
+            continue
+        if line == b"<data>":
+            info["has_data"] = True
+            break
+        if line.startswith(b"<xml_signature>"):
+            rest = line[len(b"<xml_signature>"):]
+            if b"</xml_signature>" in rest:
+                info["xml_signature"] = rest.split(b"</xml_signature>")[0].strip().decode(
+                    "latin-1")
+            else:
+                in_sig = True
+                if rest:
+                    sig.append(rest)
+            continue
+        m = _TAG_RE.match(line)
+        if not m:
+            continue
+        tag, value = m.group(1).decode(), m.group(2)
+        if tag == "name":
+            info["name"] = value.decode("utf-8", "replace")
+        elif tag in ("max_nbytes", "nbytes", "offset"):
+            info[tag] = _number(value, tag)
+        elif tag == "md5_cksum":
+            info["md5_cksum"] = value.decode("latin-1")
+    return info
+
+
+def _free_bytes(path):
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def _part_path(path):
+    head, tail = os.path.split(path)
+    return os.path.join(head, "." + tail + ".part")
+
+
+def get_file_size(cfg, name, log):
+    """Reply extra for a size query: the bytes the server holds of ``name``."""
+    if ".." in name:
+        raise UploadError(PERMANENT, "Bad filename")
+    if not is_valid_filename(name):
+        raise UploadError(PERMANENT, "Bad filename")
+    path = dir_hier_path(cfg.upload_dir, name, cfg.uldl_dir_fanout)
+    if _free_bytes(cfg.upload_dir) < MIN_FREE_BYTES:
+        raise UploadError(TRANSIENT, "Server is out of disk space")
+    for candidate in (path, _part_path(path)):
+        try:
+            size = os.stat(candidate).st_size
+        except FileNotFoundError:
+            continue
+        except OSError:
+            raise UploadError(TRANSIENT, "can't open file") from None
+        log.normal("get_file_size: %s has %d bytes" % (name, size))
+        return "<file_size>%d</file_size>" % size
+    log.normal("get_file_size: %s not found" % name)
+    return "<file_size>0</file_size>"
+
+
+def check_certificate(cfg, info, public_key):
+    """Raise UploadError unless the upload certificate signs (name, max_nbytes)."""
+    if cfg.ignore_upload_certificates:
+        return
+    if not info["xml_signature"]:
+        raise UploadError(PERMANENT, "missing signature")
+    if info["max_nbytes"] is None:
+        raise UploadError(PERMANENT, "missing max_nbytes")
+    from boincpy import crypto
+    signed = "<name>%s</name><max_nbytes>%.0f</max_nbytes>" % (info["name"],
+                                                              info["max_nbytes"])
+    try:
+        ok = crypto.verify_string(signed, info["xml_signature"] + "\n", public_key)
+    except Exception:
+        ok = False
+    if not ok:
+        raise UploadError(PERMANENT, "invalid signature")
+
+
+def receive_file(cfg, info, inp, log):
+    """Write the upload's bytes; the file appears under its name when complete."""
+    name = info["name"]
+    nbytes, offset = info["nbytes"], info["offset"]
+    path = dir_hier_path(cfg.upload_dir, name, cfg.uldl_dir_fanout, create=True)
+    mode = cfg.fuh_set_initial_permission
+    if mode is None:
+        mode = DEFAULT_INITIAL_PERMISSION
+    mode &= ~0o111
+    if os.path.exists(path) and os.path.getsize(path) >= nbytes:
+        inp.drain()
+        log.normal("%s is already complete (%d bytes)" % (name, os.path.getsize(path)))
+        return
+    part = _part_path(path)
+    if nbytes == 0:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, mode))
+        return
+    if offset >= nbytes:
+        # the client believes we have it all (BOINC answers 0 without reading)
+        if os.path.exists(part) and os.path.getsize(part) >= nbytes:
+            os.rename(part, path)
+        return
+    try:
+        fd = os.open(part, os.O_WRONLY | os.O_CREAT, mode)
+    except OSError as exc:
+        raise UploadError(TRANSIENT, "can't open file %s: %s" % (name, exc.strerror)) from None
+    try:
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise UploadError(TRANSIENT, "can't lock file %s" % name) from None
+        os.fchmod(fd, mode)
+        have = os.fstat(fd).st_size
+        if have < offset:
+            raise UploadError(TRANSIENT, "length of file %s %d bytes < offset %.0f bytes"
+                              % (name, have, offset))
+        os.ftruncate(fd, int(offset))
+        os.lseek(fd, int(offset), os.SEEK_SET)
+        want = int(nbytes - offset)
+        got = 0
+        while got < want:
+            block = inp.read(min(BLOCK_SIZE, want - got))
+            if not block:
+                raise UploadError(TRANSIENT, "EOF on socket read : asked for %.0f, got %d\n"
+                                  % (nbytes, int(offset) + got))
+            try:
+                os.write(fd, block)
+            except OSError as exc:
+                if exc.errno == errno.ENOSPC:
+                    raise UploadError(TRANSIENT, "No space left on server") from None
+                raise UploadError(TRANSIENT, "can't write file %s: %s"
+                                  % (name, exc.strerror)) from None
+            got += len(block)
+        os.fsync(fd)
+        if cfg.fuh_set_completed_permission is not None:
+            os.fchmod(fd, cfg.fuh_set_completed_permission)
+        os.rename(part, path)
+        log.normal("Uploaded %s (%.0f bytes, offset %.0f) to %s" % (name, nbytes, offset, path))
+    finally:
+        os.close(fd)
+
+
+def handle_request(cfg, stream, content_length, log, public_key=None):
+    """Serve one data-server request; return the CGI output text."""
+    inp = _Limited(stream, content_length)
+    try:
+        if os.path.exists(cfg.project_path("stop_upload")):
+            raise UploadError(TRANSIENT, "File uploads are temporarily disabled.")
+        if not os.access(cfg.upload_dir, os.W_OK):
+            raise UploadError(TRANSIENT, "upload directory is not writable")
+        lines = _read_header(inp)
+        for line in lines:
+            s = line.strip()
+            if s == b"<file_upload>":
+                info = parse_upload_header(lines)
+                if not info["name"]:
+                    raise UploadError(PERMANENT, "Missing name")
+                if not info["has_data"]:
+                    raise UploadError(PERMANENT, "Missing <data> tag")
+                if not cfg.ignore_upload_certificates and public_key is None:
+                    public_key = load_upload_key(cfg)
+                check_certificate(cfg, info, public_key)
+                if info["nbytes"] is None or info["nbytes"] < 0:
+                    raise UploadError(PERMANENT, "nbytes missing or negative")
+                if (not cfg.ignore_upload_certificates
+                        and info["nbytes"] > info["max_nbytes"]):
+                    inp.drain()
+                    raise UploadError(PERMANENT, "file size (%d KB) exceeds limit (%d KB)"
+                                      % (info["nbytes"] // 1024, info["max_nbytes"] // 1024))
+                if not is_valid_filename(info["name"]):
+                    raise UploadError(PERMANENT, "file_upload_handler: invalid filename: %s"
+                                      % info["name"])
+                if info["offset"] < 0:
+                    raise UploadError(PERMANENT, "negative offset")
+                receive_file(cfg, info, inp, log)
+                return reply_text(0)
+            if s.startswith(b"<get_file_size>"):
+                m = _TAG_RE.match(s)
+                name = m.group(2).decode("utf-8", "replace") if m else ""
+                return reply_text(0, extra=get_file_size(cfg, name, log))
+        log.normal("handle_request: no command")
+        raise UploadError(TRANSIENT, "no command")
+    except UploadError as exc:
+        log.normal("Returning error to client %s: %s (%s)" % (
+            os.environ.get("REMOTE_ADDR", "Unknown remote address"), exc.message.rstrip(),
+            "transient" if exc.status == TRANSIENT else "permanent"))
+        return reply_text(exc.status, exc.message)
+
+
+def load_upload_key(cfg):
+    """The project's upload_public key (transient error if unreadable)."""
+    from boincpy import crypto
+    try:
+        return crypto.read_key(os.path.join(cfg.key_dir, "upload_public"))
+    except Exception as exc:
+        raise UploadError(TRANSIENT, "can't read upload key: %s" % exc) from None
+
+
+def cgi_main():
+    """Entry point of cgi-bin/file_upload_handler."""
+    import sys
+    from boincpy.config import load_config
+    from boincpy.log import MessageLog
+    try:
+        cfg = load_config()
+    except Exception as exc:
+        sys.stdout.write(reply_text(TRANSIENT, "can't parse config file: %s" % exc))
+        return
+    try:
+        log = MessageLog.open(os.path.join(cfg.log_dir, "file_upload_handler.log"),
+                              cfg.fuh_debug_level, show_pid=True)
+    except OSError:
+        log = MessageLog(sys.stderr, cfg.fuh_debug_level, show_pid=True)
+    length = os.environ.get("CONTENT_LENGTH")
+    try:
+        length = int(length) if length else None
+    except ValueError:
+        length = None
+    out = handle_request(cfg, sys.stdin.buffer, length, log)
+    sys.stdout.write(out)
+    sys.stdout.flush()
