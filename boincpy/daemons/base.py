@@ -1,0 +1,202 @@
+"""What every back-end daemon shares: options, log, stop triggers, the pass loop.
+
+A daemon is a subclass of :class:`Daemon` with three methods, as in huey's
+consumer: ``initialise`` (open the database, read tables), ``one_pass`` (do one
+scan; return True if it found work) and ``shutdown``.  :func:`run_daemon` is
+the whole ``main`` of a ``bin/`` entry script.
+
+Options every daemon accepts, spelled as BOINC's daemons spell them (one or
+two dashes)::
+
+    -d N / --debug_level N      1 critical, 2-3 normal, 4 debug
+    --one_pass                  one scan, then exit
+    --sleep_interval S          seconds to sleep when a pass found nothing
+    --mod N I                   only rows whose id % N == I (when the daemon has rows to split)
+
+Stopping: the file PROJECT/stop_daemons, SIGHUP (what bin/stop sends), SIGTERM
+and SIGINT all make the daemon finish the pass it is in and exit 0; sleep is
+taken in one-second steps so the stop is noticed quickly.  A pass must leave
+the database consistent wherever it is cut (each row's change is one
+transaction), because SIGKILL and crashes are not noticed at all.
+
+Logs go to stderr in BOINC's format; ``bin/start`` appends them to
+``log_HOST/NAME.log``.
+"""
+
+import argparse
+import os
+import signal
+import sys
+import time
+
+from boincpy.errors import BoincpyError, ConfigError
+from boincpy.log import MessageLog
+
+STOP_DAEMONS_FILE = "stop_daemons"
+
+
+class DaemonArgumentParser(argparse.ArgumentParser):
+    """argparse that reports a bad option the BOINC way: message, usage, exit 1."""
+
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        sys.stderr.write("%s: %s\n" % (self.prog, message))
+        sys.exit(1)
+
+
+def _option_names(name, *short):
+    """``--name`` and ``-name``: BOINC's daemons accept both."""
+    return list(short) + ["--" + name, "-" + name]
+
+
+class Daemon:
+    """Base of every daemon.  Subclasses set ``name`` and override the hooks."""
+
+    #: program name: the log line prefix, bin/start's log and pid file names
+    name = "daemon"
+    #: seconds to sleep after a pass that found nothing (--sleep_interval)
+    sleep_interval = 5.0
+    #: whether --mod N I is offered (the daemon splits rows by id)
+    supports_mod = True
+
+    def __init__(self, args, cfg, log):
+        self.args = args
+        self.cfg = cfg
+        self.log = log
+        self.db = None
+        self._stop_signal = None
+        if getattr(args, "sleep_interval", None) is not None:
+            self.sleep_interval = args.sleep_interval
+
+    # -- hooks --------------------------------------------------------------
+
+    @classmethod
+    def add_arguments(cls, parser):
+        """Add this daemon's own options to ``parser`` (use ``_option_names``)."""
+
+    def initialise(self):
+        """Open the database and read what the passes need.  Default: connect."""
+        from boincpy.db import connect
+        self.db = connect(self.cfg)
+
+    def one_pass(self):
+        """Do one scan; return True if it did any work (then no sleep follows)."""
+        raise NotImplementedError
+
+    def shutdown(self):
+        """Release what ``initialise`` took.  Default: close the database."""
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+    # -- helpers for subclasses ---------------------------------------------
+
+    def mod_clause(self, column):
+        """SQL condition and parameters for ``--mod N I`` on ``column`` ("" when unset).
+
+        Used as ``"WHERE ... " + clause`` with ``params + clause_params``.
+        """
+        if not getattr(self.args, "mod", None):
+            return "", ()
+        n, i = self.args.mod
+        return " AND MOD(%s, %%s) = %%s" % column, (n, i)
+
+    def stop_requested(self):
+        """True after a stop signal or once PROJECT/stop_daemons exists."""
+        if self._stop_signal is not None:
+            return True
+        return os.path.exists(self.cfg.project_path(STOP_DAEMONS_FILE))
+
+    # -- the loop ---------------------------------------------------------------
+
+    def _on_signal(self, signum, frame):
+        self._stop_signal = signum
+
+    def install_signal_handlers(self):
+        for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, self._on_signal)
+
+    def sleep(self, seconds):
+        """Sleep up to ``seconds`` in one-second steps; return early on a stop."""
+        deadline = time.monotonic() + seconds
+        while not self.stop_requested():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            time.sleep(min(1.0, left))
+
+    def run(self):
+        """initialise, then passes until stopped (or one with --one_pass), then shutdown."""
+        self.initialise()
+        try:
+            while True:
+                if self.stop_requested():
+                    self.log.normal("Exiting: %s" % self._stop_reason())
+                    return
+                did_work = self.one_pass()
+                if self.args.one_pass:
+                    return
+                if not did_work:
+                    self.log.debug("No work; sleeping %g s" % self.sleep_interval)
+                    self.sleep(self.sleep_interval)
+        finally:
+            self.shutdown()
+
+    def _stop_reason(self):
+        if self._stop_signal is not None:
+            return "received signal %d" % self._stop_signal
+        return "found trigger file %s" % STOP_DAEMONS_FILE
+
+
+def build_parser(daemon_class):
+    """The daemon's argument parser: the common options plus its own."""
+    parser = DaemonArgumentParser(prog=daemon_class.name, allow_abbrev=False)
+    parser.add_argument(*_option_names("debug_level", "-d", "--d"), dest="debug_level",
+                        type=int, default=3, metavar="N",
+                        help="log verbosity: 1 critical, 2-3 normal, 4 debug")
+    parser.add_argument(*_option_names("one_pass"), action="store_true",
+                        help="do one pass, then exit")
+    parser.add_argument(*_option_names("sleep_interval"), type=float, default=None,
+                        metavar="S", help="seconds to sleep when idle (default %g)"
+                        % daemon_class.sleep_interval)
+    parser.add_argument(*_option_names("project_dir"), default=None,
+                        help="project directory (default: found as BOINC finds it)")
+    if daemon_class.supports_mod:
+        parser.add_argument(*_option_names("mod"), nargs=2, type=int, metavar=("N", "I"),
+                            help="handle only rows whose id %% N == I")
+    daemon_class.add_arguments(parser)
+    return parser
+
+
+def _check_mod(parser, args):
+    mod = getattr(args, "mod", None)
+    if mod and (mod[0] < 1 or not 0 <= mod[1] < mod[0]):
+        parser.error("--mod N I needs N >= 1 and 0 <= I < N (got %d %d)" % tuple(mod))
+
+
+def run_daemon(daemon_class, argv=None):
+    """Parse the command line, load config.xml, and run the daemon; return the exit status.
+
+    A :class:`BoincpyError` (bad config, database unreachable) is logged as
+    CRITICAL and gives exit status 1, so ``bin/start --cron`` restarts the
+    daemon later, as BOINC's daemons expect.
+    """
+    from boincpy.config import load_config
+    parser = build_parser(daemon_class)
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    _check_mod(parser, args)
+    log = MessageLog(sys.stderr, args.debug_level)
+    try:
+        cfg = load_config(args.project_dir)
+    except ConfigError as exc:
+        log.critical("Can't parse config.xml: %s" % exc)
+        return 1
+    daemon = daemon_class(args, cfg, log)
+    daemon.install_signal_handlers()
+    log.normal("Starting %s" % daemon_class.name)
+    try:
+        daemon.run()
+    except BoincpyError as exc:
+        log.critical(str(exc))
+        return exc.exit_code or 1
+    return 0
