@@ -1,5 +1,7 @@
 # Two commands an operator needs first: `make demo` and `make test`.
-PYTHON ?= python3
+# Debian's interpreter, not a per-user one (pyenv under /root): Apache runs the
+# CGIs as www-data, which must be able to execute the venv's python.
+PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 VENV   ?= .venv
 
 .PHONY: venv demo test bench
