@@ -187,7 +187,7 @@ def hosts_of_user(db, userid):
 # -- changes ----------------------------------------------------------------------
 
 def make_user(db, cfg, email_addr, name, passwd_hash, country="International",
-              postal_code="", project_prefs="", teamid=0, remote_addr="", now=None):
+              postal_code="", project_prefs="", teamid=0, now=None):
     """Insert a new user as BOINC's make_user() does; return the User.
 
     Raises the driver's duplicate-key error (as DatabaseError with

@@ -294,8 +294,7 @@ def create_account(ctx):
                         "Please update your BOINC software or register via the project's "
                         "website or contact your account manager's provider.")
             try:
-                user = accounts.make_user(db, cfg, email_addr, user_name, passwd_hash,
-                                          remote_addr=req.remote_addr)
+                user = accounts.make_user(db, cfg, email_addr, user_name, passwd_hash)
             except DatabaseError as exc:
                 if _duplicate(exc):
                     raise XmlError(ERR_DB_NOT_UNIQUE) from None
@@ -783,7 +782,7 @@ def handle(name, cfg, request, login_fail_sleep=LOGIN_FAIL_SLEEP_SEC):
             ctx.close()
             time.sleep(ctx.login_fail_sleep)
         return error_response(exc)
-    except (BoincpyError, Exception) as exc:  # noqa: B014 - report, never a traceback page
+    except Exception as exc:      # reported as an XML error, never a traceback page
         log_error("%s.php: %s\n%s" % (name, exc, traceback.format_exc()))
         resp = xml_response(error_xml(-1, "server error: %s" % (
             exc.message if isinstance(exc, BoincpyError) else "see the web server's error log")))
