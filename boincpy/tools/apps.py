@@ -721,8 +721,12 @@ def _keys(run, need_private):
     key_dir = run.cfg.key_dir
     from boincpy import crypto
     public_path = os.path.join(key_dir, "code_sign_public")
-    if run.public_key is None and os.path.exists(public_path):
-        run.public_key = crypto.read_public_key(public_path)
+    if run.public_key is None:
+        if os.path.exists(public_path):
+            run.public_key = crypto.read_public_key(public_path)
+        else:
+            run.say("warning: %s not found: signatures are not checked (clients check "
+                    "them with the key the scheduler sends)" % public_path)
     if need_private and run.private_key is None:
         private_path = os.path.join(key_dir, "code_sign_private")
         if not os.path.exists(private_path):
@@ -1012,7 +1016,7 @@ def _update_versions(run, db, insert_row, AppVersion):
     created = []
     added = []
     try:
-        with _progress(copies, "Copying files to %s" % cfg.download_dir, run.out) as bar:
+        with _progress(copies, "Copying files into download/", run.out) as bar:
             for copy in bar:
                 run.note("         cp %s %s" % (copy.source, copy.dest))
                 try:
@@ -1038,6 +1042,8 @@ def _update_versions(run, db, insert_row, AppVersion):
         raise
     for label, new_id in added:
         run.say("    App version added successfully; ID=%d (%s)" % (new_id, label))
+    if not added:
+        run.say("no app versions added")
     _touch_reread_db(cfg)
     return added
 
