@@ -8,7 +8,6 @@ C++ code.
 """
 
 import gzip
-import hashlib
 import io
 import os
 import re
@@ -21,7 +20,6 @@ import pytest
 from boincpy import crypto
 from boincpy.config import load_config
 from boincpy.db import connect
-from boincpy.errors import BoincpyError
 from boincpy.tools import apps
 from cxx_crypt import boinc_crypt  # noqa: F401  (fixture)
 
@@ -554,6 +552,10 @@ def test_key_problems_change_nothing(project, tmp_path):
         assert proc.returncode == 1 and message in proc.stderr, (message, proc.stderr)
         assert str(keys / "code_sign_private") in proc.stderr
         assert state(project) == before
+    (keys / "code_sign_private").write_text(crypto.generate_key_pair()[0])
+    proc = run_update(project, "--noconfirm")
+    assert proc.returncode == 1 and "the two key files are not a pair" in proc.stderr
+    assert state(project) == before
     os.unlink(keys / "code_sign_private")
     proc = run_update(project, "--noconfirm")
     assert proc.returncode == 1 and "no code signing private key" in proc.stderr

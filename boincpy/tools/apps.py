@@ -68,6 +68,10 @@ import time
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 
+from boincpy import crypto
+from boincpy.db import connect
+from boincpy.db.queries import insert_row
+from boincpy.db.rows import AppVersion
 from boincpy.errors import BoincpyError, KeyFileError, ToolError
 from boincpy.files import md5_file
 
@@ -301,7 +305,6 @@ def _show(v):
 
 def xadd(cfg, db=None, out=None):
     """Add project.xml's platforms and apps (one transaction); return the messages."""
-    from boincpy.db import connect
     out = out or sys.stdout
     path = os.path.join(cfg.project_dir, "project.xml")
     platforms, apps = read_project_xml(path)
@@ -348,7 +351,7 @@ def parse_version_dir(name):
 
 def parse_platform_dir(name):
     """(platform, plan class) of a PLATFORM[__PLANCLASS] directory name."""
-    platform, sep, plan_class = name.partition("__")
+    platform, _, plan_class = name.partition("__")
     return platform, plan_class
 
 
@@ -388,7 +391,6 @@ class VersionSpec:
     max_core_version: int = 0
 
 
-_FILE_FIELDS = {"physical_name", "logical_name", "url", "main_program", "copy_file", "gzip"}
 _VERSION_FLAGS = ("dont_throttle", "needs_network", "is_wrapper", "beta")
 
 
@@ -691,7 +693,6 @@ class _Run:
         self.private_key = None
         self.public_key = None
         self.copies = {}          # download path -> _Copy
-        self.errors = []
 
     def say(self, text):
         self.out.write(text + "\n")
@@ -719,7 +720,6 @@ def _progress(items, label, out):
 def _keys(run, need_private):
     """Load the code-signing keys (private only when some file must be signed here)."""
     key_dir = run.cfg.key_dir
-    from boincpy import crypto
     public_path = os.path.join(key_dir, "code_sign_public")
     if run.public_key is None:
         if os.path.exists(public_path):
@@ -745,9 +745,8 @@ def _confirm_signing(run):
     return run.ask("    Continue (y/n)? ") == "y"
 
 
-def _measure_and_sign(run, nv, f):
+def _measure_and_sign(run, f):
     """Size, MD5, executable bit and signature of one file; checks the download copy."""
-    from boincpy import crypto
     try:
         f.md5, f.nbytes = md5_file(f.path)
         mode = os.stat(f.path).st_mode
@@ -931,9 +930,6 @@ def update_versions(cfg, db=None, confirm=True, verbose=False, ask=None, out=Non
     """Install every new app version under apps/ (see the module docstring); return the
     list of (label, app_version id) added.  Raises BoincpyError (nothing written) when
     anything is wrong."""
-    from boincpy.db import connect
-    from boincpy.db.queries import insert_row
-    from boincpy.db.rows import AppVersion
     out = out or sys.stdout
     ask = ask or _ask_stdin(out)
     if not cfg.download_url:
@@ -946,13 +942,13 @@ def update_versions(cfg, db=None, confirm=True, verbose=False, ask=None, out=Non
     if own:
         db = connect(cfg)
     try:
-        return _update_versions(run, db, insert_row, AppVersion)
+        return _update_versions(run, db)
     finally:
         if own:
             db.close()
 
 
-def _update_versions(run, db, insert_row, AppVersion):
+def _update_versions(run, db):
     cfg = run.cfg
     warnings = []
     found, errors = scan_apps(cfg, db, run.note if run.verbose else None)
@@ -985,7 +981,7 @@ def _update_versions(run, db, insert_row, AppVersion):
         for nv, f in bar:
             run.note("         process_file(): %s" % f.path)
             try:
-                _measure_and_sign(run, nv, f)
+                _measure_and_sign(run, f)
             except ToolError as exc:
                 errors.append(exc.message)
     if errors:
