@@ -24,7 +24,6 @@ from boincpy.tools import apps
 from cxx_crypt import boinc_crypt  # noqa: F401  (fixture)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FIXTURES = "/work/shared/fixtures/reference-server"
 LINUX = "x86_64-pc-linux-gnu"
 DL = "http://127.0.0.1/test/download"
 
@@ -63,6 +62,14 @@ PROJECT_XML = """<boinc>
     </app>
 </boinc>
 """
+
+
+def _fixtures():
+    """The reference server's captured fixtures (next to the repository, or /work/shared)."""
+    for d in (os.path.join(os.path.dirname(REPO), "shared", "fixtures"), "/work/shared/fixtures"):
+        if os.path.isdir(d):
+            return os.path.join(d, "reference-server")
+    pytest.skip("captured fixtures (shared/fixtures) not present")
 
 
 def tool(name, *args, cwd=None, input=""):
@@ -425,7 +432,7 @@ def test_update_versions_installs_three_platforms(project, boinc_crypt):
 def test_xml_doc_matches_the_reference_servers_app_version(project):
     """The app version the C++ server sent to the stock client is BOINC's xml_doc
     (up to </file_ref>) plus the scheduler's platform/avg_ncpus/flops lines."""
-    reply = open(os.path.join(FIXTURES, "sched/01_attach_first_rpc.reply.xml")).read()
+    reply = open(os.path.join(_fixtures(), "sched/01_attach_first_rpc.reply.xml")).read()
     start = reply.index("<file_info>\n    <name>example_app_1.0")
     end = reply.index("    <platform>", start)
     expected = reply[start:end] + "</app_version>\n"
