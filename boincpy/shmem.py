@@ -245,6 +245,7 @@ class JobArray:
         self._tables = None
         self._tables_gen = -1
         self._apps_by_id = {}
+        self._mine = set()          # slots this object has reserved and not released
         h = self.header()
         self.nslots = h["nslots"]
         self.slot_size = h["slot_size"]
@@ -416,20 +417,24 @@ class JobArray:
                 st = self.slot_state(i)
                 if st == PRESENT:
                     self._change_state(i, PRESENT, pid, 0)
+                    self._mine.add(i)
                     return True
                 if st == pid:
                     return True
             return False
 
-    def restore(self, pid):
-        """BOINC's ``restore_work()``: every slot still reserved by ``pid`` goes
-        back to PRESENT; returns how many."""
+    def restore(self, pid, everywhere=False):
+        """BOINC's ``restore_work()``: slots still reserved by ``pid`` go back to
+        PRESENT; returns how many.  Looks at the slots this object reserved
+        (cheap), or at every slot with ``everywhere``."""
         n = 0
         with self._lock:
-            for i in range(self.nslots):
+            slots = range(self.nslots) if everywhere else sorted(self._mine)
+            for i in slots:
                 if self.slot_state(i) == pid:
                     self._change_state(i, pid, PRESENT, 0)
                     n += 1
+            self._mine.clear()
         return n
 
     def claim(self, i, resultid, pid, check=None):
@@ -452,6 +457,7 @@ class JobArray:
                     return None, why
             if state == PRESENT:
                 self._change_state(i, PRESENT, pid, slot.res_priority)
+            self._mine.add(i)
             slot.state = pid
             return slot, None
 
@@ -462,6 +468,7 @@ class JobArray:
         with self._lock:
             off = self._slot_off(i)
             state, prio = struct.unpack_from("<ii", self.mm, off)
+            self._mine.discard(i)
             if state != pid:
                 return False
             self._change_state(i, pid, EMPTY if empty else PRESENT, prio)

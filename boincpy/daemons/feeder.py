@@ -51,8 +51,11 @@ ORDERS = {
     "batch_accel": "ORDER BY r1.priority DESC, workunit.id",
 }
 
+# STRAIGHT_JOIN: read result first.  After bulk job creation the table
+# statistics are stale and MariaDB otherwise starts from workunit, re-reading
+# the UNSENT index range for every workunit: seconds instead of milliseconds.
 _ENUM_SELECT = (
-    "SELECT r1.id AS res_id, r1.priority AS res_priority, "
+    "SELECT STRAIGHT_JOIN r1.id AS res_id, r1.priority AS res_priority, "
     "r1.server_state AS res_server_state, r1.report_deadline AS res_report_deadline, "
     "workunit.* FROM result r1 FORCE INDEX(ind_res_st), workunit, app "
     "WHERE r1.server_state = 2 AND r1.workunitid = workunit.id "
@@ -61,7 +64,7 @@ _ENUM_SELECT = (
 
 # --by_batch: round-robin over batches (rank of each result within its batch)
 _BY_BATCH_SELECT = (
-    "SELECT r1.id AS res_id, r1.priority AS res_priority, "
+    "SELECT STRAIGHT_JOIN r1.id AS res_id, r1.priority AS res_priority, "
     "r1.server_state AS res_server_state, r1.report_deadline AS res_report_deadline, "
     "workunit.* FROM (SELECT r.id, r.priority, r.server_state, r.report_deadline, "
     "r.workunitid, r.appid, ROW_NUMBER() OVER (PARTITION BY r.batch ORDER BY r.id) AS rnk "
