@@ -156,6 +156,8 @@ def test_version_choice_latest_pinned_deprecated_core_version(proj):
     ja = feed()
     ctx = send(cfg, db, ja, hostid=3, userid=3)
     assert ctx.reply.jobs == [] and reason_keys(ctx) == ["client_version"]
+    assert "Newer BOINC version required; please install current version" in messages(ctx)
+    assert ctx.reply.request_delay == 86400
     db.execute("UPDATE app_version SET min_core_version = 0, max_core_version = 71000")
     open(os.path.join(cfg.project_dir, "reread_db"), "w").close()
     ja = feed()
@@ -170,6 +172,7 @@ def test_beta_versions_need_beta_users(proj):
     ja = feed()
     ctx = send(cfg, db, ja)
     assert ctx.reply.jobs == [] and reason_keys(ctx) == ["beta"]
+    assert choose.EXTRA_MESSAGES["beta"] in messages(ctx)
     prefs = "<project_preferences><allow_beta_work>1</allow_beta_work></project_preferences>"
     ctx = send(cfg, db, ja, project_prefs=prefs)
     assert len(ctx.reply.jobs) == 1
@@ -220,6 +223,8 @@ def test_one_result_per_user_and_host_per_wu(proj):
     assert len(ctx.reply.jobs) == 1                   # not two of the same WU in one reply
     ctx = send(cfg, db, ja, big, hostid=2, userid=1)  # same user, other host
     assert ctx.reply.jobs == [] and reason_keys(ctx) == ["one_result_per_user_per_wu"]
+    assert messages(ctx) == ["No tasks sent", choose.EXTRA_MESSAGES[
+        "one_result_per_user_per_wu"]]
     ctx = send(cfg, db, ja, big, hostid=3, userid=3)
     assert len(ctx.reply.jobs) == 1
     cfg.one_result_per_user_per_wu = False
@@ -376,3 +381,34 @@ def test_resend_lost_results(proj):
     cfg.resend_lost_results = False
     ctx = make_ctx(cfg, db, req)
     assert choose.resend_lost_results(ctx, ja) is False and ctx.reply.jobs == []
+
+
+def test_selected_apps_and_non_preferred(proj):
+    cfg, db, feed = proj
+    add_app_version(db)
+    add_jobs(db, 1)
+    ja = feed()
+    only_other = ("<project_preferences><apps_selected><app_id>77</app_id></apps_selected>"
+                  "</project_preferences>")
+    ctx = send(cfg, db, ja, project_prefs=only_other)
+    assert ctx.reply.jobs == [] and reason_keys(ctx) == ["app_not_selected"]
+    assert "No tasks are available for the applications you have selected." in messages(ctx)
+    allow = only_other.replace("</project_preferences>",
+                               "<allow_non_preferred_apps>1</allow_non_preferred_apps>"
+                               "</project_preferences>")
+    ctx = send(cfg, db, ja, project_prefs=allow)
+    assert len(ctx.reply.jobs) == 1
+
+
+def test_every_no_work_reply_explains(proj):
+    """Whatever the reason, a reply that sends nothing to a work request carries
+    more than the bare "No tasks sent"."""
+    cfg, db, feed = proj
+    add_app_version(db)
+    (wuid, rids), = add_jobs(db, 1, results_per_wu=2)
+    ja = feed()
+    db.execute("UPDATE result SET server_state = 4, hostid = 9 WHERE id = %s", (rids[0],))
+    db.execute("UPDATE result SET server_state = 4, hostid = 9 WHERE id = %s", (rids[1],))
+    ctx = send(cfg, db, ja)
+    assert ctx.reply.jobs == [] and reason_keys(ctx) == ["taken"]
+    assert len(messages(ctx)) >= 2 and messages(ctx)[0] == "No tasks sent"

@@ -358,3 +358,66 @@ def test_show_shmem(proj, capsys):
     assert "example_app" in line0 and str(jobs[0][1][0]) in line0
     headers = [l for l in out.splitlines() if l.startswith("slot ")]
     assert len(headers) == (cfg.shmem_work_items + 23) // 24
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _wait(cond, timeout=20):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _ready(cfg):
+    try:
+        array = shmem.attach(cfg, wait_ready=0)
+    except ShmemError:
+        return None
+    return array
+
+
+def test_bin_feeder_daemon_signals_and_stop_file(proj):
+    import signal
+    import subprocess
+    import sys
+    cfg, db = proj
+    add_jobs(db, 2)
+    cmd = [sys.executable, os.path.join(REPO, "bin", "feeder"), "--project_dir",
+           cfg.project_dir, "--sleep_interval", "1", "-d", "3"]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    try:
+        assert _wait(lambda: _ready(cfg) is not None)
+        array = _ready(cfg)
+        assert array.n_present == 2 and array.feeder_pid == proc.pid
+        add_jobs(db, 3, prefix="later")
+        assert _wait(lambda: array.n_present == 5)
+        out = subprocess.run([sys.executable, os.path.join(REPO, "bin", "show_shmem"),
+                              "--project_dir", cfg.project_dir], capture_output=True,
+                             text=True, check=True).stdout
+        assert "ready: 1" in out and "feeder pid: %d (running)" % proc.pid in out
+        array.close()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = proc.stderr.read()
+    assert "Starting feeder" in err and "Using 100 job slots" in err
+    assert "Exiting: received signal %d" % signal.SIGTERM in err
+    assert not os.path.exists(shmem.segment_path(cfg))
+    # the stop_daemons trigger file stops it too
+    proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
+    try:
+        assert _wait(lambda: _ready(cfg) is not None)
+        open(os.path.join(cfg.project_dir, "stop_daemons"), "w").close()
+        assert proc.wait(20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert not os.path.exists(shmem.segment_path(cfg))

@@ -85,6 +85,21 @@ FULL_SCAN_SLOTS = 64
 
 CHECK_OK, CHECK_NO_HOST, CHECK_NO_ANY = 0, 1, 2
 
+# Messages for reasons the C++ scheduler leaves at "No tasks sent".
+EXTRA_MESSAGES = {
+    "one_result_per_user_per_wu": "The tasks available are replicas of jobs you already "
+                                  "have; the project sends one replica per volunteer",
+    "one_result_per_host_per_wu": "The tasks available are replicas of jobs this computer "
+                                  "already has",
+    "taken": "The tasks available were sent to other computers meanwhile; try again later",
+    "beta": "Only tasks of test (beta) applications are available, and your preferences "
+            "don't accept them",
+    "reliable": "The tasks available need a computer with a record of reliable results",
+    "plan_class": "No version of the application suits this computer's hardware",
+    "homogeneous_redundancy": "The tasks available can't be sent to this computer yet",
+    "user_filter": "The tasks available are reserved for other volunteers",
+}
+
 
 # ---------------------------------------------------------------------------
 # per-request state
@@ -231,6 +246,7 @@ class Work:
         self.max_jobs_on_host_proc_type_exceeded = [False] * NPROC_TYPES
         self.no_jobs_available = False
         self.no_allowed_apps_available = False
+        self.outdated_client = False
         self.quota_exceeded = None          # a host_app_version row that hit its quota
         self.havs = {}
         self.hav_reset = set()
@@ -320,6 +336,7 @@ def job_score(work, slot, app, bav):
         if work.prefs.allow_non_preferred_apps:
             score -= 1
         else:
+            work.no_allowed_apps_available = True
             work.reason("app_not_selected", "the user's preferences don't select app %s"
                         % app["name"])
             return None
@@ -771,6 +788,7 @@ def _get_app_version_platforms(work, wu, app, need64, check_req, reliable_only):
             if check_req and not _need_this_resource(work, pt):
                 continue
             if ccv < av["min_core_version"]:
+                work.outdated_client = True
                 work.reason("client_version", "[AV#%d] needs client version %d or later "
                             "(client is %d)" % (av["id"], av["min_core_version"], ccv))
                 continue
@@ -1386,6 +1404,11 @@ def _send_user_messages(work):
             text = "Tasks won't finish in time: Computer available %.1f%% of the time" % (
                 100 * h.on_frac)
         reply.add_message(text, PRIORITY_LOW)
+    if work.outdated_client:
+        reply.add_message("Newer BOINC version required; please install current version",
+                          PRIORITY_NOTICE)
+        work.set_delay(86400)
+        work.log.normal("Not sending tasks because newer client version required")
     for pt in range(NPROC_TYPES):
         if work.prefs.dont_use_proc_type[pt] and work.ja_have_apps[pt]:
             reply.add_message("Tasks for %s are available, but your preferences are set to "
@@ -1396,6 +1419,11 @@ def _send_user_messages(work):
     if work.max_jobs_on_host_exceeded or any(work.max_jobs_on_host_proc_type_exceeded):
         reply.add_message("This computer has reached a limit on tasks in progress",
                           PRIORITY_LOW)
+    # reasons BOINC sends no words for: say them anyway
+    for key in work.reasons:
+        text = EXTRA_MESSAGES.get(key)
+        if text:
+            reply.add_message(text, PRIORITY_LOW)
 
 
 def _finish(work, sent_before):
