@@ -498,7 +498,10 @@ class JobArray:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
-        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        except OSError as exc:
+            raise ShmemError("can't create the job array %s: %s" % (tmp, exc.strerror)) from None
         warning = None
         try:
             if gid is not None and gid != os.getegid():
@@ -532,7 +535,13 @@ class JobArray:
         HEADER.pack_into(mm, 0, *[values[n] for n in HEADER_NAMES])
         array = cls(path, fd, mm)
         array.write_tables(tables)
-        os.rename(tmp, path)
+        try:
+            os.rename(tmp, path)
+        except OSError as exc:
+            array.close()
+            os.unlink(tmp)
+            raise ShmemError("can't replace the job array %s: %s (is it another user's? "
+                             "remove it as that user or root)" % (path, exc.strerror)) from None
         return array, warning
 
     def write_tables(self, tables):

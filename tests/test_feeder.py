@@ -421,3 +421,61 @@ def test_bin_feeder_daemon_signals_and_stop_file(proj):
             proc.kill()
             proc.wait()
     assert not os.path.exists(shmem.segment_path(cfg))
+
+
+def test_bad_appids_is_a_clean_error(proj):
+    import subprocess
+    import sys
+    cfg, db = proj
+    r = subprocess.run([sys.executable, os.path.join(REPO, "bin", "feeder"), "--project_dir",
+                        cfg.project_dir, "--appids", "one,two"], capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "--appids needs a comma-separated list of app ids, got 'one,two'" in r.stderr
+    assert "Traceback" not in r.stderr and not os.path.exists(shmem.segment_path(cfg))
+
+
+def _as_www_data(path, q):
+    import pwd
+    pw = pwd.getpwnam("www-data")
+    os.setgroups([])
+    os.setgid(pw.pw_gid)
+    os.setuid(pw.pw_uid)
+    try:
+        array = shmem.open_segment(path)
+    except ShmemError as exc:
+        q.put(("error", exc.log_text))
+        return
+    st, _, _, _, rid, _ = array.slot_head(0)
+    slot, _ = array.claim(0, rid, os.getpid())
+    q.put(("claimed", slot.resultid if slot else None))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to switch to www-data")
+def test_web_server_user_can_use_the_array(proj):
+    import grp
+    cfg, db = proj
+    jobs = add_jobs(db, 1)
+    www = grp.getgrnam("www-data").gr_gid
+    os.chown(cfg.log_dir, -1, www)
+    feeder = make_feeder(cfg)
+    ctx = multiprocessing.get_context("fork")
+    try:
+        feeder.one_pass()
+        path = shmem.segment_path(cfg)
+        assert os.stat(path).st_gid == www
+        q = ctx.Queue()
+        p = ctx.Process(target=_as_www_data, args=(path, q))
+        p.start()
+        assert q.get(timeout=20) == ("claimed", jobs[0][1][0])
+        p.join(10)
+        # a segment of another group: the scheduler is told why it can't attach
+        os.chown(path, -1, 0)
+        q = ctx.Queue()
+        p = ctx.Process(target=_as_www_data, args=(path, q))
+        p.start()
+        kind, text = q.get(timeout=20)
+        p.join(10)
+        assert kind == "error" and text.startswith("Can't attach shmem: permission denied")
+        assert "(feeder not running?)" in text
+    finally:
+        feeder.shutdown()

@@ -212,7 +212,7 @@ class Feeder(Daemon):
         self.array = None
         self.nslots = cfg.shmem_work_items or shmem_default_slots()
         self.enum_limit = cfg.feeder_query_size or 2 * self.nslots
-        self.select_clause, self.select_params = self._select_clause()
+        self.select_clause, self.select_params = "", []
         self.by_batch = bool(getattr(args, "by_batch", False))
         self.order_clause = ORDER_DEFAULT
         for opt, clause in ORDERS.items():
@@ -252,6 +252,7 @@ class Feeder(Daemon):
     # -- start / stop ---------------------------------------------------------
 
     def initialise(self):
+        self.select_clause, self.select_params = self._select_clause()
         super().initialise()
         try:
             os.unlink(self.cfg.project_path(REREAD_DB_FILE))
