@@ -143,10 +143,13 @@ def main():
               % import_cost())
         return 0
     finally:
+        try:
+            path = shmem.segment_path(project_config(root))
+            if os.path.exists(path):
+                os.unlink(path)
+        except Exception:
+            pass
         shutil.rmtree(root, ignore_errors=True)
-        path = shmem.segment_path(project_config(root)) if os.path.exists(root) else None
-        if path and os.path.exists(path):
-            os.unlink(path)
         conn = MySQLdb.connect(**params)
         conn.cursor().execute("DROP DATABASE IF EXISTS `%s`" % db_name)
         conn.close()
