@@ -228,6 +228,9 @@ def test_create_account_accepts_a_legacy_md5_stored_hash(mini_project, db):
     ({"user_name": "Tom & Jerry"}, -188, "user name may not contain special characters"),
     ({"user_name": "1234"}, -188, "user name may not be a number"),
     ({"user_name": "-1.5e3"}, -188, "user name may not be a number"),
+    ({"user_name": "n" * 192}, -188, "user name may have at most 191 characters"),
+    ({"email_addr": "a" * 64 + "@" + "b" * 61 + "." + "c" * 61 + ".org"}, -205,
+     "Email address has invalid syntax"),
     # the server sees md5(password + e-mail) only: a short password cannot be
     # seen, a hash that is not 32 characters can
     ({"passwd_hash": "abc"}, -1, "password hash length not 32"),

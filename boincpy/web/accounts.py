@@ -18,6 +18,10 @@ from boincpy import passwords
 from boincpy.db.rows import Team, User
 from boincpy.web.cgi import php_numeric
 
+# user.email_addr and user.name are varchar(191) (unique indexes under utf8mb4).
+MAX_EMAIL_LENGTH = 191
+MAX_NAME_LENGTH = 191
+
 # PHP's trim() character set.
 _PHP_WS = " \t\n\r\0\x0b"
 
@@ -49,7 +53,7 @@ def strip_tags(text):
 
 def is_valid_email_syntax(addr):
     """True for a syntactically valid e-mail address (see _LOCAL_RE above)."""
-    if not addr or len(addr) > 254 or addr.count("@") != 1:
+    if not addr or len(addr) > MAX_EMAIL_LENGTH or addr.count("@") != 1:
         return False
     local, domain = addr.split("@")
     if not local or len(local) > 64 or not _LOCAL_RE.match(local):
@@ -83,6 +87,9 @@ def user_name_problem(name):
         return "user name may not contain special characters"
     if php_numeric(name) is not None:
         return "user name may not be a number"
+    if len(name) > MAX_NAME_LENGTH:
+        # user.name is varchar(191); MySQL in strict mode would refuse it
+        return "user name may have at most %d characters" % MAX_NAME_LENGTH
     return None
 
 
