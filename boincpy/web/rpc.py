@@ -739,6 +739,10 @@ def create_team(ctx):
     country = req.get_str("country") or "International"
     if not accounts.is_valid_country(country):
         country = "None"
+    for what, value, limit in (("team name", name, 191), ("url", url, 254),
+                               ("name_html", name_html, 254)):
+        if len(value) > limit:
+            raise XmlError(-1, "%s may have at most %d characters" % (what, limit))
     with db.transaction():
         try:
             team = accounts.make_team(db, user.id, name, url, type_num, name_html,
