@@ -132,7 +132,8 @@ TEST_BASE = "/tmp/boincpy-tests"     # www-data must traverse it (pytest's tmp_p
 class MadeProject:
     """A project created by make_project for one test.
 
-    Attributes: root, short_name, long_name, cfg (load_config of it),
+    Attributes: root, base_dir (its parent, removed afterwards), short_name,
+    long_name, cfg (load_config of it),
     url_base, master_url, cgi_url, scheduler_url, upload_url, download_url,
     ops_url, port (of the URLs; Apache is not started), db_name, db_user,
     db_passwd, ops_user, ops_passwd, db_root_params.
@@ -158,6 +159,7 @@ class MadeProject:
         self.ops_user = spec.ops_user
         self.ops_passwd = spec.ops_passwd
         self.db_root_params = db_root_params
+        self.base_dir = os.path.dirname(self.root)
         self.cfg = load_config(self.root)
 
     def path(self, *parts):
@@ -203,57 +205,86 @@ def drop_db_and_user(db_root_params, db_name, db_user):
         conn.close()
 
 
-@pytest.fixture
-def project_factory(db_root_params):
-    """make(extra_args=(), test_app=True, ops=True, port=None) -> MadeProject.
-
-    Each project gets a fresh directory under /tmp/boincpy-tests, a unique
-    database and database user (random password) and URLs on a free loopback
-    port (``--url_base http://127.0.0.1:PORT/``).  ``extra_args`` are appended
-    to make_project's arguments.  Everything is removed afterwards.
+def make_test_project(db_root_params, extra_args=(), test_app=True, ops=True, port=None):
+    """Run make_project (in-process) into a fresh directory under /tmp/boincpy-tests
+    with a unique database, a unique database user with a random password, an
+    ops password and URLs on a free loopback port (``--url_base
+    http://127.0.0.1:PORT/``); return a MadeProject.  ``extra_args`` are
+    appended to make_project's arguments.  remove_test_project() undoes it.
     """
     import io
-    import shutil
     import tempfile
     from boincpy.tools import make_project
     from boincpy.tools.httpd import free_port
 
+    os.makedirs(TEST_BASE, exist_ok=True)
+    os.chmod(TEST_BASE, 0o755)
+    token = secrets.token_hex(4)
+    short = "bp" + token
+    base = tempfile.mkdtemp(prefix=short + "-", dir=TEST_BASE)
+    os.chmod(base, 0o755)
+    db_name, db_user = "bpt_" + token, "bpu_" + token
+    port = port or free_port()
+    argv = ["--project_root", os.path.join(base, short),
+            "--url_base", "http://127.0.0.1:%d/" % port,
+            "--db_name", db_name, "--db_user", db_user,
+            "--db_passwd", secrets.token_urlsafe(12), "--no_query"]
+    argv += _db_root_args(db_root_params)
+    if test_app:
+        argv.append("--test_app")
+    if ops:
+        argv += ["--ops_user", "admin", "--ops_passwd", secrets.token_urlsafe(9)]
+    argv += list(extra_args) + [short, "Test project %s" % token]
+    try:
+        spec = make_project.plan(argv)
+        make_project.make_project(spec, out=io.StringIO())
+    except BaseException:
+        _remove(db_root_params, base, db_name, db_user)
+        raise
+    return MadeProject(spec, port, db_root_params)
+
+
+def _remove(db_root_params, base, db_name, db_user):
+    import shutil
+    drop_db_and_user(db_root_params, db_name, db_user)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def remove_test_project(project):
+    """Drop a MadeProject's database and database user, remove its directory."""
+    _remove(project.db_root_params, project.base_dir, project.db_name, project.db_user)
+
+
+@pytest.fixture
+def project_factory(db_root_params):
+    """make(extra_args=(), test_app=True, ops=True, port=None) -> MadeProject
+    (see make_test_project); every project made is removed after the test."""
     made = []
 
     def make(extra_args=(), test_app=True, ops=True, port=None):
-        os.makedirs(TEST_BASE, exist_ok=True)
-        os.chmod(TEST_BASE, 0o755)
-        token = secrets.token_hex(4)
-        short = "bp" + token
-        base = tempfile.mkdtemp(prefix=short + "-", dir=TEST_BASE)
-        os.chmod(base, 0o755)
-        db_name, db_user = "bpt_" + token, "bpu_" + token
-        made.append((base, db_name, db_user))
-        port = port or free_port()
-        argv = ["--project_root", os.path.join(base, short),
-                "--url_base", "http://127.0.0.1:%d/" % port,
-                "--db_name", db_name, "--db_user", db_user,
-                "--db_passwd", secrets.token_urlsafe(12), "--no_query"]
-        argv += _db_root_args(db_root_params)
-        if test_app:
-            argv.append("--test_app")
-        if ops:
-            argv += ["--ops_user", "admin", "--ops_passwd", secrets.token_urlsafe(9)]
-        argv += list(extra_args) + [short, "Test project %s" % token]
-        spec = make_project.plan(argv)
-        make_project.make_project(spec, out=io.StringIO())
-        return MadeProject(spec, port, db_root_params)
+        project = make_test_project(db_root_params, extra_args, test_app, ops, port)
+        made.append(project)
+        return project
 
     yield make
-    for base, db_name, db_user in made:
-        drop_db_and_user(db_root_params, db_name, db_user)
-        shutil.rmtree(base, ignore_errors=True)
+    for project in made:
+        remove_test_project(project)
 
 
 @pytest.fixture
 def made_project(project_factory):
-    """A project made by make_project (--test_app, ops password set); see MadeProject."""
+    """A project made by make_project for this test (--test_app, ops password
+    set, URLs on a free loopback port); see MadeProject."""
     return project_factory()
+
+
+@pytest.fixture(scope="session")
+def shared_project(db_root_params):
+    """One made project for the whole session (like made_project): for tests
+    that only read it, or add rows and files under names of their own."""
+    project = make_test_project(db_root_params)
+    yield project
+    remove_test_project(project)
 
 
 class RunningApache:
@@ -280,9 +311,9 @@ class RunningApache:
         self.error_log = server.error_log
         self.access_log = server.access_log
 
-    def stop(self):
-        """Stop Apache (safe to call twice)."""
-        return self.server.stop()
+    def stop(self, graceful=False):
+        """Stop Apache (immediately unless ``graceful``); safe to call twice."""
+        return self.server.stop(graceful=graceful)
 
 
 @pytest.fixture
@@ -293,4 +324,15 @@ def apache(made_project):
     server.start()
     running = RunningApache(made_project, server)
     yield running
-    server.stop()
+    server.stop(graceful=False)
+
+
+@pytest.fixture(scope="session")
+def shared_apache(shared_project):
+    """A private Apache serving shared_project for the whole session (tests
+    must not stop it)."""
+    from boincpy.tools.httpd import PrivateApache
+    server = PrivateApache(shared_project.root, shared_project.port)
+    server.start()
+    yield RunningApache(shared_project, server)
+    server.stop(graceful=False)

@@ -377,9 +377,13 @@ def test_cli_single_dash_options_and_help(names, db_root_params):
     argv = _argv(names["root"], names["short"], names["db_name"], names["db_user"],
                  db_root_params, "--no_db")
     argv = [a[1:] if a.startswith("--") and a != "--verbose" else a for a in argv]
+    # a password may start with '-'
+    argv[-1:-1] = ["-db_passwd", "-starts-with-a-dash"]
     proc = subprocess.run([sys.executable, script] + argv, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert load_config(names["root"]).master_url == "http://127.0.0.1:1/%s/" % names["short"]
+    cfg = load_config(names["root"])
+    assert cfg.master_url == "http://127.0.0.1:1/%s/" % names["short"]
+    assert cfg.db_passwd == "-starts-with-a-dash"
 
 
 def test_url_base_drives_every_url(names, db_root_params):
@@ -426,3 +430,28 @@ def test_generated_password_and_owner_group(names, db_root_params):
                     db=names["db_name"]).close()
     assert os.stat(os.path.join(names["root"], "config.xml")).st_uid == os.geteuid()
     assert pwd.getpwuid(os.stat(os.path.join(names["root"], "upload")).st_uid)
+
+
+def test_not_root_says_what_the_operator_must_do(names):
+    """Run as an ordinary user (nobody): the chgrp to www-data fails, make_project
+    still makes the project and prints the command to run as root."""
+    nobody = pwd.getpwnam("nobody")
+    os.chown(names["base"], nobody.pw_uid, nobody.pw_gid)
+    proc = subprocess.run(
+        ["runuser", "-u", "nobody", "--", sys.executable,
+         os.path.join(REPO, "bin", "make_project"), "--project_root", names["root"],
+         "--no_db", "--no_query", "--url_base", "http://127.0.0.1:1/", names["short"]],
+        capture_output=True, text=True, cwd="/")
+    assert proc.returncode == 0, proc.stderr
+    root = names["root"]
+    assert "NOTE: could not give these to group www-data" in proc.stdout
+    line = [ln for ln in proc.stdout.splitlines() if "chgrp -R www-data" in ln][0]
+    listed = set(line.split()[3:])
+    for path in ("config.xml", "upload", "keys", "log_" + load_config(root).host,
+                 "html/cache", "html/ops/.htpasswd"):
+        if os.path.exists(os.path.join(root, path)):
+            assert os.path.join(root, path) in listed, path
+    assert os.path.join(root, "upload", "0") not in listed      # covered by -R
+    assert os.stat(os.path.join(root, "config.xml")).st_uid == nobody.pw_uid
+    assert _mode(os.path.join(root, "config.xml")) == 0o640
+    assert _mode(os.path.join(root, "keys", "upload_private")) == 0o600

@@ -204,15 +204,18 @@ class PrivateApache:
         raise ToolError("Apache did not answer on 127.0.0.1:%d%s"
                         % (self.port, self._log_tail(log_start)))
 
-    def stop(self, timeout=10.0):
-        """Graceful stop; after ``timeout`` seconds, kill its process group."""
+    def stop(self, timeout=10.0, graceful=True):
+        """Stop Apache: graceful-stop (requests in progress finish; takes about
+        a second), or with ``graceful=False`` Apache's immediate stop.  If it
+        is not gone after ``timeout`` seconds, kill its process group.
+        Returns False if it was not running."""
         pid = self.pid()
         if pid is None:
             return False
         if not _is_apache(pid):
             raise ToolError("pid %d in %s is not Apache; not stopping it" % (pid, self.pid_file))
         try:
-            os.kill(pid, signal.SIGWINCH)          # Apache's graceful-stop
+            os.kill(pid, signal.SIGWINCH if graceful else signal.SIGTERM)
         except ProcessLookupError:
             pass
         if not _wait_group_gone(pid, timeout):

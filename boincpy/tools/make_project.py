@@ -243,15 +243,23 @@ def _parser():
 
 
 def _normalise_argv(argv, parser):
-    """BOINC tools take ``-opt`` as ``--opt``; argparse wants two dashes."""
-    longs = {s for action in parser._actions for s in action.option_strings
-             if s.startswith("--")}
+    """BOINC tools take ``-opt`` as ``--opt``; argparse wants two dashes.
+
+    ``--opt VALUE`` becomes ``--opt=VALUE`` so that a value starting with '-'
+    (a password) is not taken for an option.
+    """
+    longs = {s: action.nargs != 0 for action in parser._actions
+             for s in action.option_strings if s.startswith("--")}
     out = []
-    for arg in argv:
+    args = iter(argv)
+    for arg in args:
         if arg.startswith("-") and not arg.startswith("--") and len(arg) > 2:
-            name = "-" + arg.split("=", 1)[0]
-            if name in longs:
+            if "-" + arg.split("=", 1)[0] in longs:
                 arg = "-" + arg
+        if longs.get(arg):
+            value = next(args, None)
+            if value is not None:
+                arg = "%s=%s" % (arg, value)
         out.append(arg)
     return out
 
@@ -984,7 +992,7 @@ def make_project(spec, out=None):
     try:
         if conn is not None:
             user_existed = _check_database(spec, conn)
-        if not spec.no_query and sys.stdin.isatty():
+        if not spec.no_query and sys.stdin.isatty() and out.isatty():
             if exists and not _ask("Delete %s?" % root):
                 raise ToolError("aborted")
             if not _ask("Continue?"):
@@ -1031,13 +1039,24 @@ def make_project(spec, out=None):
             conn.close()
 
     if failed:
-        say(0, "\nNOTE: could not give these to group %s (the web server's); as root run\n"
-               "    chgrp %s %s\n" % (spec.httpd_user, spec.httpd_user, " ".join(failed)))
+        say(0, "\nNOTE: could not give these to group %s (the web server's group: it must\n"
+               "read config.xml and the public keys, and write upload/ and the log\n"
+               "directory).  As root, run\n"
+               "    chgrp -R %s %s\n"
+               "or add yourself to group %s and run make_project again.\n"
+               % (spec.httpd_user, spec.httpd_user, " ".join(_collapse(failed)), spec.httpd_user))
     if spec.db_passwd_generated and not spec.no_db:
         say(1, "Database user %s has a generated password (in config.xml)." % spec.db_user)
     say(1, "\nDone creating project. Please view\n%s\nfor important additional "
            "instructions." % os.path.join(root, spec.short_name + ".readme"))
     return failed
+
+
+def _collapse(paths):
+    """Drop paths inside another listed directory (chgrp -R covers them)."""
+    dirs = [p for p in paths if os.path.isdir(p)]
+    return [p for p in paths
+            if not any(p != d and p.startswith(d + os.sep) for d in dirs)]
 
 
 def run(argv):
