@@ -344,6 +344,7 @@ def _leftovers(names, db_root_params):
     (["--db_user", "root"], "--db_user root"),
     (["--db_name", "bad-name"], "invalid database name"),
     (["--no_such_option"], "unrecognized arguments: --no_such_option"),
+    (["--key_dir", '/tmp/a"b'], "--key_dir"),
 ])
 def test_bad_options_change_nothing(names, db_root_params, extra, message):
     argv = _argv(names["root"], names["short"], names["db_name"], names["db_user"],
@@ -455,3 +456,24 @@ def test_not_root_says_what_the_operator_must_do(names):
     assert os.stat(os.path.join(root, "config.xml")).st_uid == nobody.pw_uid
     assert _mode(os.path.join(root, "config.xml")) == 0o640
     assert _mode(os.path.join(root, "keys", "upload_private")) == 0o600
+
+
+def test_project_tools_work_in_the_made_project(made_project):
+    """The copied bin/ tools run with the project's interpreter: xadd reads
+    project.xml into the database, stage_file and create_work make a job."""
+    p = made_project
+    proc = subprocess.run([p.bin("xadd")], cwd=p.root, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    with p.connect() as db:
+        names = {r["name"] for r in db.query("SELECT name FROM platform")}
+        assert names == {name for name, _ in make_project.PLATFORMS}
+        assert db.query_value("SELECT name FROM app") == "example_app"
+    src = os.path.join(p.root, "tmp_" + p.cfg.host, "in_1")
+    with open(src, "w") as f:
+        f.write("input\n")
+    for argv in ([p.bin("stage_file"), src],
+                 [p.bin("create_work"), "--appname", "example_app", "--wu_name", "wu_1", "in_1"]):
+        proc = subprocess.run(argv, cwd=p.root, capture_output=True, text=True)
+        assert proc.returncode == 0, (argv, proc.stdout, proc.stderr)
+    with p.connect() as db:
+        assert db.query_value("SELECT COUNT(*) FROM workunit WHERE name = 'wu_1'") == 1

@@ -328,6 +328,10 @@ def plan(argv):
     if root == os.path.dirname(root):
         raise ToolError("--project_root %r: refusing to use the file system root" % root)
     key_dir = os.path.abspath(args.key_dir or os.path.join(root, "keys"))
+    for name, path in (("--project_root", root), ("--key_dir", key_dir)):
+        if re.search(r'["\n\\]', path):
+            raise ToolError("%s %r: no quotes, backslashes or newlines (it goes into the "
+                            "Apache configuration)" % (name, path))
 
     db_name = args.db_name or short
     db_user = args.db_user or (user_name if user_name != "root" else short)
