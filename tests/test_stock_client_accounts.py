@@ -7,21 +7,11 @@ import os
 import pytest
 
 from boincpy import passwords
-from boincpy.testing.client import StockClient
 from webrpc_util import HEX32
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMAIL = "Stock.Client@Example.org"
 PASSWORD = "correct horse"
-
-
-@pytest.fixture
-def stock_client(request):
-    """A started stock client; its data directory is kept if the test fails."""
-    failed_before = request.session.testsfailed
-    client = StockClient().start()
-    yield client
-    client.close(failed=request.session.testsfailed > failed_before)
 
 
 def _user(project):

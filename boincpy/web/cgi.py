@@ -205,16 +205,3 @@ def write_response(resp, out=None):
     out = out or sys.stdout.buffer
     out.write(resp.cgi_bytes())
     out.flush()
-
-
-def find_project_dir(script_path=None):
-    """The project root of a web CGI: $BOINC_PROJECT_DIR (set by the Apache
-    configuration make_project writes), else two levels above the script's
-    directory (html/user/X.php -> PROJECT), as BOINC's PHP finds config.xml."""
-    env = os.environ.get("BOINC_PROJECT_DIR")
-    if env:
-        return env
-    if script_path:
-        here = os.path.dirname(os.path.abspath(script_path))
-        return os.path.dirname(os.path.dirname(here))
-    return os.getcwd()

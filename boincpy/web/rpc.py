@@ -41,7 +41,7 @@ from boincpy.web.cgi import (
     ERR_ACCT_REQUIRE_CONSENT, ERR_BAD_EMAIL_ADDR, ERR_BAD_PASSWD, ERR_BAD_USER_NAME,
     ERR_DB_CANT_CONNECT, ERR_DB_NOT_FOUND, ERR_DB_NOT_UNIQUE, ERR_PROJECT_DOWN,
     ERR_XML_PARSE, HTML_CONTENT_TYPE, Response, XmlError, error_response, error_xml,
-    find_project_dir, html_escape, parse_request, php_numeric, write_response, xml_escape, xml_response)
+    html_escape, parse_request, php_numeric, write_response, xml_escape, xml_response)
 
 # html/inc/util.inc: failed logins are answered only after this many seconds.
 LOGIN_FAIL_SLEEP_SEC = 5
@@ -796,14 +796,18 @@ def handle(name, cfg, request, login_fail_sleep=LOGIN_FAIL_SLEEP_SEC):
         ctx.close()
 
 
-def cgi_main(name, script_path=None):
-    """Entry point of html/user/NAME.php: read the CGI request, answer it."""
+def cgi_main(name):
+    """Entry point of html/user/NAME.php: read the CGI request, answer it.
+
+    The project is found as BOINC's programs find it: $BOINC_PROJECT_DIR (set
+    by the Apache configuration make_project writes), else config.xml in the
+    current directory or up to two levels above (html/user -> PROJECT).
+    """
     from boincpy.config import load_config
     from boincpy.errors import ConfigError
     request = parse_request(os.environ, sys.stdin.buffer)
-    project_dir = find_project_dir(script_path)
     try:
-        cfg = load_config(project_dir)
+        cfg = load_config()
     except ConfigError as exc:
         log_error("%s.php: %s" % (name, exc))
         write_response(xml_response(error_xml(-1, "Can't parse project config file.")))

@@ -2,4 +2,4 @@
 """BOINC web RPC create_team.php, a Python CGI (see boincpy.web.rpc.create_team)."""
 from boincpy.web.rpc import cgi_main
 
-cgi_main("create_team", __file__)
+cgi_main("create_team")

@@ -2,4 +2,4 @@
 """BOINC web RPC show_user.php, a Python CGI (see boincpy.web.rpc.show_user)."""
 from boincpy.web.rpc import cgi_main
 
-cgi_main("show_user", __file__)
+cgi_main("show_user")

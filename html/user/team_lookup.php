@@ -2,4 +2,4 @@
 """BOINC web RPC team_lookup.php, a Python CGI (see boincpy.web.rpc.team_lookup)."""
 from boincpy.web.rpc import cgi_main
 
-cgi_main("team_lookup", __file__)
+cgi_main("team_lookup")
