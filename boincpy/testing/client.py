@@ -180,7 +180,10 @@ class StockClient:
         if proc is None:
             return None
         if proc.poll() is None:
-            self.boinccmd("--quit", check=False, timeout=15)
+            try:
+                self.boinccmd("--quit", check=False, timeout=15)
+            except ClientError:
+                pass            # a hung client: the signals below end it
             try:
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:
