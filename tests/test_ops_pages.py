@@ -559,6 +559,10 @@ SCHED_LOG = """\
 2026-11-22 08:07:40.5150 UTC [PID=3170 ]   Request: [USER#2] [HOST#2] [IP 127.0.0.1] client 7.20.5
 2026-11-22 08:07:40.5160 UTC [PID=3170 ]    [HOST#2] no work sent: daily quota exceeded (11 of 10)
 2026-11-22 08:07:40.5178 UTC [PID=3170 ]    Sending reply to [HOST#2]: 0 results, delay req 7.00
+2026-11-22 08:08:00.0001 UTC [PID=3180 ] [normal] Request: [USER#2] [HOST#2] [IP 127.0.0.1] client 7.20.5
+2026-11-22 08:08:00.0002 UTC [PID=3180 ] [normal] [send] CPU: req 8640.00 sec, 2.00 instances
+2026-11-22 08:08:00.0003 UTC [PID=3180 ] [normal] [HOST#2] No tasks sent: daily quota of [AV#1] reached (10 of 10 jobs today); no version of app example_app for platform(s) x86_64-pc-linux-gnu
+2026-11-22 08:08:00.0004 UTC [PID=3180 ] [normal] Scheduler ran 0.004 seconds
 """
 
 
@@ -567,7 +571,9 @@ def test_why_no_work_reads_the_scheduler_log(ops_project):
     with open(os.path.join(cfg.log_dir, "scheduler.log"), "w") as f:
         f.write(SCHED_LOG)
     body = assert_ok(call(ops_project, "why_no_work.php", query={"hostid": 2}))
-    assert "2 request(s) of this host" in body and "2 got no work" in body
+    assert "3 request(s) of this host" in body and "3 got no work" in body
+    assert re.search(r"no version of app example_app for platform\(s\) x86_64-pc-linux-gnu"
+                     r"</td><td>1</td>", body)
     assert "daily quota exceeded (10 of 10)" in body
     assert re.search(r"daily quota exceeded \(10 of 10\)</td><td>2</td>", body)  # grouped
     assert "too recent" not in body           # host 1's reason is not host 2's
@@ -579,7 +585,10 @@ def test_why_no_work_reads_the_scheduler_log(ops_project):
 def test_parse_requests_groups_by_pid():
     from boincpy.web.ops.logs import parse_requests
     reqs = parse_requests(SCHED_LOG.splitlines())
-    assert [(r["host"], r["sent"]) for r in reqs] == [(1, 1), (2, 0), (1, 0), (2, 0)]
+    assert [(r["host"], r["sent"]) for r in reqs] == [(1, 1), (2, 0), (1, 0), (2, 0), (2, 0)]
+    assert reqs[4]["reasons"] == [
+        "daily quota of [AV#1] reached (10 of 10 jobs today)",
+        "no version of app example_app for platform(s) x86_64-pc-linux-gnu"]
     assert reqs[1]["reasons"] == ["[HOST#2] no work sent: daily quota exceeded (10 of 10)"]
     assert len(reqs[1]["lines"]) == 4      # its Request, reason, reply and "ran" lines
 

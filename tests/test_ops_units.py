@@ -9,7 +9,7 @@ import stat
 import pytest
 
 from boincpy.error_numbers import exit_status_name, exit_status_text
-from boincpy.web import cgi
+from boincpy.web.ops import request as cgi
 from boincpy.web.markup import Markup, esc, fmt, url
 from boincpy.web.ops import charts, csrf
 from boincpy.web.ops import names as N

@@ -1,3 +1,2 @@
-"""Web pages served by Apache as CGIs: the ops (admin) area and, later, the
-public pages.  ``markup`` escapes, ``cgi`` reads a request and writes a
-response; each area lives in its own sub-package (``ops``)."""
+"""The project's web side: account RPCs (html/user) and the ops pages
+(html/ops, :mod:`boincpy.web.ops`)."""

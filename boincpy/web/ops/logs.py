@@ -10,9 +10,10 @@ The scheduler logs to ``log_HOST/scheduler.log`` in BOINC's format::
 The parse is tolerant: lines are grouped into requests by PID (a group
 starts at "Request:" and ends at "Scheduler ran"); a group belongs to the
 host named by its first ``[HOST#N]``; lines without a PID stand alone.
-Within a request, the number of results sent comes from "Sending reply to",
-and lines that explain a refusal (no work, quota, too recent, ...) are
-picked out as reasons.  Only the tail of each log is read.
+Within a request, the number of results sent comes from "Sending reply to";
+boincpy's scheduler names its reasons in one line per request,
+``[HOST#n] No tasks sent: REASON; REASON``, and other lines that explain a
+refusal (no work, quota, too recent, ...) are picked out as reasons too.  Only the tail of each log is read.
 """
 
 import collections
@@ -30,8 +31,10 @@ LINE_RE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)(?: UTC)?\s+"
                      r"(?:\[PID=\s*(\d+)\s*\])?\s*(.*)$")
 HOST_RE = re.compile(r"\[HOST#(\d+)\]")
 SENT_RE = re.compile(r"Sending reply to \[HOST#\d+\]: (\d+) results?")
+NO_TASKS_RE = re.compile(r"No tasks sent:\s*(.*)$")
+SEVERITY_RE = re.compile(r"^\[(?:normal|debug|CRITICAL|critical)\]\s*")
 REASON_RE = re.compile(
-    r"no work|not sen[dt]|won't send|can't send|don't send|no (?:app|jobs|tasks|results)"
+    r"no work|no tasks|not sen[dt]|won't send|can't send|don't send|no (?:app|jobs|tasks|results)"
     r"|reason|quota|too recent|last RPC|insufficient|not enough|blacklist|banned"
     r"|deprecated|maintenance|stop_sched|disabled|skipp|infeasible|exceed|limit"
     r"|mustn't|not allowed|no .*version|platform|beta|plan class|memory|disk|deadline",
@@ -81,6 +84,7 @@ def parse_requests(lines):
                 requests[-1]["lines"].append(line)
             continue
         stamp, pid, text = m.groups()
+        text = SEVERITY_RE.sub("", text, count=1)
         req = open_by_pid.get(pid) if pid else None
         if req is None or "Request:" in text:
             req = {"time": stamp, "pid": pid, "host": None, "lines": [], "sent": None,
@@ -94,8 +98,13 @@ def parse_requests(lines):
             if h:
                 req["host"] = int(h.group(1))
         s = SENT_RE.search(text)
+        none = NO_TASKS_RE.search(text)
         if s:
             req["sent"] = int(s.group(1))
+        elif none:
+            # boincpy's scheduler: "[HOST#n] No tasks sent: reason; reason".
+            req["sent"] = 0 if req["sent"] is None else req["sent"]
+            req["reasons"] += [r.strip() for r in none.group(1).split("; ") if r.strip()]
         elif REASON_RE.search(text) and "Request:" not in text:
             req["reasons"].append(text.strip())
         if pid and "Scheduler ran" in text:

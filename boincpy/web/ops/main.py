@@ -20,7 +20,7 @@ import traceback
 
 from boincpy.config import CONFIG_FILE, load_config
 from boincpy.errors import BoincpyError
-from boincpy.web.cgi import BadRequest, Response, read_request, write_response
+from boincpy.web.ops.request import BadRequest, Response, read_request, write_response
 from boincpy.web.markup import fmt
 from boincpy.web.ops import apps, browse, failures, index, jobs, logs, status, users
 from boincpy.web.ops.page import Context, PageError, error_page, render

@@ -104,22 +104,26 @@ def run_state_enabled(cfg):
 
 
 def feeder_fill(cfg):
-    """(slots filled, slots) of the feeder's job array, or None if unknown.
-
-    Needs boincpy.shmem (the feeder's module); any failure to attach means
-    the feeder has not created its segment.
+    """The feeder's job array as the scheduler sees it: a dict with nslots,
+    present (slots holding a job), ready, feeder_pid, fill_time; or
+    {"error": why} if it can't be read; None without boincpy.shmem.
     """
     try:
         from boincpy import shmem
     except ImportError:
         return None
-    fill = getattr(shmem, "fill", None)
-    if fill is None:
-        return None
     try:
-        return fill(cfg)
-    except Exception:
-        return None
+        array = shmem.open_segment(shmem.segment_path(cfg))
+    except Exception as exc:      # missing segment, permissions, other layout
+        return {"error": str(exc)}
+    try:
+        h = array.header()
+        return {"nslots": h["nslots"], "present": h["n_present"], "ready": bool(h["ready"]),
+                "feeder_pid": h["feeder_pid"], "fill_time": h["fill_time"]}
+    except Exception as exc:
+        return {"error": str(exc)}
+    finally:
+        array.close()
 
 
 # ---------------------------------------------------------------------------
@@ -295,13 +299,19 @@ def page(ctx):
                        "no daemons in config.xml"))
 
     fill = feeder_fill(cfg)
-    if fill is not None:
-        filled, slots = fill
-        parts.append(fmt("<p>Feeder job array: <b>{}</b> of {} slots filled ({}).</p>",
-                         filled, slots, "%.0f %%" % (100.0 * filled / slots) if slots else "-"))
+    if fill is None:
+        parts.append(Markup('<p class="muted">Feeder job array: boincpy.shmem is not '
+                            'installed.</p>'))
+    elif "error" in fill:
+        parts.append(notice("bad", "Feeder job array: %s (is the feeder running?)"
+                            % fill["error"]))
     else:
-        parts.append(Markup('<p class="muted">Feeder job array: not available (no shared '
-                            'segment, or boincpy.shmem not installed).</p>'))
+        parts.append(fmt("<p>Feeder job array: <b>{}</b> of {} slots hold a job ({}){}; "
+                         "last filled {}; feeder pid {}.</p>", fill["present"], fill["nslots"],
+                         "%.0f %%" % (100.0 * fill["present"] / fill["nslots"])
+                         if fill["nslots"] else "-",
+                         "" if fill["ready"] else ", NOT READY",
+                         N.time_text(fill["fill_time"]), fill["feeder_pid"]))
 
     c = work_counts(db, now)
     unsent_link = lambda n, **kw: link(url("db_action.php", table="result", **kw), "{:,}".format(n))
