@@ -36,6 +36,13 @@ def populate(db_root_params, dbname, now=None):
     now = int(now or time.time())
     conn = _conn(db_root_params, dbname)
     cur = conn.cursor()
+    # The platform and app may exist already (mini_project); ids are then 1.
+    cur.execute("INSERT IGNORE INTO platform (create_time, name, user_friendly_name) "
+                "VALUES (0, 'x86_64-pc-linux-gnu', 'Linux on x86_64')")
+    cur.execute("INSERT IGNORE INTO app (create_time, name, user_friendly_name) "
+                "VALUES (0, 'example_app', 'Example app')")
+    cur.execute("SELECT COUNT(*) FROM app")
+    assert cur.fetchone()[0] == 1, "populate() expects a project with only example_app"
     cur.execute("INSERT INTO app_version (create_time, appid, version_num, platformid, xml_doc, "
                 "plan_class) VALUES (%s, 1, 100, 1, '<app_version/>', '')", (now - 5000,))
     cur.execute("INSERT INTO user (create_time, email_addr, name, authenticator, "
