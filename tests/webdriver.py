@@ -28,7 +28,7 @@ CHROME_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                "--no-first-run", "--disable-background-networking",
                "--disable-component-update", "--disable-sync",
                "--disable-dev-shm-usage", "--window-size=1280,900"]
-ELEMENT = "element-6066-11e4-a52e-4f735466cecc"
+ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
 
 
 class WebDriverError(Exception):

@@ -61,7 +61,7 @@ def page(ctx):
               link("clear_host.php", "Clear a host's RPC time")]
     parts.append(fmt('<div class="cols">{}{}{}</div>', _list("Browse database", browse),
                      _list("Computing", computing), _list("Hosts and users", people)))
-    parts.append(fmt('<h2>Go to</h2><p>{} &nbsp; {} &nbsp; {} &nbsp; {} &nbsp; {}</p>',
+    parts.append(fmt('<h2>Go to</h2><div class="goto">{}{}{}{}{}</div>',
                      _goto("result", "Result"), _goto("workunit", "Workunit"),
                      _goto("host", "Host"), _goto("user", "User"),
                      fmt('<form class="inline" method="get" action="why_no_work.php">'

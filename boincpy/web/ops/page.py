@@ -146,6 +146,8 @@ form.filters{display:grid;grid-template-columns:max-content auto;gap:6px 12px;al
 form.filters label{text-align:right}
 form.inline{display:inline}
 input[type=text],input[type=number],input[type=date],select{padding:2px 4px}
+input[type=number]{width:7em}
+.goto form{display:block;margin:4px 0}
 button{padding:3px 10px}
 button.danger{background:#c9302c;color:#fff;border:1px solid #ac2925;border-radius:3px}
 svg{display:block;margin:4px 0 12px}
