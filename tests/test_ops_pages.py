@@ -604,3 +604,25 @@ def test_show_log_searches_and_refuses_paths(ops_project):
     for bad in ("../config.xml", "/etc/passwd", ".htpasswd"):
         resp = call(ops_project, "show_log.php", query={"s": "x", "f": bad})
         assert resp.status.startswith("400")
+
+
+def test_server_status_shows_the_feeder_array(ops_project):
+    from boincpy import shmem
+    cfg = load_config(str(ops_project))
+    body = assert_ok(call(ops_project, "server_status.php"))
+    assert "Feeder job array: no job array at" in body and "is the feeder running?" in body
+    array, _ = shmem.JobArray.create(shmem.segment_path(cfg), 10, {
+        "platforms": [], "apps": [], "app_versions": [], "assignments": []})
+    try:
+        with array._lock:
+            for i in range(3):
+                array.fill_slot(i, 100 + i, 0, 2, 0, {"id": 3 + i, "name": "wu_%d" % (3 + i)},
+                                "<workunit/>")
+        array.set_fill_time(time.time())
+        array.set_ready()
+        body = assert_ok(call(ops_project, "server_status.php"))
+        assert "Feeder job array: <b>3</b> of 10 slots hold a job (30 %)" in body
+        assert "NOT READY" not in body
+    finally:
+        array.destroy()
+        array.close()
