@@ -626,3 +626,65 @@ def test_server_status_shows_the_feeder_array(ops_project):
     finally:
         array.destroy()
         array.close()
+
+
+def test_queue_depth_matches_a_replay_of_the_rows(mini_project, db_root_params):
+    """Random results over 3 days: the depths equal a direct count, per point,
+    of the rows that were unsent / in progress at that time."""
+    import random
+    from boincpy.db import connect
+    from boincpy.web.ops.status import queue_depth
+    cfg = load_config(str(mini_project))
+    now = int(time.time())
+    rng = random.Random(7)
+    db = connect(cfg)
+    try:
+        db.execute("INSERT INTO workunit (create_time, appid, name, xml_doc) "
+                   "VALUES (0, 1, 'w', '')")
+        rows = []
+        for i in range(400):
+            created = now - rng.randrange(3 * 86400)
+            state, outcome, sent, received, deadline = 2, 0, 0, 0, 0
+            mod = now
+            kind = rng.random()
+            if kind < 0.2:                      # never sent, cancelled
+                state, outcome, mod = 5, 5, min(now, created + rng.randrange(7200))
+            elif kind > 0.35:
+                sent = min(now, created + rng.randrange(7200))
+                deadline = sent + rng.randrange(1, 30000)
+                state = 4
+                if kind > 0.55:
+                    state = 5
+                    if kind > 0.85 and deadline <= now:
+                        outcome = 4
+                    else:
+                        received = min(now, sent + rng.randrange(20000))
+                        outcome = 1
+            rows.append((created, 1, state, outcome, sent, received, deadline, "r%d" % i, mod))
+        db.insert_many("result", ("create_time", "workunitid", "server_state", "outcome",
+                                  "sent_time", "received_time", "report_deadline", "name",
+                                  "mod_time"),
+                       [r[:-1] + (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r[-1])),)
+                        for r in rows])
+        db.execute("SET time_zone = 'SYSTEM'")
+        labels, unsent, progress = queue_depth(db, now)
+    finally:
+        db.close()
+    points = [(now // 3600 - 48 + 1 + i) * 3600 for i in range(48)] + [now]
+
+    def unsent_at(r, t):
+        created, _, state, outcome, sent, received, deadline, _, mod = r
+        end = sent if sent else (None if state in (1, 2) else mod)
+        return created <= t and (end is None or end > t)
+
+    def progress_at(r, t):
+        created, _, state, outcome, sent, received, deadline, _, mod = r
+        if not sent:
+            return False
+        end = (received if received else None if state == 4 else
+               deadline if outcome == 4 else mod)
+        return sent <= t and (end is None or end > t)
+
+    assert unsent == [sum(unsent_at(r, t) for r in rows) for t in points]
+    assert progress == [sum(progress_at(r, t) for r in rows) for t in points]
+    assert max(unsent) > 0 and max(progress) > 0

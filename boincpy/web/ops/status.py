@@ -157,29 +157,33 @@ def work_counts(db, now):
     return counts
 
 
-def error_rates(db, now, window):
-    """Per app: results reported in the window by outcome, and timeouts."""
-    rows = db.query(
-        "SELECT appid, SUM(outcome = %s) AS success, SUM(outcome = %s) AS client_error, "
-        "SUM(validate_state = %s) AS invalid, SUM(outcome = %s) AS validate_error, "
-        "COUNT(*) AS reported FROM result WHERE server_state = %s AND received_time > %s "
-        "GROUP BY appid",
-        (int(Outcome.SUCCESS), int(Outcome.CLIENT_ERROR), int(ValidateState.INVALID),
-         int(Outcome.VALIDATE_ERROR), int(ServerState.OVER), now - window))
-    timeouts = {r["appid"]: int(r["n"]) for r in db.query(
-        "SELECT appid, COUNT(*) AS n FROM result WHERE server_state = %s AND outcome = %s "
-        "AND report_deadline > %s AND report_deadline <= %s GROUP BY appid",
-        (int(ServerState.OVER), int(Outcome.NO_REPLY), now - window, now))}
-    out = {}
-    for r in rows:
-        out[r["appid"]] = {k: int(r[k] or 0) for k in
-                           ("success", "client_error", "invalid", "validate_error", "reported")}
-    for appid, n in timeouts.items():
-        out.setdefault(appid, {"success": 0, "client_error": 0, "invalid": 0,
-                               "validate_error": 0, "reported": 0})["no_reply"] = n
-    for v in out.values():
-        v.setdefault("no_reply", 0)
-    return out
+RATE_KEYS = ("success", "client_error", "invalid", "validate_error", "reported", "no_reply")
+
+
+def error_rates(db, now, windows=(3600, 86400)):
+    """{window: {appid: counts}} of results reported in each window by
+    outcome, and of timeouts (deadline passed in the window): one scan."""
+    cols, params = [], []
+    for i, w in enumerate(windows):
+        since = now - w
+        cols.append("SUM(received_time > %%s AND outcome = %d) AS success%d, "
+                    "SUM(received_time > %%s AND outcome = %d) AS client_error%d, "
+                    "SUM(received_time > %%s AND validate_state = %d) AS invalid%d, "
+                    "SUM(received_time > %%s AND outcome = %d) AS validate_error%d, "
+                    "SUM(received_time > %%s) AS reported%d, "
+                    "SUM(outcome = %d AND report_deadline > %%s AND report_deadline <= %%s) "
+                    "AS no_reply%d"
+                    % (Outcome.SUCCESS, i, Outcome.CLIENT_ERROR, i, ValidateState.INVALID, i,
+                       Outcome.VALIDATE_ERROR, i, i, Outcome.NO_REPLY, i))
+        params += [since] * 6 + [now]
+    oldest = now - max(windows)
+    rows = db.query("SELECT appid, %s FROM result WHERE server_state = %%s AND "
+                    "(received_time > %%s OR (outcome = %%s AND report_deadline > %%s)) "
+                    "GROUP BY appid" % ", ".join(cols),
+                    params + [int(ServerState.OVER), oldest, int(Outcome.NO_REPLY), oldest])
+    return {w: {r["appid"]: {k: int(r["%s%d" % (k, i)] or 0) for k in RATE_KEYS}
+                for r in rows}
+            for i, w in enumerate(windows)}
 
 
 def app_queue(db, now):
@@ -231,39 +235,54 @@ def _hour_label(t):
     return time.strftime("%d %Hh", time.gmtime(t))
 
 
-def queue_depth(db, now, hours=HOURS):
-    """(labels, unsent, in progress) at each hour boundary, rebuilt from the
-    timestamps of the result rows still in the database.
+# When a result left the unsent queue / in-progress state (NULL: it hasn't).
+_UNSENT_END = ("CASE WHEN sent_time > 0 THEN sent_time WHEN server_state IN (%d, %d) THEN NULL "
+               "ELSE UNIX_TIMESTAMP(mod_time) END" % (ServerState.INACTIVE, ServerState.UNSENT))
+_PROGRESS_END = ("CASE WHEN sent_time = 0 THEN NULL WHEN received_time > 0 THEN received_time "
+                 "WHEN server_state = %d THEN NULL WHEN outcome = %d THEN report_deadline "
+                 "ELSE UNIX_TIMESTAMP(mod_time) END" % (ServerState.IN_PROGRESS, Outcome.NO_REPLY))
 
-    A result counts as unsent at t from its creation until it was sent (or,
-    never sent and over, until its last modification); as in progress from
-    its sending until it was received (or timed out at its deadline, or, over
-    otherwise, until its last modification).
+
+def queue_depth(db, now, hours=HOURS):
+    """(labels, unsent, in progress) at each hour boundary and now, rebuilt
+    from the timestamps of the result rows still in the database.
+
+    A result counts as unsent from its creation until it was sent (or, never
+    sent and over, until its last modification); as in progress from its
+    sending until it was received (or timed out at its deadline, or, over
+    otherwise, until its last modification).  The depths at the first point
+    are counted, later ones follow from the number of results entering and
+    leaving each state per hour: five aggregate scans of the result table.
     """
     points = [(now // 3600 - hours + 1 + i) * 3600 for i in range(hours)] + [now]
-    exprs, params = [], []
-    for i, t in enumerate(points):
-        exprs.append(
-            "SUM(create_time <= %%s AND (sent_time > %%s OR (sent_time = 0 AND "
-            "(server_state IN (%d, %d) OR UNIX_TIMESTAMP(mod_time) > %%s)))) AS u%d"
-            % (ServerState.INACTIVE, ServerState.UNSENT, i))
-        params += [t, t, t]
-        exprs.append(
-            "SUM(sent_time > 0 AND sent_time <= %%s AND (received_time > %%s OR "
-            "(received_time = 0 AND (server_state = %d OR (outcome = %d AND report_deadline > %%s) "
-            "OR UNIX_TIMESTAMP(mod_time) > %%s)))) AS p%d"
-            % (ServerState.IN_PROGRESS, Outcome.NO_REPLY, i))
-        params += [t, t, t, t]
     first = points[0]
-    row = db.query_one(
-        "SELECT %s FROM result WHERE server_state IN (%d, %d, %d) OR sent_time >= %%s "
-        "OR received_time >= %%s OR report_deadline >= %%s OR mod_time >= FROM_UNIXTIME(%%s)"
-        % (", ".join(exprs), ServerState.INACTIVE, ServerState.UNSENT, ServerState.IN_PROGRESS),
-        params + [first, first, first, first])
-    unsent = [int(row["u%d" % i] or 0) for i in range(len(points))]
-    progress = [int(row["p%d" % i] or 0) for i in range(len(points))]
+    base = db.query_one(
+        "SELECT SUM(create_time <= %%s AND (u_end IS NULL OR u_end > %%s)) AS u, "
+        "SUM(sent_time > 0 AND sent_time <= %%s AND (p_end IS NULL OR p_end > %%s)) AS p "
+        "FROM (SELECT create_time, sent_time, %s AS u_end, %s AS p_end FROM result) r"
+        % (_UNSENT_END, _PROGRESS_END), (first, first, first, first))
+
+    def moves(expr):
+        """Results whose ``expr`` time falls after the first point, by the
+        index of the point that first counts them."""
+        out = [0] * len(points)
+        for r in db.query("SELECT CEIL((t - %%s) / 3600) AS b, COUNT(*) AS n FROM "
+                          "(SELECT %s AS t FROM result) r WHERE t > %%s AND t <= %%s GROUP BY b"
+                          % expr, (first, first, now)):
+            out[min(int(r["b"]), len(points) - 1)] += int(r["n"])
+        return out
+
+    series = []
+    for start, enter, leave in ((base["u"], "create_time", _UNSENT_END),
+                                (base["p"], "NULLIF(sent_time, 0)", _PROGRESS_END)):
+        level, values = int(start or 0), []
+        ins, outs = moves(enter), moves(leave)
+        for i in range(len(points)):
+            level += ins[i] - outs[i]
+            values.append(level)
+        series.append(values)
     labels = [_hour_label(t) for t in points[:-1]] + ["now"]
-    return labels, unsent, progress
+    return labels, series[0], series[1]
 
 
 # ---------------------------------------------------------------------------
@@ -343,8 +362,8 @@ def page(ctx):
 
     parts.append(Markup("<h2>Recent results by application</h2>"))
     queue, runtimes = app_queue(db, now)
-    rates_h = error_rates(db, now, 3600)
-    rates_d = error_rates(db, now, 86400)
+    rates = error_rates(db, now, (3600, 86400))
+    rates_h, rates_d = rates[3600], rates[86400]
     app_rows = []
     for appid, app in catalog.apps.items():
         if app["deprecated"]:
