@@ -134,16 +134,16 @@ def test_admin_session_in_chromium(site):
         shot(b, "02-server-status")
 
         # Find a failed result through the query page.
-        b.link("Results").click()
+        b.link("Results").follow()
         assert "Query result table" in b.body_text()
         b.find('select[name="server_state"]').select("5")
         b.find('select[name="outcome"]').select("3")
         shot(b, "03-db-form-result")
-        b.find("form.filters button[type=submit]").click()
+        b.find("form.filters button[type=submit]").follow()
         text = b.body_text()
         assert "1 rows match" in text and "Computation error [3]" in text
         shot(b, "04-result-list-failed")
-        b.find("table tbody tr td a").click()
+        b.find("table tbody tr td a").follow()
         text = b.body_text()
         assert "Result 2" in b.title
         assert "ERR_RESULT_DOWNLOAD" in text
@@ -151,7 +151,7 @@ def test_admin_session_in_chromium(site):
         assert "<script>alert" not in b.source.split("</style>", 1)[1]
         shot(b, "05-result-detail")
 
-        b.link("wu_2").click()
+        b.link("wu_2").follow()
         assert "Workunit 2" in b.title
         shot(b, "06-workunit-detail")
         b.get(site.ops_url + "db_action.php?table=host&id=2")
@@ -165,11 +165,11 @@ def test_admin_session_in_chromium(site):
         b.find("#wuid1").send_keys("3")
         b.find("#wuid2").send_keys("5")
         shot(b, "09-cancel-form")
-        b.find("form.filters button[type=submit]").click()
+        b.find("form.filters button[type=submit]").follow()
         assert "3 workunit(s) with 3 <= ID <= 5" in b.body_text()
         shot(b, "10-cancel-confirm")
         assert state(site) == now_state         # the confirmation page changed nothing
-        b.find("#confirm").click()
+        b.find("#confirm").follow()
         assert "Cancelled 3 workunit(s)" in b.body_text()
         shot(b, "11-cancel-done")
         wus = {r["id"]: r for r in db_query(site, "SELECT * FROM workunit")}
@@ -177,7 +177,7 @@ def test_admin_session_in_chromium(site):
         res = db_query(site, "SELECT workunitid, server_state, outcome FROM result "
                              "WHERE workunitid BETWEEN 3 AND 5")
         assert res and all((r["server_state"], r["outcome"]) == (5, 5) for r in res)
-        b.link("See these workunits").click()
+        b.link("See these workunits").follow()
         assert "Cancelled" in b.body_text()
         shot(b, "12-cancelled-workunits")
 
@@ -205,6 +205,21 @@ def test_admin_session_in_chromium(site):
         weight = b.find('input[name="weight"]')
         weight.clear()
         weight.send_keys("3.5")
-        b.find('form#app1 button').click()
+        b.find('form#app1 button').follow()
         assert "Application example_app updated" in b.body_text()
         assert db_query(site, "SELECT weight FROM app WHERE id = 1")[0]["weight"] == 3.5
+
+
+def test_make_project_writes_the_form_secret(made_project):
+    """The ops pages' CSRF secret: made once, outside the web tree, readable
+    by the web server's group only, never replaced by a second run."""
+    import grp
+    import stat
+    path = os.path.join(made_project.cfg.key_dir, "ops_form_secret")
+    st = os.stat(path)
+    assert stat.S_IMODE(st.st_mode) == 0o640
+    assert grp.getgrgid(st.st_gid).gr_name == grp.getgrgid(
+        __import__("pwd").getpwnam("www-data").pw_gid).gr_name
+    with open(path) as f:
+        assert re.fullmatch(r"[0-9a-f]{64}\n", f.read())
+    assert not path.startswith(os.path.join(made_project.root, "html"))

@@ -57,7 +57,14 @@ class Element:
         return self.browser._cmd(method, "/element/%s%s" % (self.ref, path), body)
 
     def click(self):
+        """Click (a checkbox, an option: nothing is loaded)."""
         self._cmd("POST", "/click", {})
+
+    def follow(self, timeout=30):
+        """Click a link or submit button and wait until the next page has loaded."""
+        old = self.browser.find("html").ref
+        self._cmd("POST", "/click", {})
+        self.browser.wait_replaced(old, timeout)
 
     def send_keys(self, text):
         self._cmd("POST", "/value", {"text": text})
@@ -185,6 +192,26 @@ class Browser:
 
     def body_text(self):
         return self.find("body").text
+
+    def wait_replaced(self, old_ref, timeout=30):
+        """Wait until the document whose <html> element is ``old_ref`` is gone
+        and the new one has loaded."""
+        deadline = time.time() + timeout
+        while True:
+            try:
+                self._cmd("GET", "/element/%s/name" % old_ref)
+            except WebDriverError as exc:
+                if "stale" not in str(exc) and "no such element" not in str(exc):
+                    raise
+                break
+            if time.time() > deadline:
+                raise WebDriverError("no new page within %d s" % timeout)
+            time.sleep(0.05)
+        while self._cmd("POST", "/execute/sync", {"script": "return document.readyState;",
+                                                  "args": []}) != "complete":
+            if time.time() > deadline:
+                raise WebDriverError("the new page did not finish loading in %d s" % timeout)
+            time.sleep(0.05)
 
     def back(self):
         self._cmd("POST", "/back", {})
