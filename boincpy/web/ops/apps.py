@@ -206,10 +206,12 @@ def manage_app_versions(ctx):
                                     '</td></tr>'))
     toggle = (link("manage_app_versions.php", "Hide deprecated versions") if show_all
               else link("manage_app_versions.php?all=1", "Show deprecated versions"))
-    platforms = table(("ID", "Name", "Description", "Deprecated", "Created"),
+    platforms = table(("ID", "Name", "Description", "Deprecated", ""),
                       [(p["id"], p["name"], p["user_friendly_name"],
-                        "yes" if p["deprecated"] else "no", "")
-                       for p in catalog.platforms.values()], empty="no platforms")
+                        "yes" if p["deprecated"] else "no",
+                        link(url("db_action.php", table="app_version", platformid=p["id"]),
+                             "versions"))
+                       for p in catalog.platforms.values()], empty="no platforms (bin/xadd)")
     body = fmt("{}<p>{} &middot; client versions as 7.20.5 (0: no limit). For each app, "
                "platform and plan class the feeder offers only the highest non-deprecated "
                "version (unless the app's min_version is set).</p>{}<h2>Platforms</h2>{}",
