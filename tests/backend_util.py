@@ -94,3 +94,19 @@ def wait_for(predicate, timeout=20.0, step=0.05):
         if time.monotonic() > deadline:
             raise AssertionError("condition not met within %g s" % timeout)
         time.sleep(step)
+
+
+def set_options(project, **changes):
+    """Rewrite PROJECT/config.xml with some options changed (daemons/tasks kept)."""
+    from boincpy.config import write_config
+    cfg = load_config(str(project))
+    options = cfg.as_options()
+    options.update(changes)
+    write_config(str(project), options, cfg.daemons, cfg.tasks)
+
+
+def make_upload_keys(project):
+    from boincpy import crypto
+    keys = os.path.join(str(project), "keys")
+    crypto.generate_key_pair(os.path.join(keys, "upload_private"),
+                             os.path.join(keys, "upload_public"))
