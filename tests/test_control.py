@@ -354,6 +354,8 @@ def test_invocation_name_selects_the_action(cproj, tmp_path):
     proc = subprocess.run([sys.executable, str(link), "-s"], cwd=cproj, env=bin_env(cproj),
                           capture_output=True, text=True)
     assert proc.returncode == 0 and "BOINC is DISABLED" in proc.stdout
+    status, out = control(cproj, "start", "--show-config")
+    assert status == 0 and "pid dir:     %s" % pid_dir(cproj) in out
     status, out = control(cproj, "start", "--bogus")
     assert status == 1 and "option --bogus not recognized" in out
 

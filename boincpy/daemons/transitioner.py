@@ -326,9 +326,9 @@ def plan_workunit(wu, results, now, cfg):
     new["transition_time"] = tt
     plan.say(DEBUG, "setting transition_time to %d" % tt)
 
-    plan.changes = {c: new[c] for c in WU_STATE_COLUMNS if new[c] != wu[c]}
+    plan.changes = {c: int(new[c]) for c in WU_STATE_COLUMNS if new[c] != wu[c]}
     for before, after in zip(results, res):
-        changed = {c: after[c] for c in RESULT_STATE_COLUMNS if after[c] != before[c]}
+        changed = {c: int(after[c]) for c in RESULT_STATE_COLUMNS if after[c] != before[c]}
         if changed:
             plan.result_changes.append((before, changed))
     return plan
