@@ -166,7 +166,7 @@ def bench_transitioner(b):
     for certificates in (False, True):
         b.set_options(dont_generate_upload_certificates=not certificates)
         b.sql("DELETE FROM result")
-        b.sql("UPDATE workunit SET transition_time = create_time")
+        b.sql("UPDATE workunit SET transition_time = 0")       # all due, even this second
         dt = b.run_daemon("transitioner")
         n = b.sql("SELECT COUNT(*) FROM result")[0][0]
         due = b.sql("SELECT COUNT(*) FROM workunit WHERE transition_time < UNIX_TIMESTAMP()")[0][0]

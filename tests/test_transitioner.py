@@ -529,6 +529,7 @@ def test_killed_transitioner_then_next_pass_duplicates_nothing(proj):
     subprocess.run(bin_cmd("create_work", "--appname", "example_app", "--stdin",
                            "--wu_template", "templates/noinput_in"),
                    input=lines, text=True, cwd=project, check=True, env=bin_env(project))
+    db.execute("UPDATE workunit SET transition_time = 0")   # due now, even within this second
     proc = subprocess.Popen(bin_cmd("transitioner", "--one_pass", "-d", "1"), cwd=project,
                             env=bin_env(project))
     try:
