@@ -1,57 +1,47 @@
 """BOINC's running averages (lib/average.h): AVERAGE and AVERAGE_VAR.
 
-Host and app-version statistics (host_app_version.pfc_*, et_*, turnaround_*;
-app_version.pfc_*) are kept as a sample count ``n``, an average ``avg`` and,
-for AVERAGE_VAR, a variance ``var`` with its accumulator ``q``.  The first
-``n_threshold`` samples give the arithmetic mean, later ones an exponential
-average with weight ``sample_weight``; a sample above ``avg * sample_limit``
-is clamped, a negative one ignored.
+Host statistics (host_app_version.turnaround_*, et_*, pfc_*) are kept as a
+sample count ``n``, an average ``avg`` and, for AVERAGE_VAR, a variance
+``var`` with its accumulator ``q``.  The first ``thresh`` samples give the
+arithmetic mean, later ones an exponential average with weight ``weight``;
+a sample above ``avg * limit`` is clamped, a negative one ignored.
 
-The thresholds BOINC uses (sched/credit.h):
+Same names and signatures as ``boincpy.credit``'s on the backend2 branch:
+once both are on main this module goes and its users import from there.
 """
 
-# host_app_version statistics
-HAV_AVG_THRESH = 20
-HAV_AVG_WEIGHT = 0.01
-HAV_AVG_LIMIT = 10
-# app_version statistics
-AV_AVG_THRESH = 100
-AV_AVG_WEIGHT = 0.001
-AV_AVG_LIMIT = 10
+# host_app_version statistics (sched/credit.h)
+HAV_AVG_THRESH, HAV_AVG_WEIGHT, HAV_AVG_LIMIT = 20, 0.01, 10
 
 
-def update(n, avg, sample, n_threshold, sample_weight, sample_limit):
-    """One AVERAGE update; returns ``(n, avg, truncated)``."""
+def average_update(n, avg, sample, thresh, weight, limit):
+    """BOINC's AVERAGE::update; return the new (n, avg)."""
     if sample < 0:
-        return n, avg, True
-    truncated = False
-    if n and avg and sample > avg * sample_limit:
-        sample = avg * sample_limit
-        truncated = True
+        return n, avg
+    if n and avg and sample > avg * limit:
+        sample = avg * limit
     n += 1
     delta = sample - avg
-    if n < n_threshold:
+    if n < thresh:
         avg += delta / n
     else:
-        avg += sample_weight * delta
-    return n, avg, truncated
+        avg += weight * delta
+    return n, avg
 
 
-def update_var(n, avg, var, q, sample, n_threshold, sample_weight, sample_limit):
-    """One AVERAGE_VAR update; returns ``(n, avg, var, q, truncated)``."""
+def average_var_update(n, avg, var, q, sample, thresh, weight, limit):
+    """BOINC's AVERAGE_VAR::update_var; return the new (n, avg, var, q)."""
     if sample < 0:
-        return n, avg, var, q, True
-    truncated = False
-    if n and avg and sample > avg * sample_limit:
-        sample = avg * sample_limit
-        truncated = True
+        return n, avg, var, q
+    if n and avg and sample > avg * limit:
+        sample = avg * limit
     n += 1
     delta = sample - avg
-    if n < n_threshold:
+    if n < thresh:
         avg += delta / n
         q += delta * (sample - avg)
         var = q / n
     else:
-        avg += sample_weight * delta
-        var += sample_weight * (delta * delta - var)
-    return n, avg, var, q, truncated
+        avg += weight * delta
+        var += weight * (delta * delta - var)
+    return n, avg, var, q

@@ -612,3 +612,19 @@ def test_safety_net_is_ten_days_for_short_delay_bounds(proj):
     before = int(time.time())
     one_pass(project)
     assert before + TEN_DAYS <= wu_row(db, wuid)["transition_time"] <= time.time() + TEN_DAYS
+
+
+def test_timeout_turnaround_sample_averages_with_earlier_ones(proj):
+    project, db = proj
+    now = int(time.time())
+    wuid = make_wu(db, "wu_avg", delay_bound=5000)
+    make_result(db, wuid, "wu_avg_0", server_state=IN_PROGRESS, hostid=2, app_version_id=8,
+                report_deadline=now - 1)
+    db.execute("INSERT INTO host_app_version (host_id, app_version_id, turnaround_n, "
+               "turnaround_avg, max_jobs_per_day) VALUES (2, 8, 1, 1000, 50)")
+    one_pass(project)
+    hav = db.query_one("SELECT * FROM host_app_version WHERE host_id = 2")
+    # AVERAGE_VAR: n 2, avg 1000 + 4000/2, q = 4000 * (5000 - 3000), var = q / n
+    assert (hav["turnaround_n"], hav["turnaround_avg"]) == (2, 3000)
+    assert (hav["turnaround_q"], hav["turnaround_var"]) == (8e6, 4e6)
+    assert hav["max_jobs_per_day"] == 9          # capped at the quota (10), minus one

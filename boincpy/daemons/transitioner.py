@@ -53,7 +53,8 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from boincpy.average import HAV_AVG_LIMIT, HAV_AVG_THRESH, HAV_AVG_WEIGHT, update_var
+from boincpy.average import (HAV_AVG_LIMIT, HAV_AVG_THRESH, HAV_AVG_WEIGHT,
+                             average_var_update)
 from boincpy.daemons.base import Daemon, _option_names, run_daemon
 from boincpy.errors import DatabaseError, TemplateError
 from boincpy.log import CRITICAL, DEBUG, NORMAL
@@ -536,10 +537,10 @@ class Transitioner(Daemon):
         if hav is None:
             return ("result_timed_out(): no host_app_version for host %d, app version %d"
                     % (r["hostid"], gavid))
-        n, avg, var, q, _ = update_var(hav["turnaround_n"], hav["turnaround_avg"],
-                                       hav["turnaround_var"], hav["turnaround_q"],
-                                       float(wu["delay_bound"]), HAV_AVG_THRESH,
-                                       HAV_AVG_WEIGHT, HAV_AVG_LIMIT)
+        n, avg, var, q = average_var_update(hav["turnaround_n"], hav["turnaround_avg"],
+                                            hav["turnaround_var"], hav["turnaround_q"],
+                                            float(wu["delay_bound"]), HAV_AVG_THRESH,
+                                            HAV_AVG_WEIGHT, HAV_AVG_LIMIT)
         quota = self.cfg.daily_result_quota
         jobs = hav["max_jobs_per_day"] or quota
         jobs = max(min(jobs, quota) - 1, 1)
