@@ -223,3 +223,45 @@ def test_make_project_writes_the_form_secret(made_project):
     with open(path) as f:
         assert re.fullmatch(r"[0-9a-f]{64}\n", f.read())
     assert not path.startswith(os.path.join(made_project.root, "html"))
+
+
+def _status_row(body, name):
+    m = re.search(r"<tr><td>%s</td>(.*?)</tr>" % re.escape(name), body, re.S)
+    assert m, "no status row for %s" % name
+    return m.group(1)
+
+
+def test_server_status_with_the_daemons_started_by_bin_start(site):
+    """bin/start runs the feeder and the transitioner: the status page sees
+    them running (pid, uptime) and the feeder's job array; after bin/stop it
+    sees them stopped and the trigger files."""
+    import subprocess
+    import time
+    p = site.project
+    subprocess.run([p.bin("start")], cwd=p.root, check=True, timeout=180,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 60
+        while True:
+            status, body = http(site, "server_status.php")
+            assert status == 200
+            if "slots hold a job" in body or time.time() > deadline:
+                break
+            time.sleep(1)
+        assert "Project enabled (bin/start)." in body
+        for name in ("feeder", "transitioner"):
+            row = _status_row(body, name)
+            assert 'class="ok">Running' in row and ", up " in row, row
+        assert re.search(r"Feeder job array: <b>\d+</b> of \d+ slots hold a job", body)
+        with Browser.start() as b:
+            b.get(authed_url(site, "server_status.php"))
+            assert "Running" in b.body_text()
+            shot(b, "24-server-status-daemons-running")
+    finally:
+        subprocess.run([p.bin("stop")], cwd=p.root, timeout=180,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    status, body = http(site, "server_status.php")
+    assert "Project DISABLED (bin/stop)." in body
+    assert 'class="bad">Not running' in _status_row(body, "feeder")
+    assert "<td>stop_daemons</td>" in body and "<td>stop_sched</td>" in body
+    assert 'class="warn">Disabled' in _status_row(body, "scheduler (cgi)")

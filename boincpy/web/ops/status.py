@@ -94,7 +94,7 @@ def daemon_states(cfg):
 
 def run_state_enabled(cfg):
     """bin/start's enabled flag from run_state_HOST.xml (None if unknown)."""
-    path = cfg.project_path("run_state_%s.xml" % cfg.host)
+    path = cfg.project_path("run_state_%s.xml" % cfg.local_host)
     try:
         with open(path) as f:
             m = re.search(r"<enabled>\s*(\d+)\s*</enabled>", f.read())
