@@ -859,16 +859,14 @@ class Validator(Daemon):
             update_by_id(db, "result", ("validate_state", "granted_credit", "server_state",
                                         "outcome", "opaque", "runtime_outlier"),
                          batch.result_updates)
-        for table, holders in (("host", batch.hosts), ("user", batch.users),
-                               ("team", batch.teams)):
+        credit_cols = ("total_credit", "expavg_credit", "expavg_time")
+        for table, holders, extra in (("host", batch.hosts, ("avg_turnaround",)),
+                                      ("user", batch.users, ()), ("team", batch.teams, ())):
+            cols = credit_cols + extra
+            # total_credit is written as an increment, as BOINC does
             rows = {h.id: (h.total_added, h.expavg_credit, h.expavg_time)
+                    + tuple(getattr(h, c) for c in extra)
                     for h in holders.values() if h.changed}
-            if table == "host":
-                rows = {h.id: (h.total_added, h.expavg_credit, h.expavg_time, h.avg_turnaround)
-                        for h in holders.values() if h.changed}
-                cols = ("total_credit", "expavg_credit", "expavg_time", "avg_turnaround")
-            else:
-                cols = ("total_credit", "expavg_credit", "expavg_time")
             if rows:
                 update_by_id(db, table, cols, rows, relative=("total_credit",))
         changed_havs = [h for k, h in batch.havs.items()
