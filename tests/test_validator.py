@@ -461,3 +461,50 @@ def test_unknown_app_is_an_error(proj):
     from boincpy.daemons.base import run_daemon
     assert run_daemon(TrivialValidator, ["--app", "nope", "--one_pass",
                                          "--project_dir", str(proj["root"])]) == 1
+
+
+def test_workunit_changed_during_checks_is_left_for_next_pass(proj):
+    """A result reported while the files are being checked: the batch's
+    decision for that workunit is dropped, and the next pass sees both results."""
+    db = proj["db"]
+    wu = add_workunit(db, "wu_race", proj["appid"], min_quorum=1, target_nresults=2)
+    r1 = result(proj, wu, "wu_race_0", 0, b"same")
+    r2 = add_result(db, proj["root"], wu, "wu_race_1", hostid=proj["hosts"][1],
+                    userid=proj["users"][1], server_state=4, outcome=0,
+                    app_version_id=proj["av"], outputs=[b"same"])[0]
+
+    class Racing(BitwiseValidator):
+        def init_result(self, result):
+            # the scheduler records the second report meanwhile
+            self.db.execute("UPDATE result SET server_state = 5, outcome = 1 WHERE id = %s",
+                            (r2,))
+            return super().init_result(result)
+
+    run_pass(Racing, proj["root"], "--app", "example_app", "--one_pass")
+    assert row(db, "result", r1)["validate_state"] == 0
+    assert row(db, "workunit", wu)["need_validate"] == 1
+    run_pass(BitwiseValidator, proj["root"], "--app", "example_app", "--one_pass")
+    assert [row(db, "result", r)["validate_state"] for r in (r1, r2)] == [1, 1]
+
+
+def test_check_punitive_limits_failing_host(proj):
+    db = proj["db"]
+    wu = add_workunit(db, "wu_pun", proj["appid"], min_quorum=2, target_nresults=2)
+    add_result(db, proj["root"], wu, "wu_pun_0", hostid=proj["hosts"][2],
+               userid=proj["users"][2], outcome=3, app_version_id=proj["av"], outputs=[None])
+    add_hav(db, proj["hosts"][2], proj["av"], max_jobs_per_day=50, n_jobs_today=7)
+    run_pass(TrivialValidator, proj["root"], "--app", "example_app", "--one_pass",
+             "--check_punitive")
+    h = hav(db, proj["hosts"][2], proj["av"])
+    assert (h["max_jobs_per_day"], h["n_jobs_today"]) == (1, 1)
+
+
+def test_wu_id_validates_one_workunit(proj):
+    db = proj["db"]
+    w1 = add_workunit(db, "wu_one_a", proj["appid"])
+    w2 = add_workunit(db, "wu_one_b", proj["appid"])
+    result(proj, w1, "wu_one_a_0", 0, b"x")
+    result(proj, w2, "wu_one_b_0", 1, b"x")
+    run_pass(TrivialValidator, proj["root"], "--app", "example_app", "--wu_id", str(w2))
+    assert row(db, "workunit", w1)["need_validate"] == 1
+    assert row(db, "workunit", w2)["canonical_resultid"] > 0

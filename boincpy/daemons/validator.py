@@ -241,34 +241,38 @@ class Validator(Daemon):
         # re-read each pass: the feeder updates min_avg_pfc
         self.app = self._lookup_app()
         found = False
-        last_id = 0
         handled = 0
+        # workunits left with need_validate set in this pass (changed while
+        # being checked, canonical result missing): not enumerated again
+        self.skipped = set()
         while not self.stop_requested():
             limit = WU_BATCH
             if self.args.one_pass_N_WU:
                 limit = min(limit, self.args.one_pass_N_WU - handled)
                 if limit <= 0:
                     break
-            wus = self._enumerate(last_id, limit)
+            wus = self._enumerate(limit)
             if not wus:
                 break
-            last_id = wus[-1].id
             plans = self._check_batch(wus)
             handled += self._commit_batch(plans)
             found = True
-            if len(wus) < limit or self.args.wu_id:
+            if len(wus) < limit or self.args.wu_id or self.args.dry_run:
                 break
         self._flush_app_versions()
         return found
 
     # -- enumeration ----------------------------------------------------------
 
-    def _enumerate(self, last_id, limit):
+    def _enumerate(self, limit):
+        """The next workunits to validate.  Handled ones leave the set
+        (need_validate = 0), so each query returns new ones; it follows the
+        (appid, need_validate) index, as BOINC's does, without a sort."""
         a = self.args
         if a.wu_id:
             where, params = "id = %s", [a.wu_id]
         else:
-            where, params = "appid = %s AND need_validate > 0 AND id > %s", [self.app.id, last_id]
+            where, params = "appid = %s AND need_validate > 0", [self.app.id]
             clause, cparams = self.mod_clause("id")
             where += clause
             params += list(cparams)
@@ -278,7 +282,10 @@ class Validator(Daemon):
             if a.max_wu_id:
                 where += " AND id <= %s"
                 params.append(a.max_wu_id)
-        rows = self.db.query("SELECT %s FROM workunit WHERE %s ORDER BY id LIMIT %d"
+            if self.skipped:
+                where += " AND id NOT IN (%s)" % ", ".join(["%s"] * len(self.skipped))
+                params += sorted(self.skipped)
+        rows = self.db.query("SELECT %s FROM workunit WHERE %s LIMIT %d"
                              % (", ".join(_WU_COLUMNS), where, limit), params)
         return [Workunit.from_row(r) for r in rows]
 
@@ -307,8 +314,12 @@ class Validator(Daemon):
                 viable = [r for r in results if _viable(r)]
                 if len(viable) >= wu.min_quorum:
                     self.log.debug("[WU#%d %s] Enough for quorum, checking set." % (wu.id, wu.name))
-                    plan.set_check = self.check_set([dataclasses.replace(r) for r in viable], wu)
+                    saved = [(r.outcome, r.validate_state) for r in viable]
+                    plan.set_check = self.check_set(viable, wu)
                     plan.ran_check_set = True
+                    # the decisions are in set_check; the rows stay as read
+                    for r, (outcome, state) in zip(viable, saved):
+                        r.outcome, r.validate_state = outcome, state
             plans.append(plan)
         return plans
 
@@ -342,7 +353,7 @@ class Validator(Daemon):
             return exc.code, False
 
     def check_set(self, results, wu):
-        """BOINC's check_set over the viable results (copies; their outcome and
+        """BOINC's check_set over the viable results (their outcome and
         validate_state are changed); return a :class:`SetCheck`."""
         out = SetCheck(min_quorum=wu.min_quorum)
         n = len(results)
@@ -529,6 +540,7 @@ class Validator(Daemon):
                     or now_snapshot != p.snapshot):
                 self.log.debug("[WU#%d %s] changed while being checked; left for the next pass"
                                % (p.wu.id, p.wu.name))
+                self.skipped.add(p.wu.id)
                 continue
             fresh[p.wu.id] = w
         return fresh
@@ -564,7 +576,7 @@ class Validator(Daemon):
             if key not in batch.havs:
                 self._hav_lookup(batch, key, by_host.get(key[0], []))
         for key, hav in batch.havs.items():
-            batch.havs_orig[key] = dataclasses.replace(hav)
+            batch.havs_orig[key] = _hav_tuple(hav)
 
     def _hav_lookup(self, batch, key, host_havs):
         """BOINC's hav_lookup for a missing row: take over the host's row of the
@@ -619,13 +631,16 @@ class Validator(Daemon):
         # columns others may have changed since the read: start from the locked row
         for col in ("error_mask", "assimilate_state", "transition_time", "target_nresults"):
             setattr(wu, col, fresh[col])
-        results = [dataclasses.replace(r) for r in plan.results]
+        # work on copies: a deadlock retry starts again from the rows as read
+        results = [_copy_result(r) for r in plan.results]
         for hostid, avid in plan.punish:
             batch.punish.add((hostid, avid))
         if plan.pair_checks is not None:
             transition = self._handle_late(batch, wu, results, plan)
             if transition is None:
-                return      # canonical result row missing: leave the workunit alone
+                # canonical result row missing: leave the workunit alone
+                self.skipped.add(wu.id)
+                return
         else:
             transition = self._handle_no_canonical(batch, wu, results, plan)
         now = int(batch.now)
@@ -844,7 +859,7 @@ class Validator(Daemon):
         orig = batch.havs_orig.get((hav.host_id, hav.app_version_id))
         self.log.normal("[HOST#%d AV#%d] [outlier=%d] Updating HAV in DB.  pfc.n=%f->%f"
                         % (hav.host_id, hav.app_version_id, r.runtime_outlier,
-                           orig.pfc_n if orig else 0.0, hav.pfc_n))
+                           orig[0] if orig else 0.0, hav.pfc_n))
 
     def _update_result(self, batch, r):
         batch.result_updates[r.id] = (int(r.validate_state), r.granted_credit,
@@ -870,12 +885,12 @@ class Validator(Daemon):
             if rows:
                 update_by_id(db, table, cols, rows, relative=("total_credit",))
         changed_havs = [h for k, h in batch.havs.items()
-                        if _hav_tuple(h) != _hav_tuple(batch.havs_orig.get(k))]
+                        if _hav_tuple(h) != batch.havs_orig.get(k)]
         if changed_havs:
-            cols = ("host_id", "app_version_id") + _HAV_STATS
-            insert_rows(db, "host_app_version", cols,
-                        [tuple(getattr(h, c) for c in cols) for h in changed_havs],
-                        on_duplicate=", ".join("%s = VALUES(%s)" % (c, c) for c in _HAV_STATS))
+            # the rows exist: _load_holders locked them or inserted the missing ones
+            update_by_id(db, "host_app_version", _HAV_STATS,
+                         {(h.host_id, h.app_version_id): _hav_tuple(h) for h in changed_havs},
+                         key=("host_id", "app_version_id"))
         for (hostid, avid) in sorted(batch.punish):
             db.execute("UPDATE host_app_version SET max_jobs_per_day = 1, n_jobs_today = 1"
                        " WHERE host_id = %s AND app_version_id = %s", (hostid, avid))
@@ -947,6 +962,16 @@ def _snapshot(wu, results):
 
 
 def _hav_tuple(hav):
-    if hav is None:
-        return None
+    """The statistics the validator writes (pfc_n first)."""
     return tuple(getattr(hav, c) for c in _HAV_STATS)
+
+
+_RESULT_SLOTS = Result.__slots__
+
+
+def _copy_result(r):
+    """A shallow copy of a Result (faster than dataclasses.replace)."""
+    c = Result.__new__(Result)
+    for name in _RESULT_SLOTS:
+        setattr(c, name, getattr(r, name))
+    return c
