@@ -5,7 +5,6 @@ Used with the ``mini_project`` fixture: rows go straight into its database
 its upload/ fan-out, input files into download/.
 """
 
-import os
 import time
 
 from boincpy.config import load_config, write_config

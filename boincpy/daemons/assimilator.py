@@ -19,11 +19,13 @@ Return values, as in BOINC:
   marks a job done.
 
 A pass takes the app's READY workunits in batches of :data:`BATCH`
-(ordered by id), runs the handler on each, and then marks the batch's
-handled workunits in one UPDATE (conditional on ``assimilate_state`` still
-being READY).  If the process dies between a handler and that UPDATE, the
-handler runs again for those workunits on the next pass -- BOINC has the
-same window (one job wide).  **Handlers must therefore be idempotent**:
+(ordered by id), runs the handler on each, and marks the handled workunits
+in one UPDATE (conditional on ``assimilate_state`` still being READY) at
+the end of the batch or after :data:`RECORD_INTERVAL` seconds of handler
+work, whichever comes first (each UPDATE is a disk flush; one per job
+would cap the rate at the disk's flushes per second).  If the process dies
+between a handler and that UPDATE, the handler runs again for those
+workunits on the next pass -- BOINC has the same window, one job wide.  **Handlers must therefore be idempotent**:
 write outputs under names derived from the workunit (not appended to),
 through a temporary file renamed into place, and check before inserting
 rows elsewhere (e.g. a unique key on the workunit name).  The stock
@@ -41,7 +43,8 @@ from boincpy.jobfiles import as_text, output_file_infos
 from boincpy.states import AssimilateState, WuError
 
 DEFER_ASSIMILATION = 123321
-BATCH = 100     # workunits whose handlers run before their states are written
+BATCH = 500             # workunits read per query
+RECORD_INTERVAL = 2.0   # seconds of handler work at most between two state writes
 
 
 class HandlerError(BoincpyError):
@@ -133,8 +136,16 @@ class Assimilator(Daemon):
                            list(by_wu)):
             by_wu[r["workunitid"]].append(result_from_row(r))
         new_states = {}
+        first_pending = None
+        recorded = 0
         try:
             for wu in wus:
+                if new_states and update_db and \
+                        time.monotonic() - first_pending > RECORD_INTERVAL:
+                    recorded += self._record(new_states)
+                    new_states = {}
+                if not new_states:
+                    first_pending = time.monotonic()
                 self.log.debug("[%s] assimilating WU %d; state=%d"
                                % (wu.name, wu.id, wu.assimilate_state))
                 results = by_wu[wu.id]
@@ -160,8 +171,8 @@ class Assimilator(Daemon):
         finally:
             # what was handled is recorded even when a later handler failed
             if update_db and new_states:
-                self._record(new_states)
-        return len(new_states)
+                recorded += self._record(new_states)
+        return recorded if update_db else len(new_states)
 
     def _call_handler(self, wu, results, canonical):
         try:
@@ -177,3 +188,4 @@ class Assimilator(Daemon):
         update_by_id(self.db, "workunit", ("assimilate_state", "transition_time"),
                      {i: (state, now) for i, state in new_states.items()},
                      where="assimilate_state = %s", where_params=(int(AssimilateState.READY),))
+        return len(new_states)

@@ -165,13 +165,8 @@ class DummyAssimilator(Assimilator):
         self.log.normal("Assimilating %s" % wu.name)
         if wu.canonical_resultid:
             self.log.normal("Found canonical result")
-            self.log.debug("[%s] canonical result\n%s" % (wu.name, canonical_result.xml_doc_out))
-            try:
-                files = self.output_file_infos(canonical_result)
-            except OutputFilesError:
-                files = []
-            if files:
-                self.log.debug("[%s] Output file path %s" % (wu.name, files[0].path))
+            if self.log.wanted(4):      # the details cost a parse: only at -d 4
+                self._log_canonical(wu, canonical_result)
         else:
             self.log.normal("[%s] No canonical result" % wu.name)
         for bit, text in ((WuError.COULDNT_SEND_RESULT, "couldn't send a result"),
@@ -181,6 +176,15 @@ class DummyAssimilator(Assimilator):
             if wu.error_mask & bit:
                 self.log.warning("[%s] Warning: %s" % (wu.name, text))
         return 0
+
+    def _log_canonical(self, wu, canonical_result):
+        self.log.debug("[%s] canonical result\n%s" % (wu.name, canonical_result.xml_doc_out))
+        try:
+            files = self.output_file_infos(canonical_result)
+        except OutputFilesError:
+            files = []
+        if files:
+            self.log.debug("[%s] Output file path %s" % (wu.name, files[0].path))
 
 
 class SingleJobAssimilator(Assimilator):

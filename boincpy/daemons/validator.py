@@ -48,14 +48,13 @@ Behaviour (BOINC's, checked against sched/validator.cpp and validate_util2.cpp):
   ``<credit_by_app/>``, ``credited_job`` with ``--update_credited_job``.
 """
 
-import dataclasses
 import time
 from dataclasses import dataclass, field
 
 from boincpy import credit as creditlib
 from boincpy.daemons.base import Daemon, _option_names
 from boincpy.db.bulk import insert_rows, select_in, update_by_id
-from boincpy.db.rows import App, AppVersion, HostAppVersion, Result, Workunit
+from boincpy.db.rows import App, HostAppVersion, Result, Workunit
 from boincpy.errors import DatabaseError, ToolError
 from boincpy.jobfiles import ERR_OPENDIR, OutputFilesError, as_text, output_file_infos
 from boincpy.states import INT_MAX, AssimilateState, Outcome, ServerState, ValidateState
@@ -95,7 +94,10 @@ def result_from_row(row):
     for name in _BLOBS:
         if name in row:
             row[name] = as_text(row[name])
-    return Result.from_row(row)
+    try:
+        return Result(**row)            # the validator's own column list: all known
+    except TypeError:
+        return Result.from_row(row)     # SELECT * on a schema with extra columns
 
 
 @dataclass
@@ -473,7 +475,7 @@ class Validator(Daemon):
             if not _late_candidate(r):
                 continue
             self.log.normal("[WU#%d] handle_wu(): testing result %d" % (wu.id, r.id))
-            pc = self.check_pair(dataclasses.replace(r), canonical)
+            pc = self.check_pair(_copy_row(r), canonical)
             checks.append(pc)
             if pc.retry:
                 break       # BOINC stops at the first transient failure
@@ -627,12 +629,12 @@ class Validator(Daemon):
     # -- handle_wu ---------------------------------------------------------------
 
     def _handle_wu(self, batch, plan, fresh):
-        wu = dataclasses.replace(plan.wu)
+        wu = _copy_row(plan.wu)
         # columns others may have changed since the read: start from the locked row
         for col in ("error_mask", "assimilate_state", "transition_time", "target_nresults"):
             setattr(wu, col, fresh[col])
         # work on copies: a deadlock retry starts again from the rows as read
-        results = [_copy_result(r) for r in plan.results]
+        results = [_copy_row(r) for r in plan.results]
         for hostid, avid in plan.punish:
             batch.punish.add((hostid, avid))
         if plan.pair_checks is not None:
@@ -681,7 +683,7 @@ class Validator(Daemon):
                                 % (r.id, r.name))
                 self._is_valid(batch, host, r, wu, hav)
                 # the statistics are updated; the credit is the canonical's
-                creditlib.assign_credit_set(wu, [dataclasses.replace(r)], self.app,
+                creditlib.assign_credit_set(wu, [_copy_row(r)], self.app,
                                             self._av_lookup, [hav], self.args.max_granted_credit,
                                             self.log, self.cfg.debug_credit)
                 if not self.args.no_credit:
@@ -966,12 +968,10 @@ def _hav_tuple(hav):
     return tuple(getattr(hav, c) for c in _HAV_STATS)
 
 
-_RESULT_SLOTS = Result.__slots__
-
-
-def _copy_result(r):
-    """A shallow copy of a Result (faster than dataclasses.replace)."""
-    c = Result.__new__(Result)
-    for name in _RESULT_SLOTS:
-        setattr(c, name, getattr(r, name))
+def _copy_row(row):
+    """A shallow copy of a row dataclass (faster than dataclasses.replace)."""
+    cls = row.__class__
+    c = cls.__new__(cls)
+    for name in cls.__slots__:
+        setattr(c, name, getattr(row, name))
     return c

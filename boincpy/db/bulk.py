@@ -23,6 +23,8 @@ def placeholders(n):
 def sql_number(value):
     """A number (or None) as SQL text: ints as digits, floats exactly as DOUBLE
     literals (``repr`` plus an exponent), so no driver quoting is needed."""
+    if type(value) is int:
+        return str(value)
     if value is None:
         return "NULL"
     if isinstance(value, float):
