@@ -67,3 +67,12 @@ class SchedContext:
     host: dict = None                # host row (as updated by this request)
     team: dict = None
     reply: ReplyData = field(default_factory=ReplyData)
+    # host.rpc_time before this request updated it (None: host["rpc_time"]);
+    # choose uses it for the day rollover of host_app_version.n_jobs_today
+    last_rpc_time: float = None
+    # set by result handling when a result was reported twice in this RPC:
+    # BOINC then resends lost results even without <resend_lost_results/>
+    resend_lost_results: bool = False
+    # choose's per-request state (send_work_setup), shared by
+    # resend_lost_results() and send_work()
+    work: object = None
