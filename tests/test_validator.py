@@ -381,9 +381,20 @@ def test_credit_by_app_and_credited_job(proj):
     assert cu["expavg"] == pytest.approx(math.log(2) * 7.0 * 86400 / (7 * 86400))
     ct = db.query_one("SELECT * FROM credit_team WHERE teamid = %s", (proj["team"],))
     assert (ct["njobs"], ct["total"]) == (2, 7.0)
+    # a later pass adds to the existing rows: one day after, half-life 7 days
+    wu3 = add_workunit(db, "wu_cba3", proj["appid"], canonical_credit=1.0, opaque=79)
+    result(proj, wu3, "wu_cba3_0", 0, b"x", teamid=proj["team"])
+    run_pass(TrivialValidator, proj["root"], "--app", "example_app", "--one_pass",
+             "--credit_from_wu", "--update_credited_job", now=NOW + 86400)
+    cu2 = db.query_one("SELECT * FROM credit_user WHERE userid = %s", (proj["users"][0],))
+    w = math.exp(-86400 * math.log(2) / (7 * 86400))
+    assert (cu2["njobs"], cu2["total"]) == (3, 8.0)
+    assert cu2["expavg"] == pytest.approx(cu["expavg"] * w + (1 - w) * 1.0 / 1.0)
+    assert db.query_value("SELECT COUNT(*) FROM credit_user") == 1
     cj = db.query("SELECT userid, workunitid FROM credited_job ORDER BY workunitid")
     assert [(r["userid"], r["workunitid"]) for r in cj] == [(proj["users"][0], 77),
-                                                            (proj["users"][0], 78)]
+                                                            (proj["users"][0], 78),
+                                                            (proj["users"][0], 79)]
 
 
 def test_repeated_pass_never_grants_twice(proj):

@@ -549,13 +549,29 @@ class Validator(Daemon):
 
     def _load_holders(self, batch, plans):
         """Lock and load the hosts, users, teams, host_app_versions the plans touch."""
-        host_ids, hav_keys = set(), set()
+        host_ids, hav_keys, owners = set(), set(), {"userid": set(), "teamid": set()}
+        appids = set()
         for p in plans:
             for r in p.results:
                 if r.server_state == ServerState.OVER and r.outcome == Outcome.SUCCESS:
                     host_ids.add(r.hostid)
                     hav_keys.add((r.hostid, creditlib.generalized_app_version_id(
                         r.app_version_id, r.appid)))
+                    owners["userid"].add(r.userid)
+                    owners["teamid"].add(r.teamid)
+                    appids.add(r.appid)
+        if self.cfg.credit_by_app and appids:
+            for table, column, cache in (("credit_user", "userid", batch.credit_users),
+                                         ("credit_team", "teamid", batch.credit_teams)):
+                for row in select_in(
+                        self.db, "SELECT %s AS owner, appid, njobs, total, expavg, expavg_time"
+                        " FROM %s WHERE credit_type = 0 AND appid IN (%s) AND %s IN ({ids})"
+                        " ORDER BY %s, appid FOR UPDATE"
+                        % (column, table, ", ".join(["%s"] * len(appids)), column, column),
+                        sorted(owners[column]), params=sorted(appids)):
+                    cache[(row["owner"], row["appid"])] = creditlib.CreditHolder(
+                        id=row["owner"], njobs=row["njobs"], total_credit=row["total"],
+                        expavg_credit=row["expavg"], expavg_time=row["expavg_time"])
         for row in select_in(self.db, "SELECT id, userid, total_credit, expavg_credit, expavg_time,"
                              " avg_turnaround FROM host WHERE id IN ({ids}) ORDER BY id FOR UPDATE",
                              sorted(host_ids)):
@@ -834,27 +850,16 @@ class Validator(Daemon):
                 else:
                     creditlib.grant(team, now, r.sent_time, amount)
         if self.cfg.credit_by_app:
-            self._grant_by_app(batch, batch.credit_users, "credit_user", "userid", r.userid,
-                               r, amount)
-            self._grant_by_app(batch, batch.credit_teams, "credit_team", "teamid", r.teamid,
-                               r, amount)
+            self._grant_by_app(batch, batch.credit_users, r.userid, r, amount)
+            self._grant_by_app(batch, batch.credit_teams, r.teamid, r, amount)
 
-    def _grant_by_app(self, batch, cache, table, column, owner, r, amount):
+    def _grant_by_app(self, batch, cache, owner, r, amount):
+        """grant_credit_by_app for one credit_user or credit_team row (loaded
+        by _load_holders; a missing one starts, as in BOINC, with expavg_time now)."""
         key = (owner, r.appid)
         holder = cache.get(key)
         if holder is None:
-            row = self.db.query_one("SELECT njobs, total, expavg, expavg_time FROM %s WHERE"
-                                    " %s = %%s AND appid = %%s AND credit_type = 0 FOR UPDATE"
-                                    % (table, column), key)
-            if row is None:
-                # BOINC inserts a fresh row with expavg_time = now
-                holder = creditlib.CreditHolder(id=owner, expavg_time=batch.now)
-            else:
-                holder = creditlib.CreditHolder(id=owner, njobs=row["njobs"],
-                                                total_credit=row["total"],
-                                                expavg_credit=row["expavg"],
-                                                expavg_time=row["expavg_time"])
-            cache[key] = holder
+            holder = cache[key] = creditlib.CreditHolder(id=owner, expavg_time=batch.now)
         creditlib.grant(holder, batch.now, r.sent_time, amount)
 
     def _log_hav(self, batch, hav, r):
