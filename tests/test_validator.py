@@ -519,3 +519,22 @@ def test_wu_id_validates_one_workunit(proj):
     run_pass(TrivialValidator, proj["root"], "--app", "example_app", "--wu_id", str(w2))
     assert row(db, "workunit", w1)["need_validate"] == 1
     assert row(db, "workunit", w2)["canonical_resultid"] > 0
+
+
+def test_new_app_version_inherits_host_statistics(proj):
+    """BOINC's hav_lookup: a host's row for the previous version of the same
+    app/platform/plan class is taken over by the new version."""
+    db = proj["db"]
+    av2 = add_app_version(db, proj["appid"], version_num=101)
+    add_hav(db, proj["hosts"][0], proj["av"], max_jobs_per_day=9, consecutive_valid=4)
+    wu = add_workunit(db, "wu_newav", proj["appid"])
+    result(proj, wu, "wu_newav_0", 0, b"x", app_version_id=av2)
+    wu0 = add_workunit(db, "wu_noav", proj["appid"])
+    result(proj, wu0, "wu_noav_0", 1, b"x", app_version_id=0)
+    run_pass(TrivialValidator, proj["root"], "--app", "example_app", "--one_pass")
+    assert hav(db, proj["hosts"][0], proj["av"]) is None
+    h = hav(db, proj["hosts"][0], av2)
+    assert (h["max_jobs_per_day"], h["consecutive_valid"]) == (10, 5)
+    # an unknown version (0) gets no row, as in BOINC
+    assert db.query_value("SELECT COUNT(*) FROM host_app_version WHERE host_id = %s",
+                          (proj["hosts"][1],)) == 0

@@ -600,7 +600,8 @@ class Validator(Daemon):
         """BOINC's hav_lookup for a missing row: take over the host's row of the
         newest version of the same app, platform and plan class, or insert one."""
         host_id, gavid = key
-        if gavid > 0:
+        if gavid >= 0:
+            # (0, an unknown version, finds no app_version either: no row, as in BOINC)
             av = self.db.query_one("SELECT id, appid, platformid, plan_class, version_num"
                                    " FROM app_version WHERE id = %s", (gavid,))
             if av is None:
