@@ -159,3 +159,21 @@ def test_kill_after_archiving_loses_nothing(proj, compression):
     run_pass(DbPurge, root, "--one_pass", *([compression] if compression else []))
     assert row(db, "workunit", wu) is None
     assert all(row(db, "result", r) is None for r in rids)
+
+
+def test_batch_only_retired_and_daily_dir(proj):
+    db, root = proj["db"], proj["root"]
+    live = db.insert("INSERT INTO batch (create_time, name, description, state)"
+                     " VALUES (0, 'live', '', 1)")
+    done = db.insert("INSERT INTO batch (create_time, name, description, state)"
+                     " VALUES (0, 'old', '', 4)")
+    w_none, _ = purgeable(proj, "wu_b0", n_results=1)
+    w_live, _ = purgeable(proj, "wu_b1", n_results=1)
+    w_done, _ = purgeable(proj, "wu_b2", n_results=1)
+    db.execute("UPDATE workunit SET batch = %s WHERE id = %s", (live, w_live))
+    db.execute("UPDATE workunit SET batch = %s WHERE id = %s", (done, w_done))
+    run_pass(DbPurge, root, "--one_pass", "--batch", "--daily_dir")
+    assert row(db, "workunit", w_none) is None and row(db, "workunit", w_done) is None
+    assert row(db, "workunit", w_live) is not None
+    [wa] = archives(root, "*/wu_archive_*.xml")
+    assert re.search(r"/archives/\d{4}_\d\d_\d\d/wu_archive_\d+\.xml$", wa)
