@@ -53,8 +53,8 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from boincpy.average import (HAV_AVG_LIMIT, HAV_AVG_THRESH, HAV_AVG_WEIGHT,
-                             average_var_update)
+from boincpy.credit import (HAV_AVG_LIMIT, HAV_AVG_THRESH, HAV_AVG_WEIGHT,
+                            average_var_update)
 from boincpy.daemons.base import Daemon, _option_names, run_daemon
 from boincpy.errors import DatabaseError, TemplateError
 from boincpy.log import CRITICAL, DEBUG, NORMAL
