@@ -1,4 +1,5 @@
-"""The project's web side: account RPCs (html/user) and, later, the ops pages.
+"""The project's web side: account RPCs (html/user) and the ops pages
+(html/ops, :mod:`boincpy.web.ops`).
 
 ``boincpy.web.rpc`` serves BOINC's fixed account URLs (get_project_config.php,
 create_account.php, lookup_account.php, ...); ``html/user/*.php`` are thin
