@@ -2,7 +2,10 @@
 account commands against the project's html/user/*.php under Apache, then an
 attach with the authenticator the project returned."""
 
+import contextlib
 import os
+import subprocess
+import time
 
 import pytest
 
@@ -73,16 +76,50 @@ def test_attach_with_the_returned_authenticator(apache, stock_client):
     assert user is not None
 
 
+@contextlib.contextmanager
+def running_feeder(project, timeout=20):
+    """PROJECT/bin/feeder running (the scheduler answers "feeder not running"
+    without it, as BOINC's does); stopped by its pid afterwards."""
+    from boincpy import shmem
+    log = open(os.path.join(project.cfg.log_dir, "feeder.log"), "ab")
+    proc = subprocess.Popen([project.bin("feeder"), "-d", "3", "--sleep_interval", "1"],
+                            cwd=project.root, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                shmem.attach(project.cfg, wait_ready=0.5).close()
+                break
+            except Exception:
+                assert proc.poll() is None, "the feeder exited with %s" % proc.returncode
+                assert time.monotonic() < deadline, "the feeder made no job array"
+                time.sleep(0.2)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
 @pytest.mark.skipif(not os.path.exists(os.path.join(REPO, "cgi-bin", "cgi")),
                     reason="the scheduler (cgi-bin/cgi) is not on this branch yet")
 def test_first_scheduler_request_creates_the_host_of_that_user(apache, stock_client):
-    user = _create_and_attach(apache, stock_client)
     url = apache.master_url
-    hostid = stock_client.wait_for(lambda: stock_client.hostid(url), 90,
-                                   "a host id from the scheduler")
+    with running_feeder(apache.project):
+        user = _create_and_attach(apache, stock_client)
+        hostid = stock_client.wait_for(lambda: stock_client.hostid(url), 90,
+                                       "a host id from the scheduler")
     db = apache.project.connect()
     try:
         host = db.query_one("SELECT * FROM host WHERE id = %s", (hostid,))
     finally:
         db.close()
     assert host is not None and host["userid"] == user["id"]
+    # the row describes this client, as its client_state.xml does
+    info = stock_client.host_info()
+    assert (host["p_ncpus"], host["os_name"], host["domain_name"]) == (
+        int(info["p_ncpus"]), info["os_name"], info["domain_name"])

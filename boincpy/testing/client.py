@@ -301,24 +301,33 @@ class StockClient:
 
     # -- the client's files --------------------------------------------------------
 
-    def state_projects(self):
-        """Projects in client_state.xml: [{master_url, project_name, hostid, user_name,
-        ...}] (every simple child element of <project>); [] before the first write."""
+    def _state(self):
+        """client_state.xml as an lxml tree (None before the client wrote it)."""
         path = os.path.join(self.data_dir, "client_state.xml")
         try:
             with open(path, "rb") as f:
                 data = f.read()
         except OSError:
-            return []
+            return None
         from lxml import etree
-        root = etree.fromstring(data, etree.XMLParser(recover=True, huge_tree=True))
-        if root is None:
-            return []
-        out = []
-        for project in root.iter("project"):
-            out.append({child.tag: (child.text or "").strip() for child in project
-                        if isinstance(child.tag, str) and len(child) == 0})
-        return out
+        return etree.fromstring(data, etree.XMLParser(recover=True, huge_tree=True))
+
+    @staticmethod
+    def _leaves(node):
+        return {child.tag: (child.text or "").strip() for child in node
+                if isinstance(child.tag, str) and len(child) == 0}
+
+    def state_projects(self):
+        """Projects in client_state.xml: [{master_url, project_name, hostid, user_name,
+        ...}] (every simple child element of <project>); [] before the first write."""
+        root = self._state()
+        return [] if root is None else [self._leaves(p) for p in root.iter("project")]
+
+    def host_info(self):
+        """client_state.xml's <host_info> (host_cpid, p_ncpus, os_name, ...), or {}."""
+        root = self._state()
+        node = None if root is None else root.find("host_info")
+        return {} if node is None else self._leaves(node)
 
     def project_state(self, url):
         """client_state.xml's record of the project at ``url``, or None."""
