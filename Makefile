@@ -9,7 +9,7 @@ VENV   ?= .venv
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[test]'
+	$(VENV)/bin/pip install -q -e '.[test]' --config-settings editable_mode=compat
 
 venv: $(VENV)/bin/python
 
