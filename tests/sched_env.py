@@ -216,3 +216,120 @@ def sched_env(mini_project, db_root_params):
     env.add_user(REFERENCE_AUTH, name="refuser", email="refuser@example.com")
     yield env
     env.conn.close()
+
+
+# -- the reference server's project, as far as its replies show it ----------------
+
+def reference_code_sign_key():
+    """The reference project's public code-signing key (from its first reply)."""
+    text = fixture_text(REFERENCE, "sched", "01_attach_first_rpc.reply.xml").decode()
+    start = text.index("<code_sign_key>\n") + len("<code_sign_key>\n")
+    return text[start:text.index("\n</code_sign_key>")] + "\n"
+
+
+def reference_app_version_xml():
+    """app_version.xml_doc of the reference project's example_app 1.0."""
+    text = fixture_text(REFERENCE, "sched", "01_attach_first_rpc.reply.xml").decode()
+    start = text.index("<file_info>\n    <name>example_app")
+    end = text.index("    <platform>", start)
+    return text[start:end] + "</app_version>"
+
+
+
+
+def reference_gui_urls():
+    """The reference project's gui_urls.xml, recovered from its reply by undoing
+    the scheduler's substitutions (the removed <ifteam> block left its indent)."""
+    text = fixture_text(REFERENCE, "sched", "04_work_fetch_no_work_available.reply.xml").decode()
+    text = text[text.index("<gui_urls>"):text.index("</scheduler_reply>")]
+    text = text.replace("Reference Project", "<project_name/>")
+    text = text.replace("http://127.0.0.1:8800/refproj/", "<master_url/>")
+    text = text.replace("userid=1&auth=1_9536fbc73342772121238dbca7b4cc11",
+                        "userid=<userid/>&auth=<rss_auth/>")
+    text = text.replace("results.php?userid=1<", "results.php?userid=<userid/><")
+    return text.replace("    \n</gui_urls>", "    <ifteam><gui_url><name>Team <team_name/>"
+                        "</name><url><master_url/>team_display.php?teamid=<teamid/></url>"
+                        "</gui_url></ifteam>\n</gui_urls>")
+
+
+def reference_reply(name, rss_auth):
+    """A captured C++ reply with the notices-feed key of our test user (the
+    reference user's password hash isn't known)."""
+    text = fixture_text(REFERENCE, "sched", name).decode()
+    return text.replace("1_9536fbc73342772121238dbca7b4cc11", rss_auth)
+
+
+def reference_wu_xml(n, bucket, md5):
+    """workunit.xml_doc of the reference project's uc_init_N."""
+    return ("<file_info>\n    <name>in_%d.txt</name>\n"
+            "    <url>http://127.0.0.1:8800/refproj/download/%s/in_%d.txt</url>\n"
+            "    <md5_cksum>%s</md5_cksum>\n    <nbytes>75</nbytes>\n</file_info>\n"
+            "<workunit>\n<command_line>\n\n</command_line>\n<file_ref>\n"
+            "    <file_name>in_%d.txt</file_name>\n    <open_name>in</open_name>\n"
+            "</file_ref>\n<command_line>\n-cpu_time 30\n</command_line>\n</workunit>"
+            % (n, bucket, n, md5, n))
+
+
+def reference_result_xml(out):
+    """result.xml_doc_in with output file ``out`` (the example_app_out template)."""
+    return ("<file_info>\n        <name>%s</name>\n        <generated_locally/>\n"
+            "        <upload_when_present/>\n        <max_nbytes>5000000</max_nbytes>\n"
+            "        <url>http://127.0.0.1:8800/refproj_cgi/file_upload_handler</url>\n"
+            "    </file_info>\n    <result>\n        <file_ref>\n"
+            "            <file_name>%s</file_name>\n            <open_name>out</open_name>\n"
+            "        </file_ref>\n    </result>" % (out, out))
+
+
+def add_reference_job(env, n, bucket, md5, out, state=2, hostid=0, userid=0, sent_time=0,
+                      report_deadline=0):
+    """Workunit uc_init_N and result uc_init_N_0 as the reference project had them."""
+    app = env.app()
+    wuid = env.execute(
+        "INSERT INTO workunit (id, create_time, appid, name, xml_doc, rsc_fpops_est, "
+        "rsc_fpops_bound, rsc_memory_bound, rsc_disk_bound, delay_bound, min_quorum, "
+        "target_nresults, max_error_results, max_total_results, max_success_results, "
+        "result_template_file, transition_time) VALUES (%s, 1795334700, %s, %s, %s, 3.6e12, "
+        "8.64e13, 5e8, 1e9, 604800, 1, 1, 3, 10, 6, 'templates/example_app_out', %s)",
+        (n, app["id"], "uc_init_%d" % n, reference_wu_xml(n, bucket, md5),
+         report_deadline or 2147483647))
+    rid = env.execute(
+        "INSERT INTO result (id, create_time, workunitid, server_state, name, xml_doc_in, "
+        "appid, hostid, userid, sent_time, report_deadline, app_version_id, random) "
+        "VALUES (%s, 1795334700, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 7)",
+        (n, wuid, state, "uc_init_%d_0" % n, reference_result_xml(out), app["id"], hostid,
+         userid, sent_time, report_deadline, 1 if state != 2 else 0))
+    return wuid, rid
+
+
+@pytest.fixture
+def ref_env(mini_project, db_root_params):
+    """A project set up as the reference server's was when it captured its
+    replies: same name, URLs, code-signing key, gui_urls.xml, app version,
+    user 1 (refuser) and host 1."""
+    from boincpy.config import load_config, write_config
+    root = mini_project
+    (root / "keys" / "code_sign_public").write_text(reference_code_sign_key())
+    (root / "gui_urls.xml").write_text(reference_gui_urls())
+    cfg = load_config(str(root))
+    opts = cfg.as_options()
+    opts.update({"long_name": "Reference Project",
+                 "master_url": "http://127.0.0.1:8800/refproj/",
+                 "download_url": "http://127.0.0.1:8800/refproj/download",
+                 "upload_url": "http://127.0.0.1:8800/refproj_cgi/file_upload_handler",
+                 "min_sendwork_interval": 6, "max_wus_to_send": 50,
+                 "daily_result_quota": 500, "send_result_abort": 1,
+                 "one_result_per_user_per_wu": 0,
+                 "dont_generate_upload_certificates": 1, "ignore_upload_certificates": 1})
+    write_config(str(root), opts)
+    env = SchedEnv(root, db_root_params)
+    env.execute("UPDATE app SET user_friendly_name = 'Example Application (uc2)'")
+    app, plat = env.app(), env.platform()
+    env.execute("INSERT INTO app_version (create_time, appid, version_num, platformid, "
+                "xml_doc, plan_class) VALUES (1795334700, %s, 100, %s, %s, '')",
+                (app["id"], plat["id"], reference_app_version_xml()))
+    env.add_user(REFERENCE_AUTH, name="refuser", email="refuser@example.com",
+                 create_time=1795334708, passwd_hash="$2y$10$notthereferencehash")
+    env.add_host(1, create_time=1795334730, rpc_seqno=3, rpc_time=int(time.time()) - 12,
+                 host_cpid="afbb1cfa612e18dad38f8dbcb57f1971", expavg_time=1795334730.0)
+    yield env
+    env.conn.close()

@@ -438,8 +438,7 @@ def _process_host(ctx, job_array, blocked, wants_work, have_no_work):
                           % req.platform_name, "notice")
         log.critical("[HOST#%d] platform '%s' not found" % (host["id"], req.platform_name))
         reply.set_delay(DELAY_PLATFORM_UNSUPPORTED)
-        hosts.write_host(ctx, host_orig)
-        return
+        return                              # BOINC leaves the host row as it was
 
     hosts.handle_global_prefs(ctx)
     # Reports change the host's daily quota; job choice reads and writes the

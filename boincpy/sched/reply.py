@@ -52,6 +52,17 @@ def xml_escape(text):
     return "".join(out)
 
 
+def escape_text(text):
+    """``&`` and ``<`` as entities, nothing else (BOINC writes its messages
+    unescaped; this keeps them byte-identical while no text can end an
+    element early)."""
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    return text
+
+
 def _s(value):
     if value is None:
         return ""
@@ -68,7 +79,7 @@ def down_reply(message, delay, ended=False):
             "    <message priority=\"low\">%s</message>\n"
             "    <request_delay>%d</request_delay>\n"
             "    <project_is_down/>\n"
-            "%s</scheduler_reply>\n" % (xml_escape(message), int(delay),
+            "%s</scheduler_reply>\n" % (escape_text(message), int(delay),
                                         "    <ended>1</ended>\n" if ended else "")).encode()
 
 
@@ -247,7 +258,7 @@ def write_reply(ctx, job_array=None):
         ctx.log.normal("Sending reply to [HOST#%d]: %d results, delay req %.2f"
                        % ((host or {}).get("id") or 0, len(reply.jobs), delay))
     _write_messages(w, reply.messages, ccv)
-    w("<project_name>%s</project_name>\n" % xml_escape(cfg.long_name))
+    w("<project_name>%s</project_name>\n" % escape_text(cfg.long_name))
     if cfg.request_time_stats_log:
         w("<send_time_stats_log>1</send_time_stats_log>\n")
     if reply.project_is_down:
@@ -335,12 +346,12 @@ def _write_messages(w, messages, ccv):
         if messages:
             priority = "notice" if any(p == "notice" for p, _ in messages) else "low"
             text = " ".join(m for _, m in messages).replace("\n", " ")
-            w('<message priority="%s">%s </message>\n' % (priority, xml_escape(text)))
+            w('<message priority="%s">%s </message>\n' % (priority, escape_text(text)))
         return
     for priority, text in messages:
         if ccv and ccv <= 61100 and priority == "notice":
             priority = "high"
-        w('<message priority="%s">%s</message>\n' % (priority, xml_escape(text)))
+        w('<message priority="%s">%s</message>\n' % (priority, escape_text(text)))
 
 
 def _write_jobs(ctx, w, ccv):

@@ -446,7 +446,7 @@ class _Parser:
 
     def eof(self):
         """The input ended inside an element: name the innermost open one."""
-        if self.open:
+        if len(self.open) > 1:
             tag, offset = self.open[-1]
             self.fail("no end tag for <%s> (opened at line %d; input ends at line %d)"
                       % (tag, self.s.line(offset), self.s.line(self.s.n)), offset)
