@@ -62,7 +62,8 @@ class SchedEnv:
         self.root = root
         self.db_root_params = db_root_params
         self.cfg = load_config(str(root))
-        self.conn = MySQLdb.connect(db=self.cfg.db_name, autocommit=True, **db_root_params)
+        self.conn = MySQLdb.connect(db=self.cfg.db_name, autocommit=True, charset="utf8mb4",
+                                    **db_root_params)
 
     def reload(self):
         from boincpy.config import load_config
@@ -333,3 +334,53 @@ def ref_env(mini_project, db_root_params):
                  host_cpid="afbb1cfa612e18dad38f8dbcb57f1971", expavg_time=1795334730.0)
     yield env
     env.conn.close()
+
+
+def check_client_needs(root, client_platforms, expect_key=False):
+    """scheduler-protocol.md §6.4: what a stock client needs before it runs a
+    job, checked on a strictly parsed <scheduler_reply> (ElementTree root).
+    Returns the result names found."""
+    if expect_key:
+        key = root.findtext("code_sign_key") or ""
+        assert key.strip().startswith("1024\n") and key.strip().endswith(".")
+    apps = {a.findtext("name") for a in root.findall("app")}
+    files = {f.findtext("name"): f for f in root.findall("file_info")}
+    versions = {}
+    for av in root.findall("app_version"):
+        assert av.findtext("app_name") in apps
+        platform = av.findtext("platform")
+        assert platform in client_platforms
+        assert float(av.findtext("flops")) > 0
+        mains = [r for r in av.findall("file_ref") if r.find("main_program") is not None]
+        assert len(mains) == 1
+        for ref in av.findall("file_ref"):
+            fi = files[ref.findtext("file_name")]
+            assert fi.findtext("url") and int(fi.findtext("nbytes")) > 0
+            assert (fi.findtext("file_signature") or "").strip().endswith(".")
+        assert files[mains[0].findtext("file_name")].find("executable") is not None
+        versions[(av.findtext("app_name"), platform, av.findtext("version_num"),
+                  av.findtext("plan_class") or "")] = av
+    wus = {}
+    for wu in root.findall("workunit"):
+        for tag in ("rsc_fpops_est", "rsc_fpops_bound", "rsc_memory_bound", "rsc_disk_bound"):
+            assert float(wu.findtext(tag)) > 0
+        assert wu.findtext("app_name")
+        for ref in wu.findall("file_ref"):
+            fi = files[ref.findtext("file_name")]
+            url = fi.findtext("url")
+            assert url and "file_upload_handler" not in url
+            assert int(fi.findtext("nbytes")) >= 0 and len(fi.findtext("md5_cksum")) == 32
+        wus[wu.findtext("name")] = wu
+    names = []
+    for res in root.findall("result"):
+        wu = wus[res.findtext("wu_name")]
+        assert int(res.findtext("report_deadline")) > time.time()
+        key = (wu.findtext("app_name"), res.findtext("platform"), res.findtext("version_num"),
+               res.findtext("plan_class") or "")
+        assert key in versions, key
+        for ref in res.findall("file_ref"):
+            fi = files[ref.findtext("file_name")]
+            assert "file_upload_handler" in fi.findtext("url")
+            assert float(fi.findtext("max_nbytes")) > 0
+        names.append(res.findtext("name"))
+    return names
