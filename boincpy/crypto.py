@@ -11,6 +11,7 @@ is byte for byte the one the C++ tools make with the same key.
 """
 
 import hashlib
+import math
 from dataclasses import dataclass
 
 from boincpy.errors import KeyFileError
@@ -54,8 +55,9 @@ def hex_lines(data):
     return "".join(h[i:i + 64] + "\n" for i in range(0, len(h), 64)) + ".\n"
 
 
-def parse_hex(text):
-    """Hex pairs of ``text``, skipping white space, up to the first non-hex character."""
+def scan_hex(text):
+    """(bytes, stop): the hex pairs of ``text``, skipping white space, and the index of
+    the first character that is not part of them (``len(text)`` when the text ran out)."""
     out = bytearray()
     i, size = 0, len(text)
     while i < size:
@@ -68,7 +70,12 @@ def parse_hex(text):
             break
         out.append(int(pair, 16))
         i += 2
-    return bytes(out)
+    return bytes(out), i
+
+
+def parse_hex(text):
+    """Hex pairs of ``text``, skipping white space, up to the first non-hex character."""
+    return scan_hex(text)[0]
 
 
 def _be(value, width):
@@ -88,21 +95,34 @@ def key_text(key):
 def parse_key(text, source="key"):
     """An :class:`RsaKey` from BOINC key file text (public or private).
 
-    ``source`` names the file in the error raised for text that is not a key.
+    ``source`` names the file in the error raised for text that is not a key,
+    is cut short (no ``.`` end line), or whose private fields do not belong
+    together (a damaged file would otherwise make signatures no client accepts).
     """
     text = text.strip()
     first, sep, rest = text.partition("\n")
     try:
         bits = int(first.strip())
     except ValueError:
-        raise KeyFileError("%s: not a BOINC key file (first line must be the key size "
-                           "in bits, found %r)" % (source, first[:40])) from None
+        hint = ""
+        if first.startswith("-----BEGIN"):
+            hint = " (this is an OpenSSL PEM key: convert it with crypt_prog -convkey o2b)"
+        raise KeyFileError("%s: not a BOINC key file: the first line must be the key size "
+                           "in bits, found %r%s" % (source, first[:40], hint)) from None
     if not sep or bits <= 0 or bits > 8 * _MODULUS_BYTES:
         raise KeyFileError("%s: not a BOINC key file (key size %d, body missing or size "
                            "unsupported)" % (source, bits))
-    blob = parse_hex(rest)
+    blob, stop = scan_hex(rest)
+    tail = rest[stop:]
+    if not tail.startswith("."):
+        if "." not in tail:
+            raise KeyFileError("%s: key file is truncated (%d bytes of key data and no "
+                               "'.' end line)" % (source, len(blob)))
+        line = 2 + rest.count("\n", 0, stop)
+        raise KeyFileError("%s line %d: unexpected character %r in the key data (damaged "
+                           "file?)" % (source, line, tail[0]))
     if len(blob) not in (PUBLIC_KEY_BYTES, PRIVATE_KEY_BYTES):
-        raise KeyFileError("%s: key body has %d bytes; a BOINC public key has %d and a "
+        raise KeyFileError("%s: key data has %d bytes; a BOINC public key has %d and a "
                            "private key %d (truncated or damaged file?)"
                            % (source, len(blob), PUBLIC_KEY_BYTES, PRIVATE_KEY_BYTES))
 
@@ -118,9 +138,20 @@ def parse_key(text, source="key"):
     d = field(o, _MODULUS_BYTES)
     o += _MODULUS_BYTES
     p, q, dmp1, dmq1, iqmp = (field(o + k * _PRIME_BYTES, _PRIME_BYTES) for k in range(5))
-    if d == 0 or p * q != n:
+    if not _consistent(n, e, d, p, q, dmp1, dmq1, iqmp):
         raise KeyFileError("%s: private key fields are inconsistent (damaged file?)" % source)
     return RsaKey(bits, n, e, d, p, q, dmp1, dmq1, iqmp)
+
+
+def _consistent(n, e, d, p, q, dmp1, dmq1, iqmp):
+    """True when the private fields form one RSA key (each checked: signing uses the
+    CRT fields, so a damaged one would silently produce bad signatures)."""
+    if d == 0 or p < 2 or q < 2 or p * q != n:
+        return False
+    if dmp1 != d % (p - 1) or dmq1 != d % (q - 1) or (iqmp * q) % p != 1:
+        return False
+    lam = (p - 1) * (q - 1) // math.gcd(p - 1, q - 1)
+    return (e * d) % lam == 1
 
 
 def read_key(path):
@@ -131,6 +162,23 @@ def read_key(path):
     except OSError as exc:
         raise KeyFileError("can't read key file %s: %s" % (path, exc.strerror)) from None
     return parse_key(text, path)
+
+
+def read_private_key(path):
+    """Read a BOINC private key file; a public key there is an error naming the file."""
+    key = read_key(path)
+    if not key.is_private:
+        raise KeyFileError("%s is a public key; a private key is needed here" % path)
+    return key
+
+
+def read_public_key(path):
+    """Read a BOINC public key file; a private key there is an error naming the file
+    (BOINC's readers require the exact public structure)."""
+    key = read_key(path)
+    if key.is_private:
+        raise KeyFileError("%s is a private key; the public key is needed here" % path)
+    return key
 
 
 # -- key generation and conversion ------------------------------------------
@@ -167,7 +215,8 @@ def generate_key_pair(private_path=None, public_path=None, bits=KEY_BITS):
 
 
 def key_to_pem(key):
-    """``key`` as OpenSSL PEM text (PKCS#1 for private keys, SubjectPublicKeyInfo for public)."""
+    """``key`` as OpenSSL PEM text, PKCS#1 (``RSA PRIVATE KEY`` / ``RSA PUBLIC KEY``):
+    what BOINC's ``crypt_prog -convkey b2o`` writes with OpenSSL 3's default encoder."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
     public_numbers = rsa.RSAPublicNumbers(key.e, key.n)
@@ -179,7 +228,7 @@ def key_to_pem(key):
                                  serialization.NoEncryption())
     else:
         data = public_numbers.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+            serialization.Encoding.PEM, serialization.PublicFormat.PKCS1)
     return data.decode("ascii")
 
 
@@ -225,20 +274,23 @@ def _private_power(key, m):
     return pow(m, key.d, key.n)
 
 
-def sign_md5_hex(md5_hex, key):
-    """Signature text over a 32-character MD5 hex digest (BOINC's raw scheme)."""
+def private_encrypt(data, key):
+    """RSA private-key "encryption" of ``data`` with PKCS#1 v1.5 block type 1 padding
+    (OpenSSL's RSA_private_encrypt / EVP_PKEY_sign without a digest): k bytes."""
     if not key.is_private:
         raise KeyFileError("signing needs a private key, got a public one")
     k = _modulus_bytes(key)
-    message = md5_hex.encode("ascii")
-    block = b"\x00\x01" + b"\xff" * (k - 3 - len(message)) + b"\x00" + message
-    return hex_lines(_be(_private_power(key, int.from_bytes(block, "big")), k))
+    if len(data) > k - 11:
+        raise KeyFileError("%d bytes are too many to sign with a %d-bit key"
+                           % (len(data), key.n.bit_length()))
+    block = b"\x00\x01" + b"\xff" * (k - 3 - len(data)) + b"\x00" + data
+    return _be(_private_power(key, int.from_bytes(block, "big")), k)
 
 
-def recover_message(signature_text, key):
-    """The message inside a signature (None when its padding is not PKCS#1 type 1)."""
+def public_decrypt(sig, key):
+    """The data inside ``sig`` (bytes) recovered with ``key``'s public half, or None
+    when it is not a PKCS#1 type 1 block (wrong key, damaged or oversized signature)."""
     k = _modulus_bytes(key)
-    sig = parse_hex(signature_text)
     if not sig or len(sig) > k:
         return None
     s = int.from_bytes(sig, "big")
@@ -251,6 +303,16 @@ def recover_message(signature_text, key):
     if sep < 10 or block[2:sep].strip(b"\xff"):
         return None
     return block[sep + 1:]
+
+
+def sign_md5_hex(md5_hex, key):
+    """Signature text over a 32-character MD5 hex digest (BOINC's raw scheme)."""
+    return hex_lines(private_encrypt(md5_hex.encode("ascii"), key))
+
+
+def recover_message(signature_text, key):
+    """The message inside a signature (None when its padding is not PKCS#1 type 1)."""
+    return public_decrypt(parse_hex(signature_text), key)
 
 
 def verify_md5_hex(md5_hex, signature_text, key):
