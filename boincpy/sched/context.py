@@ -106,7 +106,7 @@ class SchedContext(Record):
         ("host_app_versions", dict),     # app_version_id (generalized) -> host_app_version row
         ("email_hash", ""),              # MD5 of user.email_addr
         ("using_weak_auth", False),
-        ("last_rpc_time", 0),            # host.rpc_time before this request
+        ("last_rpc_time", None),         # host.rpc_time before this request (None: not yet read)
         ("resend_lost_results", False),  # a success was reported again: resend lost jobs
         ("no_jobs_available", False),    # the job array was empty when checked
         ("environ", dict),               # CGI environment (REMOTE_ADDR ...)
