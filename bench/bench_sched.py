@@ -542,8 +542,9 @@ def profile(project, key):
 
     t_bare = best([py, "-S", "-c", "pass"])
     t_site = best([py, "-c", "pass"])
-    imports = ("import boincpy.sched.handler, boincpy.config, boincpy.log, boincpy.db, "
-               "boincpy.sched.hosts, boincpy.sched.reports, MySQLdb")
+    imports = ("import boincpy.sched.handler, boincpy.config, boincpy.log, boincpy.db.lite, "
+               "boincpy.sched.hosts, boincpy.sched.reports, boincpy.sched.reply; "
+               "boincpy.db.lite._mysql_module()")
     if Feeder.available():
         imports += ", boincpy.shmem, boincpy.sched.choose"
     t_imports = best([py, "-c", imports])
@@ -560,54 +561,46 @@ def profile(project, key):
     # in-process phases, timed around the real functions
     code = r"""
 import io, os, sys, time
+T = {}
+def timed(owner, name, key):
+    orig = getattr(owner, name)
+    def wrap(*a, **k):
+        s = time.perf_counter()
+        try:
+            return orig(*a, **k)
+        finally:
+            T[key] = T.get(key, 0.0) + time.perf_counter() - s
+            T[key + '#'] = T.get(key + '#', 0) + 1
+    setattr(owner, name, wrap)
 t0 = time.perf_counter()
 from boincpy.config import load_config
 cfg = load_config(%(root)r)
 t1 = time.perf_counter()
-from boincpy.sched import handler, request as rq
-from boincpy.db import connection
+from boincpy.sched import handler, request as rq, hosts, reports
+from boincpy.sched import reply as rp
+from boincpy.db import lite
 from boincpy.log import SchedLog
 data = open(%(req)r, 'rb').read()
 t2 = time.perf_counter()
 rq.parse_request(data)
 t3 = time.perf_counter()
-queries = [0, 0.0]
-for name in ('execute', 'query', 'query_one', 'insert'):
-    orig = getattr(connection.Database, name)
-    def wrap(self, *a, _orig=orig, **k):
-        s = time.perf_counter()
-        try:
-            return _orig(self, *a, **k)
-        finally:
-            queries[0] += 1; queries[1] += time.perf_counter() - s
-    setattr(connection.Database, name, wrap)
-conn_t = [0.0]
-orig_open = connection.open_connection
-def open_wrap(p):
-    s = time.perf_counter()
-    try:
-        return orig_open(p)
-    finally:
-        conn_t[0] += time.perf_counter() - s
-connection.open_connection = open_wrap
-import boincpy.sched.reply as rp
-rep_t = [0.0]
-orig_w = rp.write_reply
-def w(*a, **k):
-    s = time.perf_counter()
-    try:
-        return orig_w(*a, **k)
-    finally:
-        rep_t[0] += time.perf_counter() - s
-rp.write_reply = w
-handler.replies.write_reply = w
+for name in ('execute', 'query', 'insert', 'query_value'):
+    timed(lite.LiteDatabase, name, 'queries')
+timed(lite, 'connect', 'connect')
+timed(handler, 'attach_job_array', 'attach')
+timed(rp, 'write_reply', 'reply')
+timed(handler, 'parse_request', 'parse')
+timed(hosts, 'authenticate', 'auth')
+timed(reports, 'handle_results', 'results')
+timed(handler, '_choose_module', 'choose_import')
 log = SchedLog(io.StringIO(), 3)
 t4 = time.perf_counter()
 out = handler.handle_request(cfg, data, {'REMOTE_ADDR': '127.0.0.1'}, log=log)
 t5 = time.perf_counter()
-ms = lambda x: x * 1000
-print('%%.2f %%.2f %%.2f %%.2f %%.2f %%d %%.2f %%.2f' %% (ms(t1 - t0), ms(t3 - t2), ms(t5 - t4),
-      ms(conn_t[0]), ms(queries[1]), queries[0], ms(rep_t[0]), ms(t2 - t1)))
+ms = lambda x: '%%.2f' %% (x * 1000)
+print(ms(t1 - t0), ms(t3 - t2), ms(t5 - t4), ms(T.get('connect', 0)), ms(T.get('queries', 0)),
+      T.get('queries#', 0), ms(T.get('reply', 0)), ms(T.get('attach', 0)),
+      ms(T.get('choose_import', 0)), ms(T.get('auth', 0)))
 """ % {"root": project.root, "req": os.path.join(project.root, "profile_request.xml")}
     with open(os.path.join(project.root, "profile_request.xml"), "wb") as f:
         f.write(req)
@@ -619,7 +612,8 @@ print('%%.2f %%.2f %%.2f %%.2f %%.2f %%d %%.2f %%.2f' %% (ms(t1 - t0), ms(t3 - t
             return
         runs.append([float(x) for x in p.stdout.split()])
     runs.sort(key=lambda r: r[2])
-    cfg_t, parse_t, handle_t, conn_t, q_t, nq, rep_t, imp_t = runs[len(runs) // 2]
+    cfg_t, parse_t, handle_t, conn_t, q_t, nq, rep_t, attach_t, choose_t, auth_t = \
+        runs[len(runs) // 2]
     print("Profile of one request (work requested, none available; medians, ms):")
     print("  whole CGI run (python cgi-bin/cgi < request)     %6.1f" % t_cgi)
     print("  interpreter start-up, no site (-S)               %6.1f" % t_bare)
@@ -630,8 +624,10 @@ print('%%.2f %%.2f %%.2f %%.2f %%.2f %%d %%.2f %%.2f' %% (ms(t1 - t0), ms(t3 - t
     print("  load config.xml                                  %6.1f" % cfg_t)
     print("  parse the request (%5d bytes)                   %6.1f" % (len(req), parse_t))
     print("  handle_request, in process                       %6.1f" % handle_t)
-    print("      database connect                             %6.1f" % conn_t)
-    print("      %2d queries                                   %6.1f" % (nq, q_t))
+    print("      attach the feeder's job array                %6.1f" % attach_t)
+    print("      database connect (with loading _mysql)       %6.1f" % conn_t)
+    print("      %2d queries (user/host lookups included)      %6.1f" % (nq, q_t))
+    print("      importing job choice                         %6.1f" % choose_t)
     print("      reply                                        %6.1f" % rep_t)
 
 
