@@ -543,10 +543,10 @@ def profile(project, key):
     t_bare = best([py, "-S", "-c", "pass"])
     t_site = best([py, "-c", "pass"])
     imports = ("import boincpy.sched.handler, boincpy.config, boincpy.log, boincpy.db.lite, "
-               "boincpy.sched.hosts, boincpy.sched.reports, boincpy.sched.reply; "
-               "boincpy.db.lite._mysql_module()")
+               "boincpy.sched.hosts, boincpy.sched.reports, boincpy.sched.reply")
     if Feeder.available():
-        imports += ", boincpy.shmem, boincpy.sched.choose"
+        imports += ", boincpy.shmem"
+    imports += "; boincpy.db.lite._mysql_module()"
     t_imports = best([py, "-c", imports])
     t_cgi = best([py, cgi], stdin=req, cwd=os.path.join(project.root, "cgi-bin"))
     out = subprocess.run([py, "-X", "importtime", "-c", imports], capture_output=True,

@@ -241,10 +241,11 @@ def test_request_path_imports_stay_light():
     enum or lxml (tens of ms per CGI start)."""
     import subprocess
     import sys
-    code = ("import sys; import boincpy.sched.handler, boincpy.sched.request, "
+    code = ("import sys; import boincpy.sched.handler, boincpy.sched.request, boincpy.db.lite, "
             "boincpy.sched.hosts, boincpy.sched.reports, boincpy.sched.reply, "
             "boincpy.config, boincpy.db, boincpy.log; "
-            "print(' '.join(m for m in ('dataclasses', 're', 'enum', 'lxml', 'inspect') "
+            "print(' '.join(m for m in ('dataclasses', 're', 'enum', 'lxml', 'inspect', 'hashlib', "
+            "'contextlib', 'decimal', 'datetime') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()

@@ -15,8 +15,13 @@ handle_global_prefs (sched/handle_request.cpp), scheduler-protocol.md §7:
   the columns that changed.
 """
 
-import hashlib
 import time
+
+try:
+    # CPython's own MD5: hashlib would load OpenSSL's bindings, ~5 ms per CGI start
+    from _md5 import md5 as _md5
+except ImportError:         # an interpreter built without it
+    from hashlib import md5 as _md5
 
 from boincpy.sched.request import extract_venue, parse_global_prefs, prefs_mod_time
 
@@ -37,7 +42,7 @@ def md5_hex(text):
     """Lowercase MD5 hex of a str (UTF-8) or bytes."""
     if isinstance(text, str):
         text = text.encode("utf-8")
-    return hashlib.md5(text).hexdigest()
+    return _md5(text).hexdigest()
 
 
 def _s(value):
