@@ -668,9 +668,12 @@ class Config:
 
 def find_project_dir():
     """The project root as BOINC's project_path() finds it: $BOINC_PROJECT_DIR,
-    else the current or the parent directory if it holds config.xml and cgi-bin/."""
+    else the current, parent or grandparent directory if it holds config.xml
+    and cgi-bin/ (the grandparent: pages in html/user and html/ops, as BOINC's
+    web code finds ../../config.xml).  Apache's CGIs get BOINC_PROJECT_DIR
+    from the project's SHORT.httpd.conf."""
     env = os.environ.get("BOINC_PROJECT_DIR")
-    candidates = [env] if env else [".", ".."]
+    candidates = [env] if env else [".", "..", os.path.join("..", "..")]
     for directory in candidates:
         if (os.path.isfile(os.path.join(directory, CONFIG_FILE))
                 and os.path.isdir(os.path.join(directory, "cgi-bin"))):

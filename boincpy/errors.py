@@ -38,3 +38,21 @@ class TemplateError(BoincpyError):
 
 class ToolError(BoincpyError):
     """A bin/ tool was given bad arguments or met a state it cannot handle."""
+
+
+class ShmemError(BoincpyError):
+    """The feeder's job array can't be used: missing (feeder not running),
+    unreadable, of another layout, or not ready yet.
+
+    ``log_text`` is the scheduler.log line BOINC writes; ``user_message`` is
+    what the reply tells the client (with <project_is_down/> and
+    ``maintenance_delay``).
+    """
+
+    user_message = "Server error: feeder not running"
+
+    def __init__(self, message, *, log_text=None, user_message=None, exit_code=None):
+        super().__init__(message, exit_code=exit_code)
+        self.log_text = log_text or message
+        if user_message is not None:
+            self.user_message = user_message

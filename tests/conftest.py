@@ -121,3 +121,218 @@ def mini_project(tmp_path, db_root_params, scratch_db_name):
     conn.commit()
     conn.close()
     return root
+
+
+# ---------------------------------------------------------------------------
+# Projects made by make_project, and a private Apache serving them.
+
+TEST_BASE = "/tmp/boincpy-tests"     # www-data must traverse it (pytest's tmp_path is 0700)
+
+
+class MadeProject:
+    """A project created by make_project for one test.
+
+    Attributes: root, base_dir (its parent, removed afterwards), short_name,
+    long_name, cfg (load_config of it),
+    url_base, master_url, cgi_url, scheduler_url, upload_url, download_url,
+    ops_url, port (of the URLs; Apache is not started), db_name, db_user,
+    db_passwd, ops_user, ops_passwd, db_root_params.
+    """
+
+    def __init__(self, spec, port, db_root_params):
+        from boincpy.config import load_config
+        self.spec = spec
+        self.root = spec.project_root
+        self.short_name = spec.short_name
+        self.long_name = spec.long_name
+        self.url_base = spec.url_base
+        self.master_url = spec.master_url
+        self.cgi_url = spec.cgi_url
+        self.scheduler_url = spec.scheduler_url
+        self.upload_url = spec.upload_url
+        self.download_url = spec.download_url
+        self.ops_url = spec.ops_url
+        self.port = port
+        self.db_name = spec.db_name
+        self.db_user = spec.db_user
+        self.db_passwd = spec.db_passwd
+        self.ops_user = spec.ops_user
+        self.ops_passwd = spec.ops_passwd
+        self.db_root_params = db_root_params
+        self.base_dir = os.path.dirname(self.root)
+        self.cfg = load_config(self.root)
+
+    def path(self, *parts):
+        """A path under the project root."""
+        return os.path.join(self.root, *parts)
+
+    def bin(self, name):
+        """Path of a program in the project's bin/."""
+        return self.path("bin", name)
+
+    def connect(self):
+        """boincpy.db.connect as the project's own database user."""
+        from boincpy.db import connect
+        return connect(self.cfg)
+
+    def reload(self):
+        """Re-read config.xml into ``cfg`` (after a test edits it)."""
+        from boincpy.config import load_config
+        self.cfg = load_config(self.root)
+        return self.cfg
+
+
+def _db_root_args(params):
+    args = ["--db_root_user", params["user"], "--db_root_passwd", params.get("passwd", "")]
+    if "host" in params:
+        args += ["--db_host", "%s:%d" % (params["host"], params.get("port", 3306))]
+    elif params.get("unix_socket"):
+        args += ["--db_socket", params["unix_socket"]]
+    return args
+
+
+def drop_db_and_user(db_root_params, db_name, db_user):
+    """Drop a test database and a test database user (both hosts make_project grants)."""
+    conn = MySQLdb.connect(**db_root_params)
+    try:
+        cur = conn.cursor()
+        if db_name:
+            cur.execute("DROP DATABASE IF EXISTS `%s`" % db_name)
+        if db_user:
+            for host in ("localhost", "127.0.0.1"):
+                cur.execute("DROP USER IF EXISTS %s@%s", (db_user, host))
+    finally:
+        conn.close()
+
+
+def make_test_project(db_root_params, extra_args=(), test_app=True, ops=True, port=None):
+    """Run make_project (in-process) into a fresh directory under /tmp/boincpy-tests
+    with a unique database, a unique database user with a random password, an
+    ops password and URLs on a free loopback port (``--url_base
+    http://127.0.0.1:PORT/``); return a MadeProject.  ``extra_args`` are
+    appended to make_project's arguments.  remove_test_project() undoes it.
+    """
+    import io
+    import tempfile
+    from boincpy.tools import make_project
+    from boincpy.tools.httpd import free_port
+
+    os.makedirs(TEST_BASE, exist_ok=True)
+    os.chmod(TEST_BASE, 0o755)
+    token = secrets.token_hex(4)
+    short = "bp" + token
+    base = tempfile.mkdtemp(prefix=short + "-", dir=TEST_BASE)
+    os.chmod(base, 0o755)
+    db_name, db_user = "bpt_" + token, "bpu_" + token
+    port = port or free_port()
+    argv = ["--project_root", os.path.join(base, short),
+            "--url_base", "http://127.0.0.1:%d/" % port,
+            "--db_name", db_name, "--db_user", db_user,
+            "--db_passwd", secrets.token_urlsafe(12), "--no_query"]
+    argv += _db_root_args(db_root_params)
+    if test_app:
+        argv.append("--test_app")
+    if ops:
+        argv += ["--ops_user", "admin", "--ops_passwd", secrets.token_urlsafe(9)]
+    argv += list(extra_args) + [short, "Test project %s" % token]
+    try:
+        spec = make_project.plan(argv)
+        make_project.make_project(spec, out=io.StringIO())
+    except BaseException:
+        _remove(db_root_params, base, db_name, db_user)
+        raise
+    return MadeProject(spec, port, db_root_params)
+
+
+def _remove(db_root_params, base, db_name, db_user):
+    import shutil
+    drop_db_and_user(db_root_params, db_name, db_user)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def remove_test_project(project):
+    """Drop a MadeProject's database and database user, remove its directory."""
+    _remove(project.db_root_params, project.base_dir, project.db_name, project.db_user)
+
+
+@pytest.fixture
+def project_factory(db_root_params):
+    """make(extra_args=(), test_app=True, ops=True, port=None) -> MadeProject
+    (see make_test_project); every project made is removed after the test."""
+    made = []
+
+    def make(extra_args=(), test_app=True, ops=True, port=None):
+        project = make_test_project(db_root_params, extra_args, test_app, ops, port)
+        made.append(project)
+        return project
+
+    yield make
+    for project in made:
+        remove_test_project(project)
+
+
+@pytest.fixture
+def made_project(project_factory):
+    """A project made by make_project for this test (--test_app, ops password
+    set, URLs on a free loopback port); see MadeProject."""
+    return project_factory()
+
+
+@pytest.fixture(scope="session")
+def shared_project(db_root_params):
+    """One made project for the whole session (like made_project): for tests
+    that only read it, or add rows and files under names of their own."""
+    project = make_test_project(db_root_params)
+    yield project
+    remove_test_project(project)
+
+
+class RunningApache:
+    """A private Apache serving a MadeProject on its port.
+
+    Attributes: project (the MadeProject), server (boincpy.tools.httpd.PrivateApache),
+    port, base_url (= url_base, 'http://127.0.0.1:PORT/'), master_url,
+    scheduler_url, upload_url, download_url, ops_url, ops_user, ops_passwd,
+    error_log, access_log; stop().
+    """
+
+    def __init__(self, project, server):
+        self.project = project
+        self.server = server
+        self.port = project.port
+        self.base_url = project.url_base
+        self.master_url = project.master_url
+        self.scheduler_url = project.scheduler_url
+        self.upload_url = project.upload_url
+        self.download_url = project.download_url
+        self.ops_url = project.ops_url
+        self.ops_user = project.ops_user
+        self.ops_passwd = project.ops_passwd
+        self.error_log = server.error_log
+        self.access_log = server.access_log
+
+    def stop(self, graceful=False):
+        """Stop Apache (immediately unless ``graceful``); safe to call twice."""
+        return self.server.stop(graceful=graceful)
+
+
+@pytest.fixture
+def apache(made_project):
+    """A running private Apache serving ``made_project`` (children run as www-data)."""
+    from boincpy.tools.httpd import PrivateApache
+    server = PrivateApache(made_project.root, made_project.port)
+    server.start()
+    running = RunningApache(made_project, server)
+    yield running
+    server.stop(graceful=False)
+
+
+@pytest.fixture(scope="session")
+def shared_apache(shared_project):
+    """A private Apache serving shared_project for the whole session (tests
+    must not stop it)."""
+    from boincpy.tools.httpd import PrivateApache
+    server = PrivateApache(shared_project.root, shared_project.port)
+    server.start()
+    yield RunningApache(shared_project, server)
+    server.stop(graceful=False)

@@ -1,0 +1,490 @@
+"""The feeder: keeps the shared job array (boincpy.shmem) full of sendable jobs.
+
+What BOINC's sched/feeder.cpp does (daemons.md §1):
+
+* at start: remove ``reread_db``, (re)create the segment, read the static
+  tables (non-deprecated platforms and apps; per (app, platform) the latest
+  non-deprecated app version of each plan class, or every version >=
+  ``app.min_version``), host FLOPS statistics;
+* each pass over the slots: a PRESENT slot older than ``--purge_stale``
+  minutes is emptied; an EMPTY slot gets the next row of the enumeration
+  (unsent results of non-deprecated apps, ``transitioner_flags = 0``, in the
+  chosen order, ``LIMIT feeder_query_size``), skipping rows whose app is not
+  cached, rows already in a slot ("collisions") and rows whose workunit has
+  ``error_mask`` set (those results become OVER / DIDNT_NEED); a slot
+  reserved by a process that no longer exists goes back to PRESENT;
+* after each pass the array is marked ready; the feeder sleeps
+  ``--sleep_interval`` seconds if the pass added nothing or met a collision;
+* ``PROJECT/reread_db`` makes it re-read the tables (update_versions touches
+  it); ``stop_daemons`` or a signal makes it exit and remove the segment;
+  ``<dont_send_jobs/>`` in config.xml: don't fill.
+
+Differences from the C++ feeder, on purpose:
+
+* ``feeder_query_size`` defaults to 2 x ``shmem_work_items`` (C++: 200 rows
+  whatever the array size, so an array of more than 200 slots never fills
+  past 200 without setting it);
+* the database is read and the error-WU updates are written outside the
+  array's lock; the lock is held only while slots are written;
+* ``reread_db`` keeps the jobs of apps still present (C++ empties every slot);
+* app-version credit scales (``update_av_scales``), homogeneous-redundancy
+  slot allocation and job-size statistics are not done here yet.
+"""
+
+import os
+import time
+
+from boincpy.daemons.base import Daemon, _option_names
+from boincpy.errors import ToolError
+from boincpy import shmem
+
+REREAD_DB_FILE = "reread_db"
+
+# order clauses (feeder.cpp)
+ORDER_DEFAULT = "ORDER BY r1.priority DESC, r1.workunitid"
+ORDERS = {
+    "priority_order": "ORDER BY r1.priority DESC",
+    "priority_asc": "ORDER BY r1.priority ASC",
+    "priority_order_create_time": "ORDER BY r1.priority DESC, r1.workunitid",
+    "random_order": "ORDER BY r1.random",
+    "random_order_db": "ORDER BY RAND()",
+    "batch_accel": "ORDER BY r1.priority DESC, workunit.id",
+}
+
+# STRAIGHT_JOIN: read result first.  After bulk job creation the table
+# statistics are stale and MariaDB otherwise starts from workunit, re-reading
+# the UNSENT index range for every workunit: seconds instead of milliseconds.
+_ENUM_SELECT = (
+    "SELECT STRAIGHT_JOIN r1.id AS res_id, r1.priority AS res_priority, "
+    "r1.server_state AS res_server_state, r1.report_deadline AS res_report_deadline, "
+    "workunit.* FROM result r1 FORCE INDEX(ind_res_st), workunit, app "
+    "WHERE r1.server_state = 2 AND r1.workunitid = workunit.id "
+    "AND workunit.appid = app.id AND app.deprecated = 0 "
+    "AND workunit.transitioner_flags = 0")
+
+# --by_batch: round-robin over batches (rank of each result within its batch)
+_BY_BATCH_SELECT = (
+    "SELECT STRAIGHT_JOIN r1.id AS res_id, r1.priority AS res_priority, "
+    "r1.server_state AS res_server_state, r1.report_deadline AS res_report_deadline, "
+    "workunit.* FROM (SELECT r.id, r.priority, r.server_state, r.report_deadline, "
+    "r.workunitid, r.appid, ROW_NUMBER() OVER (PARTITION BY r.batch ORDER BY r.id) AS rnk "
+    "FROM result r WHERE r.server_state = 2) r1, workunit, app "
+    "WHERE r1.workunitid = workunit.id AND workunit.appid = app.id "
+    "AND app.deprecated = 0 AND workunit.transitioner_flags = 0")
+_BY_BATCH_ORDER = "ORDER BY r1.rnk, r1.id"
+
+FIRST_PASS, SECOND_PASS, OVER = 0, 1, 2
+
+
+def _plain(row):
+    """A row with values marshal can store: bytes -> str, no timestamps."""
+    out = {}
+    for k, v in row.items():
+        if k == "mod_time":
+            continue
+        if isinstance(v, (bytes, bytearray)):
+            v = v.decode("utf-8", "replace")
+        elif v is not None and not isinstance(v, (int, float, str)):
+            v = float(v)           # Decimal
+        out[k] = v
+    return out
+
+
+def scan_tables(db, cfg, log=None):
+    """The static tables as the feeder caches them (SCHED_SHMEM::scan_tables)."""
+    platforms = [_plain(r) for r in db.query(
+        "SELECT * FROM platform WHERE deprecated = 0 ORDER BY id")]
+    apps = []
+    for r in db.query("SELECT * FROM app WHERE deprecated = 0 ORDER BY id"):
+        app = _plain(r)
+        if cfg.non_cpu_intensive:
+            app["non_cpu_intensive"] = 1
+        apps.append(app)
+    by_pair = {}
+    for r in db.query("SELECT * FROM app_version WHERE deprecated = 0 ORDER BY id"):
+        by_pair.setdefault((r["appid"], r["platformid"]), []).append(_plain(r))
+    app_versions = []
+    for p in platforms:
+        for app in apps:
+            avs = by_pair.get((app["id"], p["id"]), [])
+            # a lower version of the same plan class counts as deprecated
+            best = {}
+            for av in avs:
+                pc = av["plan_class"]
+                if pc not in best or av["version_num"] > best[pc]:
+                    best[pc] = av["version_num"]
+            for av in avs:
+                if av["version_num"] < best[av["plan_class"]]:
+                    av["deprecated"] = 1
+                if app["min_version"]:
+                    if av["version_num"] < app["min_version"]:
+                        continue
+                elif av["deprecated"]:
+                    continue
+                for f in ("min_core_version", "max_core_version"):
+                    if av[f] and av[f] < 10000:
+                        av[f] *= 100
+                app_versions.append(av)
+    try:
+        assignments = [_plain(r) for r in db.query(
+            "SELECT * FROM assignment WHERE multi <> 0 ORDER BY id")]
+    except Exception:            # older schemas without the table
+        assignments = []
+    return {"platforms": platforms, "apps": apps, "app_versions": app_versions,
+            "assignments": assignments}
+
+
+def perf_info(db):
+    """Host FLOPS statistics (PERF_INFO::get_from_db): defaults below 10 hosts."""
+    mean, stddev, p50, p95 = 2.2e9, 0.7e9, 3.3e9, 3.3e9
+    if db.query_value("SELECT COUNT(*) FROM host", default=0) < 10:
+        return mean, stddev, p50, p95
+    where = "FROM host WHERE expavg_credit > 10"
+    mean = db.query_value("SELECT AVG(p_fpops) " + where, default=mean)
+    stddev = db.query_value("SELECT STDDEV(p_fpops) " + where, default=stddev)
+    n = db.query_value("SELECT COUNT(*) " + where, default=0)
+    if n:
+        p50 = db.query_value("SELECT p_fpops %s ORDER BY p_fpops LIMIT %d, 1"
+                             % (where, int(n * 0.50)), default=p50)
+        p95 = db.query_value("SELECT p_fpops %s ORDER BY p_fpops LIMIT %d, 1"
+                             % (where, int(n * 0.95)), default=p95)
+    return float(mean), float(stddev), float(p50), float(p95)
+
+
+def weighted_interleave(weights, nslots):
+    """Slot -> app index, each app getting slots in proportion to its weight
+    (feeder.cpp weighted_interleave)."""
+    x = [1e-100 if w == 0 else 0.0 for w in weights]
+    out = []
+    for _ in range(nslots):
+        best = 0
+        for j in range(1, len(weights)):
+            if x[j] > x[best]:
+                best = j
+        out.append(best)
+        w = weights[best]
+        x[best] -= 1.0 / w if w else 1e300
+    return out
+
+
+class _Enumeration:
+    """One enumeration of sendable rows (per app with --allapps): the rows of
+    the last query, consumed one at a time, re-queried once exhausted."""
+
+    def __init__(self, appid, limit):
+        self.appid = appid
+        self.limit = limit
+        self.rows = []
+        self.pos = 0
+        self.active = False
+
+
+class Feeder(Daemon):
+    """bin/feeder."""
+
+    name = "feeder"
+    sleep_interval = 5.0
+    supports_mod = True
+
+    @classmethod
+    def add_arguments(cls, parser):
+        parser.add_argument(*_option_names("allapps"), action="store_true",
+                            help="interleave jobs of all apps in proportion to app.weight")
+        parser.add_argument(*_option_names("appids"), metavar="A1,A2",
+                            help="only jobs of these app ids")
+        parser.add_argument(*_option_names("wmod"), nargs=2, type=int, metavar=("N", "I"),
+                            help="only workunits whose id %% N == I")
+        group = parser.add_mutually_exclusive_group()
+        for opt, text in (("priority_order", "order by decreasing result priority"),
+                          ("priority_asc", "order by increasing result priority"),
+                          ("priority_order_create_time",
+                           "order by decreasing priority, then workunit creation"),
+                          ("random_order", "order by result.random"),
+                          ("random_order_db", "order randomly (SQL RAND())"),
+                          ("batch_accel", "order for batch acceleration"),
+                          ("by_batch", "spread jobs evenly over batches")):
+            group.add_argument(*_option_names(opt), action="store_true", help=text)
+        parser.add_argument(*_option_names("purge_stale"), type=int, metavar="M",
+                            help="remove jobs that have been in the array over M minutes")
+
+    def __init__(self, args, cfg, log):
+        super().__init__(args, cfg, log)
+        self.array = None
+        self.nslots = cfg.shmem_work_items or shmem_default_slots()
+        self.enum_limit = cfg.feeder_query_size or 2 * self.nslots
+        self.select_clause, self.select_params = "", []
+        self.by_batch = bool(getattr(args, "by_batch", False))
+        self.order_clause = ORDER_DEFAULT
+        for opt, clause in ORDERS.items():
+            if getattr(args, opt, False):
+                self.order_clause = clause
+        self.purge_stale_time = 60 * (getattr(args, "purge_stale", None) or 0)
+        self.all_apps = bool(getattr(args, "allapps", False))
+        self.app_indices = [0] * self.nslots
+        self.enums = [_Enumeration(None, self.enum_limit)]
+
+    def _select_clause(self):
+        clause, params = "", []
+        appids = getattr(self.args, "appids", None)
+        if appids:
+            try:
+                ids = [int(a) for a in appids.split(",") if a.strip()]
+            except ValueError:
+                raise ToolError("--appids needs a comma-separated list of app ids, got %r"
+                                % appids) from None
+            if not ids:
+                raise ToolError("--appids needs at least one app id")
+            clause += " AND workunit.appid IN (%s)" % ", ".join(["%s"] * len(ids))
+            params += ids
+        mod = getattr(self.args, "mod", None)
+        if mod:
+            clause += " AND MOD(r1.id, %s) = %s"
+            params += list(mod)
+        wmod = getattr(self.args, "wmod", None)
+        if wmod:
+            if wmod[0] < 1 or not 0 <= wmod[1] < wmod[0]:
+                raise ToolError("--wmod N I needs N >= 1 and 0 <= I < N (got %d %d)"
+                                % tuple(wmod))
+            clause += " AND MOD(workunit.id, %s) = %s"
+            params += list(wmod)
+        return clause, params
+
+    # -- start / stop ---------------------------------------------------------
+
+    def initialise(self):
+        self.select_clause, self.select_params = self._select_clause()
+        super().initialise()
+        try:
+            os.unlink(self.cfg.project_path(REREAD_DB_FILE))
+        except FileNotFoundError:
+            pass
+        tables = scan_tables(self.db, self.cfg, self.log)
+        self._log_tables(tables)
+        self.create_array(tables)
+        self.log.normal("read %d platforms, %d apps, %d app_versions, %d assignments"
+                        % (len(tables["platforms"]), len(tables["apps"]),
+                           len(tables["app_versions"]), len(tables["assignments"])))
+        self.log.normal("Using %d job slots" % self.nslots)
+        self.array.set_perf_info(*perf_info(self.db))
+        self._setup_apps(tables)
+
+    def create_array(self, tables):
+        """(Re)create the segment for this project, replacing any old one."""
+        path = shmem.segment_path(self.cfg)
+        mode, gid = shmem.segment_mode_and_group(self.cfg)
+        if self.array is not None:
+            self.array.destroy()
+            self.array.close()
+        self.array, warning = shmem.JobArray.create(path, self.nslots, tables,
+                                                    mode=mode, gid=gid)
+        if warning:
+            self.log.critical(warning)
+        self.log.debug("job array %s (mode %o)" % (path, mode))
+
+    def _log_tables(self, tables):
+        have = [False] * 5
+        for av in tables["app_versions"]:
+            have[shmem.plan_class_to_proc_type(av["plan_class"])] = True
+        for i, name in enumerate(("CPU", "NVIDIA GPU", "AMD/ATI GPU", "Intel GPU",
+                                  "Apple GPU")):
+            self.log.normal("have apps for %s: %s" % (name, "yes" if have[i] else "no"))
+
+    def _setup_apps(self, tables):
+        """Per-app enumerations and the slot -> app map for --allapps."""
+        apps = tables["apps"]
+        if self.all_apps and apps:
+            weights = [a["weight"] for a in apps]
+            if sum(weights) == 0:
+                weights = [1.0] * len(apps)
+            total = sum(weights)
+            self.enums = [_Enumeration(a["id"], int(0.5 + self.enum_limit * w / total))
+                          for a, w in zip(apps, weights)]
+            self.app_indices = weighted_interleave(weights, self.nslots)
+        else:
+            self.enums = [_Enumeration(None, self.enum_limit)]
+            self.app_indices = [0] * self.nslots
+
+    def shutdown(self):
+        if self.array is not None:
+            self.array.destroy()
+            self.array.close()
+            self.array = None
+        super().shutdown()
+
+    # -- one pass ----------------------------------------------------------------
+
+    def one_pass(self):
+        """One scan of the slots; True if jobs were added and none collided."""
+        if self.cfg.dont_send_jobs:
+            action = False
+        else:
+            action = self.scan_work_array()
+        self.array.set_ready(True)
+        self.array.set_fill_time(time.time())
+        self.check_reread_trigger()
+        return action
+
+    def check_reread_trigger(self):
+        """PROJECT/reread_db: re-read the static tables, then remove the file."""
+        path = self.cfg.project_path(REREAD_DB_FILE)
+        if not os.path.exists(path):
+            return False
+        self.log.normal("Found trigger file %s; re-scanning database tables." % REREAD_DB_FILE)
+        tables = scan_tables(self.db, self.cfg, self.log)
+        self._log_tables(tables)
+        if not self.array.write_tables(tables):
+            self.log.normal("tables outgrew the segment; recreating it")
+            self.create_array(tables)
+        else:
+            appids = {a["id"] for a in tables["apps"]}
+            with self.array.lock():
+                for i in range(self.nslots):
+                    state, _, _, _, _, appid = self.array.slot_head(i)
+                    if state != shmem.EMPTY and appid not in appids:
+                        self.array.empty_slot(i)
+        self.array.set_perf_info(*perf_info(self.db))
+        self._setup_apps(tables)
+        try:
+            os.unlink(path)
+        except OSError as exc:
+            # C++ exits rather than loop on a trigger it can't remove
+            raise ToolError("Can't unlink trigger file %s: %s; exiting"
+                            % (path, exc.strerror)) from None
+        self.log.normal("Done re-scanning: trigger file removed.")
+        return True
+
+    def _query(self, enum):
+        if self.by_batch:
+            sql = _BY_BATCH_SELECT
+            order = _BY_BATCH_ORDER
+        else:
+            sql = _ENUM_SELECT
+            order = self.order_clause
+        params = list(self.select_params)
+        clause = self.select_clause
+        if enum.appid is not None:
+            clause += " AND r1.appid = %s"
+            params.append(enum.appid)
+        return self.db.query("%s%s %s LIMIT %d" % (sql, clause, order, enum.limit),
+                             params)
+
+    def _next_row(self, enum, phase, in_array, tables_apps, errors, counts):
+        """get_job_from_db: the next usable row of ``enum`` or None; ``phase`` is
+        a one-item list (FIRST_PASS / SECOND_PASS / OVER)."""
+        while True:
+            if not enum.active or enum.pos >= len(enum.rows):
+                if enum.active:
+                    enum.active = False          # end of the result set
+                    if phase[0] == FIRST_PASS:
+                        phase[0] = SECOND_PASS
+                        counts["collisions"] = 0     # maybe there are new jobs
+                        self.log.normal("restarted enumeration for appid %s"
+                                        % (enum.appid if enum.appid is not None else 0))
+                    else:
+                        phase[0] = OVER
+                        return None
+                enum.rows = self._query(enum)
+                enum.pos = 0
+                enum.active = True
+                continue
+            row = enum.rows[enum.pos]
+            enum.pos += 1
+            if row["appid"] not in tables_apps:
+                continue
+            if row["error_mask"]:
+                errors.append(row["res_id"])
+                continue
+            if row["res_id"] in in_array:
+                counts["collisions"] += 1
+                self.log.debug("result [RESULT#%d] already in array" % row["res_id"])
+                continue
+            return row
+
+    def scan_work_array(self):
+        """scan_work_array: one pass over the slots (see the module docstring)."""
+        array = self.array
+        now = time.time()
+        tables_apps = {a["id"] for a in array.apps}
+        heads = [array.slot_head(i) for i in range(self.nslots)]
+        in_array = {h[4] for h in heads if h[0] != shmem.EMPTY}
+        phases = [[FIRST_PASS if e.active else SECOND_PASS] for e in self.enums]
+        counts = {"collisions": 0}
+        errors = []
+        fills, purges, dead = [], [], []
+        reliable_on = self.cfg.reliable_on_priority
+        for i, (state, prio, _, _, resultid, _) in enumerate(heads):
+            if state == shmem.PRESENT:
+                if not self.purge_stale_time:
+                    continue
+                slot = array.read_slot(i)
+                if slot.time_added >= now - self.purge_stale_time:
+                    continue
+                purges.append(slot)
+                state = shmem.EMPTY                 # and refill it
+            if state == shmem.EMPTY:
+                k = self.app_indices[i]
+                if phases[k][0] == OVER:
+                    continue
+                row = self._next_row(self.enums[k], phases[k], in_array, tables_apps,
+                                     errors, counts)
+                if row is None:
+                    continue
+                in_array.add(row["res_id"])
+                fills.append((i, row))
+            elif state != shmem.PRESENT:
+                self.log.debug("checking pid %d" % state)
+                if not shmem.pid_alive(state):
+                    dead.append((i, state))
+
+        for rid in errors:
+            self.db.execute("UPDATE result SET server_state = 5, outcome = 5 "
+                            "WHERE id = %s AND server_state = 2", (rid,))
+            self.log.normal("[RESULT#%d] WU had error, marking as DIDNT_NEED" % rid)
+        for slot in purges:
+            if slot.wu["hr_class"]:
+                self.db.execute("UPDATE workunit SET hr_class = 0, target_nresults = "
+                                "target_nresults + 1, transition_time = %s WHERE id = %s",
+                                (int(now), slot.wu["id"]))
+
+        applied = []
+        with array.lock():
+            for slot in purges:
+                state, _, _, _, rid, _ = array.slot_head(slot.index)
+                if state == shmem.PRESENT and rid == slot.resultid:
+                    self.log.normal("remove result [RESULT#%d] from slot %d because it "
+                                    "is stale" % (slot.resultid, slot.index))
+                    array.empty_slot(slot.index)
+            for i, pid in dead:
+                if array.slot_state(i) == pid:
+                    array.reset_slot(i, pid)
+                    self.log.normal("Result reserved by non-existent process PID %d; "
+                                    "resetting" % pid)
+            for i, row in fills:
+                if array.slot_state(i) != shmem.EMPTY:
+                    continue
+                prio = row["res_priority"]
+                array.fill_slot(
+                    i, row["res_id"], prio, row["res_server_state"],
+                    row["res_report_deadline"], row, row.get("xml_doc"),
+                    infeasible_count=1 if row["hr_class"] > 0 else 0,
+                    need_reliable=bool(reliable_on and prio >= reliable_on), now=now)
+                applied.append((i, row["res_id"]))
+        for i, rid in applied:
+            self.log.normal("adding result [RESULT#%d] in slot %d" % (rid, i))
+        added = len(applied)
+        self.log.debug("Added %d results to array" % added)
+        if counts["collisions"]:
+            self.log.debug("%d results already in array" % counts["collisions"])
+            return False
+        return added > 0
+
+
+def shmem_default_slots():
+    """BOINC's MAX_WU_RESULTS."""
+    return 100
+
+
+def main(argv=None):
+    """bin/feeder."""
+    from boincpy.daemons.base import run_daemon
+    return run_daemon(Feeder, argv)

@@ -1,0 +1,1547 @@
+"""Which jobs, with which app version, go to the host making this request.
+
+The handler calls, in this order and only when the request asks for work
+(and min_sendwork_interval / dont_send_work / request_delay allow it)::
+
+    if resend_lost_results(ctx, job_array):   # when <other_results> was sent
+        ...                                   # BOINC sends no new jobs then
+    else:
+        send_work(ctx, job_array)
+
+Both append :class:`~boincpy.sched.context.SentJob` objects to
+``ctx.reply.jobs`` and user messages to ``ctx.reply.messages``; when nothing
+is sent, ``ctx.reply.no_work_reasons`` names why and one log line per host
+says the same (``[HOST#n] No tasks sent: ...``).
+
+What this module does is daemons.md §2 (sched_send.cpp, sched_score.cpp,
+sched_check.cpp, sched_version.cpp, sched_resend.cpp):
+
+* setup (``send_work_setup``): per-resource requests, disk, usable RAM,
+  availability, effective CPUs, ``max_jobs_per_rpc``, in-progress limits
+  (``max_wus_in_progress[_gpu]``, with the client's <other_results>),
+  project preferences, host_app_version rows (quota initialisation and the
+  day rollover of ``n_jobs_today``);
+* the score-based scan of the feeder's array (boincpy.shmem) with the app
+  version choice, the fast checks under the array's lock, the slow checks
+  against the database, and the commit: the conditional UPDATE of the
+  result that must change exactly one row;
+* resending lost results; the explanatory messages when nothing is sent.
+
+Bounded scan: C++ scores every slot of the array on every request, so its
+cost grows with ``shmem_work_items``.  Here a request starts at a random
+slot and stops scoring once it holds enough feasible candidates for what
+the host asked (twice the jobs it can use, plus a few), sends the best of
+those by score, and goes on scanning only if it still needs work.  While the
+array holds any job with priority > 0 (retries, urgent work) the whole array
+is scored, as in C++, so high-priority jobs still go first.
+
+Extension points (one function each, here): plan classes
+(:func:`plan_class_usage`), homogeneous redundancy (:func:`hr_feasible`),
+targeted jobs (:func:`send_targeted_jobs`), locality scheduling and size
+classes (score terms in :func:`job_score`), per-app in-progress limits from
+config_aux.xml (:func:`app_job_limits`), and the project-specific feasibility
+hook (:func:`infeasible_custom`).
+"""
+
+import math
+import os
+import random
+import time
+
+from boincpy import shmem
+from boincpy.sched.context import PRIORITY_LOW, PRIORITY_NOTICE, SentJob
+
+NPROC_TYPES = 5
+PROC_TYPE_NAMES = ("CPU", "NVIDIA GPU", "AMD/ATI GPU", "Intel GPU", "Apple GPU")
+# <coproc><type> names in replies, and the client's coproc_type in app versions
+PROC_TYPE_XML = ("CPU", "NVIDIA", "ATI", "intel_gpu", "apple_gpu")
+_COPROC_TYPE_TO_PT = {"": 0, "CPU": 0, "NVIDIA": 1, "CUDA": 1, "ATI": 2, "AMD": 2,
+                      "intel_gpu": 3, "apple_gpu": 4}
+
+SERVER_STATE_UNSENT = 2
+SERVER_STATE_IN_PROGRESS = 4
+
+KILO = 1024.0
+MEGA = 1024.0 * KILO
+GIGA = 1024.0 * MEGA
+MAX_REQ_SECS = 28 * 86400.0
+DEFAULT_RAM_SIZE = 64e6
+FRAC_MIN = 0.1
+MAX_CPUS = 4096
+MAX_GPUS = 64
+CONS_VALID_RELIABLE = 10
+CONS_VALID_UNREPLICATED = 10
+MIN_HOST_SAMPLES = 10
+MIN_VERSION_SAMPLES = 100
+ET_RATIO_LIMIT = 250.0
+GPU_CPU_RATIO = 10.0
+DELAY_MAX = 2 * 86400.0
+RESEND_FRAC = 0.5
+
+# bounded scan: candidates wanted = 2 x jobs the host can use + this
+SCAN_SLACK = 4
+# arrays this small are always scanned whole
+FULL_SCAN_SLOTS = 64
+
+CHECK_OK, CHECK_NO_HOST, CHECK_NO_ANY = 0, 1, 2
+
+# Messages for reasons the C++ scheduler leaves at "No tasks sent".
+EXTRA_MESSAGES = {
+    "one_result_per_user_per_wu": "The tasks available are replicas of jobs you already "
+                                  "have; the project sends one replica per volunteer",
+    "one_result_per_host_per_wu": "The tasks available are replicas of jobs this computer "
+                                  "already has",
+    "taken": "The tasks available were sent to other computers meanwhile; try again later",
+    "beta": "Only tasks of test (beta) applications are available, and your preferences "
+            "don't accept them",
+    "reliable": "The tasks available need a computer with a record of reliable results",
+    "plan_class": "No version of the application suits this computer's hardware",
+    "homogeneous_redundancy": "The tasks available can't be sent to this computer yet",
+    "user_filter": "The tasks available are reserved for other volunteers",
+}
+
+
+# ---------------------------------------------------------------------------
+# per-request state
+
+class HostUsage:
+    """How a job with a given app version uses the host (BOINC's HOST_USAGE)."""
+
+    __slots__ = ("proc_type", "avg_ncpus", "gpu_usage", "gpu_ram", "peak_flops",
+                 "projected_flops", "mem_usage", "cmdline")
+
+    def __init__(self, flops=0.0):
+        # sequential_app(): one CPU, no GPU
+        if flops <= 0:
+            flops = 1e9
+        self.proc_type = 0
+        self.avg_ncpus = 1.0
+        self.gpu_usage = 0.0
+        self.gpu_ram = 0.0
+        self.peak_flops = flops
+        self.projected_flops = flops
+        self.mem_usage = 0.0
+        self.cmdline = ""
+
+    def copy(self):
+        u = HostUsage()
+        for f in HostUsage.__slots__:
+            setattr(u, f, getattr(self, f))
+        return u
+
+    def is_sequential(self):
+        return self.proc_type == 0 and self.avg_ncpus == 1
+
+    def resource_type(self):
+        """app_version_id of an anonymous-platform job: -2 CPU, -3 NVIDIA ..."""
+        return -(2 + self.proc_type)
+
+
+class BestVersion:
+    """The app version chosen for an app on this host (BEST_APP_VERSION)."""
+
+    __slots__ = ("appid", "av", "cav", "usage", "reliable", "trusted", "gavid",
+                 "rsc_fpops_scale")
+
+    def __init__(self, appid, av, cav, usage, gavid):
+        self.appid = appid
+        self.av = av                # app_version row (dict), None when anonymous
+        self.cav = cav              # request.ClientAppVersion when anonymous
+        self.usage = usage
+        self.gavid = gavid          # host_app_version.app_version_id
+        self.reliable = False
+        self.trusted = False
+        self.rsc_fpops_scale = 1.0
+
+    @property
+    def proc_type(self):
+        return self.usage.proc_type
+
+    @property
+    def version_num(self):
+        return self.av["version_num"] if self.av else self.cav.version_num
+
+    def app_version_id(self):
+        return self.av["id"] if self.av else self.usage.resource_type()
+
+
+class ProjectPrefs:
+    """The parts of user.project_prefs job choice uses."""
+
+    __slots__ = ("selected_apps", "allow_non_preferred_apps", "allow_beta_work",
+                 "dont_use_proc_type", "max_jobs_in_progress", "max_cpus")
+
+    def __init__(self):
+        self.selected_apps = {}             # appid -> work available (bool)
+        self.allow_non_preferred_apps = False
+        self.allow_beta_work = False
+        self.dont_use_proc_type = [False] * NPROC_TYPES
+        self.max_jobs_in_progress = 0
+        self.max_cpus = 0
+
+
+class Limits:
+    """In-progress limits (JOB_LIMITS): per processor type, scaled by instances."""
+
+    def __init__(self, cfg, ninstances):
+        self.scaled = [0] * NPROC_TYPES
+        if cfg.max_wus_in_progress:
+            self.scaled[0] = cfg.max_wus_in_progress * ninstances[0]
+        if cfg.max_wus_in_progress_gpu:
+            for pt in range(1, NPROC_TYPES):
+                self.scaled[pt] = cfg.max_wus_in_progress_gpu * ninstances[pt]
+        self.njobs = [0] * NPROC_TYPES
+        self.total = 0
+        self.app_limits = app_job_limits(cfg, ninstances)     # name -> [limit per pt]
+        self.app_njobs = {}
+
+    def exceeded(self, app, pt):
+        if self.scaled[pt] and self.njobs[pt] >= self.scaled[pt]:
+            return True
+        if app is not None and self.app_limits:
+            lim = self.app_limits.get(app["name"])
+            if lim and lim[pt] and self.app_njobs.get((app["name"], pt), 0) >= lim[pt]:
+                return True
+        return False
+
+    def register(self, app, pt):
+        self.njobs[pt] += 1
+        self.total += 1
+        if app is not None:
+            key = (app["name"], pt)
+            self.app_njobs[key] = self.app_njobs.get(key, 0) + 1
+
+
+class Work:
+    """WORK_REQ: what this request asks for and what has been sent so far."""
+
+    def __init__(self, ctx, job_array):
+        self.ctx = ctx
+        self.ja = job_array
+        self.cfg = ctx.cfg
+        self.db = ctx.db
+        self.log = ctx.log
+        self.req = ctx.request
+        self.hinfo = ctx.request.host
+        self.host = ctx.host or {}
+        self.user = ctx.user or {}
+        self.hostid = self.host.get("id", 0) or 0
+        self.userid = self.user.get("id", 0) or 0
+        self.now = int(ctx.now or time.time())
+        self.pid = os.getpid()
+        self.req_secs = [0.0] * NPROC_TYPES
+        self.req_instances = [0.0] * NPROC_TYPES
+        self.est_delay = [0.0] * NPROC_TYPES
+        self.ninstances = [0] * NPROC_TYPES
+        self.rsc_spec_request = False
+        self.seconds_to_fill = 0.0
+        self.njobs_sent = 0
+        self.best = {}
+        self.wus_in_reply = set()
+        self.no_work_messages = []
+        self.reasons = {}
+        self.disk_insufficient = self.mem_insufficient = False
+        self.speed_insufficient = self.bandwidth_insufficient = False
+        self.max_jobs_on_host_exceeded = False
+        self.max_jobs_on_host_proc_type_exceeded = [False] * NPROC_TYPES
+        self.no_jobs_available = False
+        self.no_allowed_apps_available = False
+        self.outdated_client = False
+        self.quota_exceeded = None          # a host_app_version row that hit its quota
+        self.havs = {}
+        self.hav_reset = set()
+        self.hav_added = {}                 # gavid -> jobs sent this request
+        self.hav_quota_init = set()
+        self.has_reliable_version = False
+        self.taken = 0
+
+    # -- reasons ------------------------------------------------------------
+
+    def reason(self, key, detail):
+        """Remember why a job could not be sent (first detail per key kept)."""
+        if key not in self.reasons:
+            self.reasons[key] = detail
+
+    def add_no_work_message(self, text):
+        if text not in self.no_work_messages:
+            self.no_work_messages.append(text)
+
+    def set_delay(self, delay):
+        r = self.ctx.reply
+        if r.request_delay < delay:
+            r.request_delay = min(delay, DELAY_MAX)
+
+    def need_proc_type(self, pt):
+        if self.rsc_spec_request:
+            return self.req_secs[pt] > 0 or self.req_instances[pt] > 0
+        return self.seconds_to_fill > 0
+
+    def have_apps(self, pt):
+        if self.anonymous:
+            return self.client_has_apps[pt]
+        return self.ja_have_apps[pt]
+
+
+# ---------------------------------------------------------------------------
+# extension points
+
+def plan_class_usage(work, av, wu):
+    """HostUsage for a plan-class app version on this host, or None if the plan
+    class rejects the host.  Plan classes (plan_class_spec.xml and BOINC's
+    built-ins) are not implemented yet: every plan-class version is refused."""
+    work.reason("plan_class", "plan class '%s' of [AV#%d] is not supported by this "
+                "scheduler yet" % (av["plan_class"], av["id"]))
+    return None
+
+
+def hr_feasible(work, wu, app):
+    """Homogeneous redundancy / homogeneous app version commitment checks.
+    Not implemented yet: jobs of HR apps are not sent."""
+    if app.get("homogeneous_redundancy") or work.cfg.homogeneous_redundancy:
+        work.reason("homogeneous_redundancy", "app %s uses homogeneous redundancy, "
+                    "not supported by this scheduler yet" % app["name"])
+        return False
+    return True
+
+
+def send_targeted_jobs(work):
+    """Targeted jobs (enable_assignment): not implemented yet; sends nothing."""
+    return False
+
+
+def infeasible_custom(work, wu, app, bav):
+    """Project-specific feasibility hook (wu_is_infeasible_custom): None = feasible."""
+    return None
+
+
+def app_job_limits(cfg, ninstances):
+    """Per-app in-progress limits from config_aux.xml: not read yet ({})."""
+    return {}
+
+
+def job_score(work, slot, app, bav):
+    """The job's score (JOB::get_score), or None if it must not go to this host."""
+    score = 0.0
+    if not app["beta"] and slot.need_reliable and not bav.reliable:
+        work.reason("reliable", "job [RESULT#%d] needs a reliable host" % slot.resultid)
+        return None
+    if app["beta"]:
+        if work.prefs.allow_beta_work:
+            score += 1
+        else:
+            work.reason("beta", "app %s is beta and the user doesn't accept beta work"
+                        % app["name"])
+            return None
+    if app_not_selected(work, app["id"]):
+        if work.prefs.allow_non_preferred_apps:
+            score -= 1
+        else:
+            work.no_allowed_apps_available = True
+            work.reason("app_not_selected", "the user's preferences don't select app %s"
+                        % app["name"])
+            return None
+    if slot.infeasible_count:
+        score += 1
+    # locality scheduling lite (+10 if the host has the job's sticky files),
+    # size classes (+5/-2/-1), batch_accel and keyword scores plug in here
+    return score + slot.res_priority
+
+
+# ---------------------------------------------------------------------------
+# setup
+
+def _clamp_req(x):
+    return min(max(x, 0.0), MAX_REQ_SECS)
+
+
+def _parse_project_prefs(xml, venue):
+    """ProjectPrefs from user.project_prefs (the host's venue block if any)."""
+    import re
+    prefs = ProjectPrefs()
+    if not xml:
+        return prefs
+    if isinstance(xml, bytes):
+        xml = xml.decode("utf-8", "replace")
+    body = xml
+    if venue:
+        m = re.search(r'<venue\s+name="%s"\s*>(.*?)</venue>' % re.escape(venue), xml, re.S)
+        if m:
+            body = m.group(1)
+    else:
+        body = re.sub(r"<venue\b.*?</venue>", "", xml, flags=re.S)
+
+    def flag(tag):
+        m = re.search(r"<%s\s*/>|<%s>\s*([^<]*)</%s>" % (tag, tag, tag), body)
+        if not m:
+            return False
+        text = (m.group(1) or "").strip()
+        return m.group(0).endswith("/>") or (text not in ("", "0"))
+
+    def number(tag):
+        m = re.search(r"<%s>\s*([-0-9.eE+]+)\s*</%s>" % (tag, tag), body)
+        return int(float(m.group(1))) if m else 0
+
+    prefs.allow_beta_work = flag("allow_beta_work")
+    prefs.allow_non_preferred_apps = flag("allow_non_preferred_apps")
+    m = re.search(r"<apps_selected>(.*?)</apps_selected>", body, re.S)
+    if m:
+        for appid in re.findall(r"<app_id>\s*(\d+)\s*</app_id>", m.group(1)):
+            prefs.selected_apps[int(appid)] = False
+    for tag, pt in (("no_cpu", 0), ("no_cuda", 1), ("no_ati", 2), ("no_intel_gpu", 3),
+                    ("no_apple_gpu", 4)):
+        prefs.dont_use_proc_type[pt] = flag(tag)
+    if flag("no_gpus"):
+        for pt in range(1, NPROC_TYPES):
+            prefs.dont_use_proc_type[pt] = True
+    prefs.max_jobs_in_progress = number("max_jobs")
+    prefs.max_cpus = number("max_cpus")
+    return prefs
+
+
+def app_not_selected(work, appid):
+    sel = work.prefs.selected_apps
+    if not sel:
+        return False
+    if appid in sel:
+        sel[appid] = True
+        return False
+    return True
+
+
+def client_platforms(request, job_array):
+    """The request's platform rows (primary, then alternates; alternates are
+    ignored for the anonymous platform), as the handler must check first."""
+    names = [request.platform_name] if request.anonymous_platform else request.platforms
+    out = []
+    for name in names:
+        p = job_array.lookup_platform(name)
+        if p is not None and p not in out:
+            out.append(p)
+    return out
+
+
+def _max_allowable_disk(work):
+    h = work.hinfo
+    prefs = work.req.global_prefs
+    cfg = work.cfg
+    # BOINC's GLOBAL_PREFS defaults where the client sent none
+    min_free_gb = prefs.disk_min_free_gb or 0.1
+    max_used_pct = prefs.disk_max_used_pct or 90.0
+    max_used_gb = prefs.disk_max_used_gb
+    if min_free_gb < cfg.default_disk_min_free_gb:
+        min_free_gb = cfg.default_disk_min_free_gb
+    used = h.d_boinc_used_total
+    x = h.d_free - min_free_gb * GIGA
+    if used and used > 0:
+        if max_used_pct > 0:
+            x = min(x, h.d_total * max_used_pct / 100.0 - used)
+        if max_used_gb > 0:
+            x = min(x, max_used_gb * GIGA - used)
+    if x < 0:
+        work.disk_insufficient = True
+        work.reason("disk", "no disk space available for BOINC on the host (%.2f GB short)"
+                    % (-x / GIGA))
+        return 0.0
+    return x
+
+
+def _setup(ctx, job_array):
+    """send_work_setup(), once per request (kept on ctx.work)."""
+    work = ctx.work
+    if work is not None and work.ja is job_array:
+        return work
+    work = Work(ctx, job_array)
+    ctx.work = work
+    cfg, req, h = work.cfg, work.req, work.hinfo
+
+    work.seconds_to_fill = _clamp_req(req.work_req_seconds)
+    work.anonymous = req.anonymous_platform
+    work.platforms = client_platforms(req, job_array)
+    work.ja_have_apps = job_array.have_apps_for_proc_type
+    work.prefs = _parse_project_prefs(work.user.get("project_prefs"),
+                                      work.host.get("venue", ""))
+    _load_host_app_versions(work)
+
+    # the client's own app versions (anonymous platform)
+    work.client_has_apps = [False] * NPROC_TYPES
+    work.cavs = []
+    for cav in req.app_versions:
+        app = _app_by_name(job_array, cav.app_name)
+        pt = _COPROC_TYPE_TO_PT.get(cav.coproc_type, 0)
+        usage = HostUsage(cav.flops or h.p_fpops)
+        usage.proc_type = pt
+        usage.avg_ncpus = cav.avg_ncpus if (cav.avg_ncpus or pt) else 1.0
+        usage.gpu_usage = cav.coproc_count if pt else 0.0
+        work.cavs.append((cav, app, usage))
+        if app is not None:
+            work.client_has_apps[pt] = True
+
+    # disk, RAM, availability
+    work.disk_available = _max_allowable_disk(work)
+    work.ram = h.m_nbytes if h.m_nbytes > 0 else DEFAULT_RAM_SIZE
+    busy = (req.global_prefs.ram_max_used_busy_pct or 50.0) / 100.0
+    idle = (req.global_prefs.ram_max_used_idle_pct or 90.0) / 100.0
+    work.usable_ram = work.ram * min(max(busy, idle), 1.0)
+    if req.core_client_version <= 41900:
+        cpu_frac = gpu_frac = h.on_frac
+    else:
+        cpu_frac = h.active_frac * h.on_frac
+        gpu_frac = h.gpu_active_frac * h.on_frac
+    work.cpu_frac = min(max(cpu_frac, FRAC_MIN), 1.0)
+    work.gpu_frac = min(max(gpu_frac, FRAC_MIN), 1.0)
+
+    # job limits
+    n = h.p_ncpus or work.host.get("p_ncpus", 0) or 0
+    pct = req.global_prefs.max_ncpus_pct
+    if pct and pct < 100:
+        n = int(n * pct / 100.0)
+    n = max(1, min(n, cfg.max_ncpus or 64, MAX_CPUS))
+    if work.prefs.max_cpus:
+        n = min(n, work.prefs.max_cpus)
+    work.effective_ncpus = n
+    work.ninstances[0] = n
+    ngpus = 0
+    cpu_res = req.resources[0] if req.resources else None
+    if cpu_res is not None:
+        work.req_secs[0] = _clamp_req(cpu_res.req_secs)
+        work.req_instances[0] = cpu_res.req_instances
+        work.est_delay[0] = cpu_res.estimated_delay
+    for res in req.resources[1:]:
+        pt = res.proc_type
+        if not 0 < pt < NPROC_TYPES or not res.count:
+            continue
+        work.ninstances[pt] = min(res.count, MAX_GPUS)
+        ngpus += work.ninstances[pt]
+        work.req_secs[pt] = _clamp_req(res.req_secs)
+        work.req_instances[pt] = res.req_instances
+        work.est_delay[pt] = (res.estimated_delay if res.estimated_delay >= 0
+                              else work.est_delay[0])
+    work.effective_ngpus = ngpus
+    mult = n + cfg.gpu_multiplier * ngpus
+    if cfg.non_cpu_intensive:
+        mult = 1
+        work.ninstances[0] = 1
+    work.max_jobs_per_rpc = mult * cfg.max_wus_to_send if cfg.max_wus_to_send else 999999
+    work.rsc_spec_request = any(work.req_secs)
+    work.limits = Limits(cfg, work.ninstances)
+    for other in req.other_results:
+        app, pt = None, 0
+        if 0 <= other.app_version < len(work.cavs):
+            cav, app, usage = work.cavs[other.app_version]
+            if app is not None:
+                pt = usage.proc_type
+        if app is None and other.plan_class:
+            pt = shmem.plan_class_to_proc_type(other.plan_class)
+        work.limits.register(app, pt)
+
+    if cfg.debug_send:
+        work.log.normal("[send] CPU: req %.2f sec, %.2f instances; est delay %.2f"
+                        % (work.req_secs[0], work.req_instances[0], work.est_delay[0]))
+        work.log.normal("[send] work_req_seconds: %.2f secs" % work.seconds_to_fill)
+        work.log.normal("[send] available disk %.2f GB, usable RAM %.2f MB"
+                        % (work.disk_available / GIGA, work.usable_ram / MEGA))
+    if cfg.debug_quota:
+        work.log.normal("[quota] effective ncpus %d ngpus %d; max jobs per RPC: %d"
+                        % (n, ngpus, work.max_jobs_per_rpc))
+    return work
+
+
+def _app_by_name(ja, name):
+    for a in ja.apps:
+        if a["name"] == name:
+            return a
+    return None
+
+
+# ---------------------------------------------------------------------------
+# host_app_version rows: daily quota, reliability, trust
+
+def _day_of_year(t, offset):
+    return time.localtime(t + offset).tm_yday
+
+
+def _load_host_app_versions(work):
+    """Read the host's rows; initialise max_jobs_per_day from daily_result_quota
+    and reset n_jobs_today on a new day (offset by a per-host random 0-24 h)."""
+    if not work.hostid:
+        return
+    cfg = work.cfg
+    q = cfg.daily_result_quota
+    last = work.ctx.last_rpc_time
+    if last is None:
+        last = work.host.get("rpc_time", 0) or 0
+    offset = random.Random(work.hostid).random() * 86400
+    new_day = _day_of_year(last, offset) != _day_of_year(work.now, offset)
+    is_linuxish = any(w in (work.hinfo.os_name or "") for w in ("Windows", "Linux")) or (
+        "Darwin" in (work.hinfo.os_name or "") and "Power Macintosh" not in work.hinfo.p_vendor)
+    multiplier = 1.0 if is_linuxish else 1.8
+    for row in work.db.query("SELECT * FROM host_app_version WHERE host_id = %s",
+                             (work.hostid,)):
+        gavid = row["app_version_id"]
+        if q and row["max_jobs_per_day"] == 0:
+            row["max_jobs_per_day"] = q
+            work.hav_quota_init.add(gavid)
+        if new_day and row["n_jobs_today"]:
+            row["n_jobs_today"] = 0
+            work.hav_reset.add(gavid)
+        row["daily_quota_exceeded"] = False
+        row["reliable"] = _reliable(cfg, row, multiplier)
+        if row["reliable"]:
+            work.has_reliable_version = True
+        cv = row["consecutive_valid"]
+        row["trusted"] = cv >= CONS_VALID_UNREPLICATED and random.random() > 1.0 / cv
+        work.havs[gavid] = row
+
+
+def _reliable(cfg, hav, multiplier):
+    if (hav["turnaround_n"] > MIN_HOST_SAMPLES and cfg.reliable_max_avg_turnaround
+            and hav["turnaround_avg"] > cfg.reliable_max_avg_turnaround * multiplier):
+        return False
+    if hav["consecutive_valid"] < CONS_VALID_RELIABLE:
+        return False
+    if cfg.daily_result_quota and hav["max_jobs_per_day"] < cfg.daily_result_quota:
+        return False
+    return True
+
+
+def _scaled_max_jobs_per_day(work, hav, usage):
+    n = hav["max_jobs_per_day"]
+    if n == 1:
+        return 1
+    if usage.proc_type == 0:
+        ncpus = work.hinfo.p_ncpus or work.host.get("p_ncpus", 0)
+        if ncpus:
+            n *= ncpus
+    else:
+        if work.ninstances[usage.proc_type]:
+            n *= work.ninstances[usage.proc_type]
+        if work.cfg.gpu_multiplier:
+            n *= work.cfg.gpu_multiplier
+    return n
+
+
+def daily_quota_exceeded(work, gavid, usage):
+    """True if the host has used its daily quota of this (generalised) app version.
+
+    Without ``daily_result_quota`` a row whose quota was never set is not
+    limited (C++ treats it as exhausted from the host's second RPC on)."""
+    hav = work.havs.get(gavid)
+    if hav is None:
+        return False
+    if hav["max_jobs_per_day"] == 0 and not work.cfg.daily_result_quota:
+        return False
+    q = _scaled_max_jobs_per_day(work, hav, usage)
+    if hav["n_jobs_today"] >= q:
+        hav["daily_quota_exceeded"] = True
+        work.quota_exceeded = hav
+        work.add_no_work_message("Daily job limit (%d) has been reached" % q)
+        work.reason("daily_quota", "daily quota of [AV#%d] reached (%d of %d jobs today)"
+                    % (gavid, hav["n_jobs_today"], q))
+        if work.cfg.debug_quota:
+            work.log.normal("[quota] [AV#%d] daily quota exceeded: %d >= %d"
+                            % (gavid, hav["n_jobs_today"], q))
+        return True
+    return False
+
+
+def _write_host_app_versions(work):
+    """Persist n_jobs_today / max_jobs_per_day changes and create missing rows."""
+    db = work.db
+    for gavid, hav in work.havs.items():
+        sent = work.hav_added.pop(gavid, 0)
+        sets, params = [], []
+        if gavid in work.hav_reset:
+            sets.append("n_jobs_today = %s")
+            params.append(sent)
+        elif sent:
+            sets.append("n_jobs_today = n_jobs_today + %s")
+            params.append(sent)
+        if gavid in work.hav_quota_init:
+            sets.append("max_jobs_per_day = %s")
+            params.append(hav["max_jobs_per_day"])
+        if sets:
+            db.execute("UPDATE host_app_version SET %s WHERE host_id = %%s AND "
+                       "app_version_id = %%s" % ", ".join(sets),
+                       params + [work.hostid, gavid])
+    for gavid, sent in work.hav_added.items():
+        if sent:
+            db.execute("INSERT INTO host_app_version (host_id, app_version_id, n_jobs_today) "
+                       "VALUES (%s, %s, %s) ON DUPLICATE KEY UPDATE "
+                       "n_jobs_today = n_jobs_today + VALUES(n_jobs_today)",
+                       (work.hostid, gavid, sent))
+            if work.cfg.debug_credit:
+                work.log.normal("[credit] created host_app_version record (%d, %d)"
+                                % (work.hostid, gavid))
+    work.hav_added = {}
+    work.hav_reset = set()
+    work.hav_quota_init = set()
+
+
+# ---------------------------------------------------------------------------
+# app version choice
+
+def _max_32b_address_space(platform_name):
+    for word, size in (("windows", 2 * GIGA), ("linux", 3 * GIGA), ("darwin", 4 * GIGA),
+                       ("solaris", 4 * GIGA), ("anonymous", 2 * GIGA)):
+        if word in platform_name:
+            return size
+    return 2 * GIGA
+
+
+def _host_fpops(work):
+    return work.hinfo.p_fpops or work.host.get("p_fpops", 0) or 0.0
+
+
+def _estimate_flops(work, usage, av, hav):
+    """Projected FLOPS from host / version statistics (estimate_flops)."""
+    cfg = work.cfg
+    if not cfg.rte_no_stats and hav is not None and hav["et_n"] > MIN_HOST_SAMPLES:
+        if cfg.estimate_flops_from_hav_pfc:
+            new = usage.peak_flops / (hav["pfc_avg"] + 1e-18)
+        else:
+            new = 1.0 / hav["et_avg"] if hav["et_avg"] > 0 else usage.projected_flops
+        usage.projected_flops = min(new, ET_RATIO_LIMIT * usage.projected_flops)
+    elif not cfg.rte_no_stats and av["pfc_n"] > MIN_VERSION_SAMPLES and av["pfc_avg"] > 0:
+        usage.projected_flops = usage.peak_flops / av["pfc_avg"]
+    else:
+        fpops = _host_fpops(work)
+        if fpops <= 0:
+            fpops = 1e9
+        usage.projected_flops = fpops * (usage.avg_ncpus + GPU_CPU_RATIO * usage.gpu_usage)
+
+
+def _need_this_resource(work, pt):
+    return not work.rsc_spec_request or work.need_proc_type(pt)
+
+
+def get_app_version(work, wu, app, check_req=True, reliable_only=False):
+    """The best app version of ``app`` for this job on this host, or None."""
+    need64 = wu["rsc_memory_bound"] > _max_32b_address_space(work.req.platform_name)
+    if app.get("homogeneous_app_version"):
+        if work.anonymous:
+            return None
+        if wu.get("app_version_id"):
+            return _committed_app_version(work, wu, app)
+    key = (app["id"], need64, wu.get("app_version_num") or 0)
+    if key in work.best:
+        bav = work.best[key]
+        if bav is None:
+            return None
+        stale = work.limits.exceeded(app, bav.proc_type) or (
+            check_req and work.rsc_spec_request and not work.need_proc_type(bav.proc_type))
+        if not stale:
+            return bav
+        del work.best[key]
+    if work.anonymous:
+        bav = _get_app_version_anonymous(work, app, need64, reliable_only)
+    else:
+        bav = _get_app_version_platforms(work, wu, app, need64, check_req, reliable_only)
+    work.best[key] = bav
+    return bav
+
+
+def _get_app_version_platforms(work, wu, app, need64, check_req, reliable_only):
+    cfg = work.cfg
+    pinned = wu.get("app_version_num") or 0
+    ccv = work.req.core_client_version
+    best, best_flops = None, 0.0
+    any_version = False
+    for p in work.platforms:
+        if need64 and "64" not in p["name"]:
+            continue
+        found_feasible = False
+        for av in work.ja.app_versions:
+            if av["appid"] != app["id"] or av["platformid"] != p["id"]:
+                continue
+            if pinned:
+                if av["version_num"] != pinned:
+                    continue
+            elif av["deprecated"]:
+                continue
+            any_version = True
+            if av["beta"] and not work.prefs.allow_beta_work:
+                work.reason("beta", "[AV#%d] is a beta version and the user doesn't "
+                            "accept beta work" % av["id"])
+                continue
+            if av["plan_class"]:
+                usage = plan_class_usage(work, av, wu)
+                if usage is None:
+                    continue
+                if not work.req.client_cap_plan_class and not usage.is_sequential():
+                    continue
+            else:
+                usage = HostUsage(_host_fpops(work))
+            pt = usage.proc_type
+            if work.prefs.dont_use_proc_type[pt]:
+                work.reason("prefs_proc_type", "the user's preferences exclude %s jobs"
+                            % PROC_TYPE_NAMES[pt])
+                continue
+            hav = work.havs.get(av["id"])
+            if reliable_only and not (hav and hav["reliable"]):
+                continue
+            if daily_quota_exceeded(work, av["id"], usage):
+                continue
+            if work.limits.exceeded(app, pt):
+                work.reason("in_progress_limit", "limit on %s tasks in progress reached"
+                            % PROC_TYPE_NAMES[pt])
+                continue
+            if check_req and not _need_this_resource(work, pt):
+                continue
+            if ccv < av["min_core_version"]:
+                work.outdated_client = True
+                work.reason("client_version", "[AV#%d] needs client version %d or later "
+                            "(client is %d)" % (av["id"], av["min_core_version"], ccv))
+                continue
+            if av["max_core_version"] and ccv > av["max_core_version"]:
+                work.reason("client_version", "[AV#%d] needs client version %d or "
+                            "earlier (client is %d)" % (av["id"], av["max_core_version"], ccv))
+                continue
+            found_feasible = True
+            r, n = 1.0, 1
+            if hav is not None:
+                n = max(int(hav["pfc_n"]), 1)
+                old = usage.projected_flops
+                _estimate_flops(work, usage, av, hav)
+                usage.projected_flops = (usage.projected_flops * (n - 1) + old) / n
+                if (hav["pfc_n"] == 0 and hav["max_jobs_per_day"] == 1
+                        and hav["consecutive_valid"] == 0 and random.random() > 0.01):
+                    usage.projected_flops *= 0.01       # this version keeps failing here
+            if cfg.version_select_random_factor:
+                r = max(r + cfg.version_select_random_factor * random.gauss(0.0, 1.0) / n, 0.1)
+            if r * usage.projected_flops > best_flops:
+                usage.projected_flops *= r
+                best_flops = usage.projected_flops
+                best = (av, usage)
+            if cfg.debug_version_select:
+                work.log.normal("[version] [AV#%d] %.2f GFLOPS (r=%.2f)"
+                                % (av["id"], usage.projected_flops / 1e9, r))
+        if cfg.prefer_primary_platform and found_feasible:
+            break
+    if best is None:
+        if not any_version:
+            name = app.get("user_friendly_name") or app["name"]
+            work.add_no_work_message("%s is not available for your type of computer." % name)
+            work.reason("no_app_version", "no version of app %s for platform(s) %s"
+                        % (app["name"], ", ".join(p["name"] for p in work.platforms)
+                           or work.req.platform_name))
+        return None
+    av, usage = best
+    hav = work.havs.get(av["id"])
+    _estimate_flops(work, usage, av, hav)
+    bav = BestVersion(app["id"], av, None, usage, av["id"])
+    bav.reliable = bool(hav and hav["reliable"])
+    bav.trusted = bool(hav and hav["trusted"])
+    if cfg.debug_version_select:
+        work.log.normal("[version] Best version of app %s is [AV#%d] (%.2f GFLOPS)"
+                        % (app["name"], av["id"], usage.projected_flops / 1e9))
+    return bav
+
+
+def _committed_app_version(work, wu, app):
+    """Homogeneous app version: the version the workunit is committed to, if it
+    suits this host (plain versions only until plan classes exist)."""
+    avid = wu["app_version_id"]
+    av = next((a for a in work.ja.app_versions if a["id"] == avid), None)
+    if av is None:
+        av = work.db.query_one("SELECT * FROM app_version WHERE id = %s", (avid,))
+        if av is None:
+            return None
+    if av["platformid"] not in [p["id"] for p in work.platforms]:
+        return None
+    if av["plan_class"]:
+        usage = plan_class_usage(work, av, wu)
+        if usage is None:
+            return None
+    else:
+        usage = HostUsage(_host_fpops(work))
+    if not _need_this_resource(work, usage.proc_type):
+        return None
+    return BestVersion(app["id"], av, None, usage, av["id"])
+
+
+def _get_app_version_anonymous(work, app, need64, reliable_only):
+    best, found = None, False
+    for cav, capp, usage in work.cavs:
+        if capp is None or capp["id"] != app["id"]:
+            continue
+        if need64 and "64" not in (cav.platform or ""):
+            continue
+        gavid = app["id"] * 1000000 - usage.resource_type()
+        hav = work.havs.get(gavid)
+        if reliable_only and not (hav and hav["reliable"]):
+            continue
+        if daily_quota_exceeded(work, gavid, usage):
+            continue
+        if cav.version_num < app["min_version"]:
+            continue
+        found = True
+        if not _need_this_resource(work, usage.proc_type):
+            continue
+        if best is None or usage.projected_flops > best[2].projected_flops:
+            best = (cav, gavid, usage)
+    if not found:
+        work.add_no_work_message("Your app_info.xml file doesn't have a usable version of %s."
+                                 % (app.get("user_friendly_name") or app["name"]))
+        work.reason("no_app_version", "the client's app_info.xml has no usable version "
+                    "of %s" % app["name"])
+    if best is None:
+        return None
+    cav, gavid, usage = best
+    usage = usage.copy()
+    bav = BestVersion(app["id"], None, cav, usage, gavid)
+    hav = work.havs.get(gavid)
+    if hav is not None and hav["et_n"] > MIN_HOST_SAMPLES and hav["et_avg"] > 0:
+        new = min(1.0 / hav["et_avg"], ET_RATIO_LIMIT * usage.projected_flops)
+        bav.rsc_fpops_scale = usage.projected_flops / new
+        usage.projected_flops = new
+    bav.reliable = bool(hav and hav["reliable"])
+    bav.trusted = bool(hav and hav["trusted"])
+    return bav
+
+
+# ---------------------------------------------------------------------------
+# feasibility
+
+def _available_frac(work, bav):
+    return work.gpu_frac if bav.proc_type else work.cpu_frac
+
+
+def estimate_duration(work, wu, bav):
+    """Seconds the job should take on this host with this version."""
+    est = wu["rsc_fpops_est"]
+    if est <= 0:
+        est = 1e12
+    return est / bav.usage.projected_flops / _available_frac(work, bav)
+
+
+def _app_name(app):
+    return app.get("user_friendly_name") or app["name"]
+
+
+def _check_deadline(work, wu, app, bav, delay_bound):
+    if work.cfg.ignore_delay_bound:
+        return None
+    hard = app["weight"] == -1
+    est_delay = work.est_delay[bav.proc_type]
+    if est_delay == 0 and not hard:
+        return None
+    if hard and not work.host.get("total_credit", 0):
+        work.speed_insufficient = True
+        return "deadline"
+    ewd = estimate_duration(work, wu, bav)
+    if hard:
+        ewd *= 1.3
+    if est_delay + ewd > delay_bound:
+        work.speed_insufficient = True
+        work.reason("deadline", "job %s would take %.0f s after %.0f s of queued work; "
+                    "its delay bound is %d s" % (wu["name"], ewd, est_delay, delay_bound))
+        return "deadline"
+    return None
+
+
+def infeasible_fast(work, wu, res_server_state, res_priority, res_report_deadline, app,
+                    bav):
+    """wu_is_infeasible_fast: a reason word, or None if the job fits the host."""
+    cfg = work.cfg
+    why = infeasible_custom(work, wu, app, bav)
+    if why:
+        return why
+    if cfg.user_filter and wu["batch"] and wu["batch"] != work.userid:
+        return "user_filter"
+    if not hr_feasible(work, wu, app):
+        return "homogeneous_redundancy"
+    if app.get("homogeneous_app_version") and wu.get("app_version_id") and bav.av \
+            and bav.av["id"] != wu["app_version_id"]:
+        return "homogeneous_app_version"
+    if (cfg.one_result_per_user_per_wu or cfg.one_result_per_host_per_wu) \
+            and wu["id"] in work.wus_in_reply:
+        return "duplicate"
+    mem = wu["rsc_memory_bound"]
+    if mem > work.usable_ram:
+        work.add_no_work_message(
+            "%s needs %0.2f MB RAM but only %0.2f MB is available for use."
+            % (_app_name(app), mem / MEGA, work.usable_ram / MEGA))
+        work.mem_insufficient = True
+        work.reason("memory", "%s needs %.2f MB RAM, the host has %.2f MB usable"
+                    % (app["name"], mem / MEGA, work.usable_ram / MEGA))
+        return "memory"
+    diff = wu["rsc_disk_bound"] - work.disk_available
+    if diff > 0:
+        work.add_no_work_message(
+            "%s needs %0.2fMB more disk space.  You currently have %0.2f MB available and "
+            "it needs %0.2f MB." % (_app_name(app), diff / MEGA, work.disk_available / MEGA,
+                                    wu["rsc_disk_bound"] / MEGA))
+        work.disk_insufficient = True
+        work.reason("disk", "%s needs %.2f MB disk, the host has %.2f MB for BOINC"
+                    % (app["name"], wu["rsc_disk_bound"] / MEGA, work.disk_available / MEGA))
+        return "disk"
+    bw = wu.get("rsc_bandwidth_bound") or 0
+    if bw and work.hinfo.n_bwdown and bw > work.hinfo.n_bwdown:
+        work.add_no_work_message(
+            "%s requires %0.2f KB/sec download bandwidth.  Your computer has been measured "
+            "at %0.2f KB/sec." % (_app_name(app), bw / KILO, work.hinfo.n_bwdown / KILO))
+        work.bandwidth_insufficient = True
+        work.reason("bandwidth", "%s needs %.2f KB/s download bandwidth" % (app["name"],
+                                                                           bw / KILO))
+        return "bandwidth"
+    if app["non_cpu_intensive"]:
+        return None
+    # delay bound range (get_delay_bound_range)
+    delay_bound = wu["delay_bound"]
+    if res_server_state == SERVER_STATE_IN_PROGRESS:
+        if res_report_deadline < work.now:
+            return None
+        opt, pess = res_report_deadline - work.now, delay_bound
+    else:
+        opt = pess = delay_bound
+        if (cfg.reliable_on_priority and res_priority >= cfg.reliable_on_priority
+                and cfg.reliable_reduced_delay_bound > 0.01):
+            opt = delay_bound * cfg.reliable_reduced_delay_bound
+            ewd = estimate_duration(work, wu, bav)
+            if (ewd * 2 > opt and ewd * 2 < delay_bound
+                    and ewd * 2 < delay_bound * cfg.reliable_reduced_delay_bound * 2):
+                opt = ewd * 2
+    opt = int(opt)
+    if opt == 0:
+        return None
+    why = _check_deadline(work, wu, app, bav, opt)
+    if why and opt != pess:
+        why = _check_deadline(work, wu, app, bav, int(pess))
+    return why
+
+
+def work_needed(work):
+    """work_needed(): whether to look for more jobs for this request."""
+    mj = work.prefs.max_jobs_in_progress
+    if mj and work.limits.total >= mj:
+        work.max_jobs_on_host_exceeded = True
+        work.reason("in_progress_limit", "the user's max_jobs preference (%d) is reached" % mj)
+        return False
+    some_type_allowed = False
+    for pt in range(NPROC_TYPES):
+        if not work.have_apps(pt):
+            continue
+        if work.limits.exceeded(None, pt):
+            work.req_secs[pt] = 0.0
+            work.req_instances[pt] = 0.0
+            work.max_jobs_on_host_proc_type_exceeded[pt] = True
+            work.reason("in_progress_limit", "limit of %d %s tasks in progress reached"
+                        % (work.limits.scaled[pt], PROC_TYPE_NAMES[pt]))
+        else:
+            some_type_allowed = True
+    if not some_type_allowed:
+        work.max_jobs_on_host_exceeded = True
+        return False
+    if work.njobs_sent >= work.max_jobs_per_rpc:
+        return False
+    if work.rsc_spec_request:
+        return any(work.need_proc_type(pt) and work.have_apps(pt)
+                   for pt in range(NPROC_TYPES))
+    return work.seconds_to_fill > 0
+
+
+# ---------------------------------------------------------------------------
+# committing a job
+
+def _matched_rows(db, affected):
+    """Rows an UPDATE matched (MySQL counts only changed rows without FOUND_ROWS)."""
+    if affected:
+        return affected
+    info = db.conn.info() or ""
+    if isinstance(info, bytes):
+        info = info.decode("ascii", "replace")
+    for part in info.split():
+        if part.isdigit():
+            return int(part)
+    return 0
+
+
+def _text(v):
+    return v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray)) else v
+
+
+def add_result_to_reply(work, result, wu, app, bav, resend=False):
+    """Claim ``result`` for this host and put it in the reply (daemons.md §2.6).
+
+    The result row is changed by a conditional UPDATE (``server_state`` must
+    still be what was read) that must match exactly one row; otherwise
+    another request won the job and None is returned.
+    """
+    cfg, db = work.cfg, work.db
+    now = work.now
+    usage = bav.usage
+    deadline = now + wu["delay_bound"]
+    grace = cfg.report_grace_period
+    # The workunit first (as BOINC): if we die before the claim, a lowered
+    # transition_time is harmless.
+    db.execute("UPDATE workunit SET transition_time = LEAST(transition_time, %s) "
+               "WHERE id = %s", (deadline + grace, wu["id"]))
+    old_state = result["server_state"]
+    n = db.execute(
+        "UPDATE result SET server_state = %s, hostid = %s, userid = %s, sent_time = %s, "
+        "report_deadline = %s, flops_estimate = %s, app_version_id = %s "
+        "WHERE id = %s AND server_state = %s",
+        (SERVER_STATE_IN_PROGRESS, work.hostid, work.userid, now, deadline + grace,
+         usage.peak_flops, bav.app_version_id(), result["id"], old_state))
+    if _matched_rows(db, n) != 1:
+        work.log.critical("[RESULT#%d] [HOST#%d]: CAN'T SEND, already sent to another host"
+                          % (result["id"], work.hostid))
+        work.taken += 1
+        work.reason("taken", "the job chosen was sent to another host meanwhile")
+        return None
+    result = dict(result)
+    result.update(server_state=SERVER_STATE_IN_PROGRESS, hostid=work.hostid,
+                  userid=work.userid, sent_time=now, report_deadline=deadline + grace,
+                  flops_estimate=usage.peak_flops, app_version_id=bav.app_version_id())
+    for k in ("xml_doc_in", "xml_doc_out", "stderr_out"):
+        if k in result:
+            result[k] = _text(result[k])
+    wu = dict(wu)
+    wu["xml_doc"] = _text(wu.get("xml_doc"))
+    if usage.mem_usage:
+        wu["rsc_memory_bound"] = usage.mem_usage
+    if bav.rsc_fpops_scale != 1.0:
+        wu["rsc_fpops_est"] *= bav.rsc_fpops_scale
+        wu["rsc_fpops_bound"] *= bav.rsc_fpops_scale
+    plan_class = bav.av["plan_class"] if bav.av else (bav.cav.plan_class or "")
+    job = SentJob(
+        app=app, workunit=wu, result=result, app_version=bav.av,
+        client_app_version=bav.cav, report_deadline=deadline, avg_ncpus=usage.avg_ncpus,
+        flops=usage.projected_flops, plan_class=plan_class,
+        coproc_type=PROC_TYPE_XML[usage.proc_type] if usage.proc_type else "",
+        coproc_usage=usage.gpu_usage, gpu_ram=usage.gpu_ram, cmdline=usage.cmdline,
+        resend=resend)
+    work.ctx.reply.jobs.append(job)
+
+    # what this job uses of the request
+    work.disk_available -= wu["rsc_disk_bound"]
+    est = estimate_duration(work, wu, bav)
+    pt = usage.proc_type
+    if work.rsc_spec_request:
+        use = usage.avg_ncpus if pt == 0 else usage.gpu_usage
+        work.req_secs[pt] -= est * use
+        work.req_instances[pt] -= use
+    else:
+        work.seconds_to_fill -= est
+    if pt == 0:
+        ncpus = work.hinfo.p_ncpus or 1
+        work.est_delay[0] += est * usage.avg_ncpus / ncpus
+    elif work.ninstances[pt]:
+        work.est_delay[pt] += est * usage.gpu_usage / work.ninstances[pt]
+    work.njobs_sent += 1
+    work.wus_in_reply.add(wu["id"])
+    work.limits.register(app, pt)
+    if not resend:
+        hav = work.havs.get(bav.gavid)
+        if hav is not None:
+            hav["n_jobs_today"] += 1
+        work.hav_added[bav.gavid] = work.hav_added.get(bav.gavid, 0) + 1
+    if cfg.debug_send:
+        work.log.normal("[send] [HOST#%d] sending [RESULT#%d %s] (est. dur. %.2fs)"
+                        % (work.hostid, result["id"], result["name"], est))
+    # adaptive replication
+    if wu.get("target_nresults") == 1 and (app.get("target_nresults") or 0) > 1:
+        if not bav.trusted:
+            db.execute("UPDATE workunit SET target_nresults = %s, min_quorum = %s, "
+                       "transition_time = %s WHERE id = %s",
+                       (app["target_nresults"], app["target_nresults"], now, wu["id"]))
+    return job
+
+
+def _slow_check_and_read(work, slot):
+    """slow_check() and result_still_sendable() in one query.
+
+    Returns (CHECK_OK, result_row), (CHECK_NO_HOST, None) or (CHECK_NO_ANY, None);
+    (CHECK_OK, None) when the result is no longer sendable.
+    """
+    cfg = work.cfg
+    wu = slot.wu
+    cols = ["r.*", "w.error_mask AS wu_error_mask"]
+    params = []
+    if cfg.one_result_per_user_per_wu:
+        cols.append("(SELECT COUNT(*) FROM result r2 WHERE r2.workunitid = %s "
+                    "AND r2.userid = %s) AS n_mine")
+        params += [wu["id"], work.userid]
+    elif cfg.one_result_per_host_per_wu:
+        cols.append("(SELECT COUNT(*) FROM result r2 WHERE r2.workunitid = %s "
+                    "AND r2.hostid = %s) AS n_mine")
+        params += [wu["id"], work.hostid]
+    if slot.xml_len < 0:
+        cols.append("w.xml_doc AS wu_xml_doc")
+    params += [slot.resultid]
+    row = work.db.query_one(
+        "SELECT %s FROM result r LEFT JOIN workunit w ON w.id = r.workunitid "
+        "WHERE r.id = %%s" % ", ".join(cols), params)
+    if row is None:
+        work.log.critical("[RESULT#%d] result.lookup_id() failed: not found" % slot.resultid)
+        return CHECK_NO_ANY, None
+    if row.get("n_mine"):
+        who = "USER#%d" % work.userid if cfg.one_result_per_user_per_wu else \
+            "HOST#%d" % work.hostid
+        key = ("one_result_per_user_per_wu" if cfg.one_result_per_user_per_wu
+               else "one_result_per_host_per_wu")
+        work.reason(key, "[%s] already has a task of [WU#%d]" % (who, wu["id"]))
+        if cfg.debug_send_job:
+            work.log.normal("[send_job] [%s] already has %d result(s) for [WU#%d]"
+                            % (who, row["n_mine"], wu["id"]))
+        return CHECK_NO_HOST, None
+    if row.get("wu_error_mask"):
+        return CHECK_NO_ANY, None
+    if row["server_state"] != SERVER_STATE_UNSENT:
+        work.log.normal("[RESULT#%d] expected to be unsent; instead, state is %d"
+                        % (slot.resultid, row["server_state"]))
+        work.reason("taken", "the job chosen was sent to another host meanwhile")
+        return CHECK_OK, None
+    if row["workunitid"] != wu["id"]:
+        work.log.critical("[RESULT#%d] wrong WU ID: wanted %d, got %d"
+                          % (slot.resultid, wu["id"], row["workunitid"]))
+        return CHECK_OK, None
+    if slot.xml_len < 0:
+        slot.wu["xml_doc"] = row.pop("wu_xml_doc", None)
+    return CHECK_OK, row
+
+
+# ---------------------------------------------------------------------------
+# the score-based scan
+
+def _candidate_target(work, rt, first):
+    """How many feasible candidates a bounded scan collects before sending."""
+    left = work.max_jobs_per_rpc - work.njobs_sent
+    if first is None:
+        return SCAN_SLACK
+    _, _, _, _, app, bav, wu = first
+    est = estimate_duration(work, wu, bav)
+    use = bav.usage.avg_ncpus if rt == 0 else bav.usage.gpu_usage or 1.0
+    if work.rsc_spec_request:
+        jobs = max(math.ceil(work.req_secs[rt] / max(est * use, 1e-9)),
+                   math.ceil(work.req_instances[rt] / use) if use else 0, 1)
+    else:
+        jobs = max(math.ceil(work.seconds_to_fill / max(est, 1e-9)), 1)
+    return 2 * min(left, jobs) + SCAN_SLACK
+
+
+def _scan_type(work, rt):
+    """send_work_score_type(): candidates for processor type ``rt``, best first."""
+    ja = work.ja
+    saved = []
+    for pt in range(NPROC_TYPES):
+        if pt != rt:
+            saved.append((pt, work.req_secs[pt], work.req_instances[pt]))
+            work.req_secs[pt] = work.req_instances[pt] = 0.0
+    n = ja.nslots
+    pid = work.pid
+    full = n <= FULL_SCAN_SLOTS or ja.n_high_priority > 0
+    start = random.randrange(n)
+    pos = 0
+    seq = 0
+    stop = False
+    debug = work.cfg.debug_send_job
+    if work.cfg.debug_send_scan:
+        work.log.normal("[send_scan] scanning for %s jobs from slot %d (%s)"
+                        % (PROC_TYPE_NAMES[rt], start, "whole array" if full else "bounded"))
+    while pos < n and not stop and work_needed(work) and work.need_proc_type(rt):
+        jobs = []
+        target = n if full else None
+        while pos < n:
+            if target is not None and len(jobs) >= target:
+                break
+            i = (start + pos) % n
+            pos += 1
+            state, prio, _, _, resultid, appid = ja.slot_head(i)
+            if state != shmem.PRESENT and state != pid:
+                continue
+            app = ja.lookup_app(appid)
+            if app is None or app["non_cpu_intensive"]:
+                continue
+            slot = ja.read_slot(i)
+            wu = slot.wu
+            bav = get_app_version(work, wu, app, check_req=True)
+            if bav is None:
+                if debug:
+                    work.log.normal("[send_job] [RESULT#%d] no app version available"
+                                    % resultid)
+                continue
+            score = job_score(work, slot, app, bav)
+            if score is None:
+                continue
+            # fast checks now, so a bounded scan counts only jobs this host can take
+            if infeasible_fast(work, wu, slot.res_server_state, slot.res_priority,
+                               slot.res_report_deadline, app, bav):
+                continue
+            seq += 1
+            jobs.append((-score, seq, i, resultid, app, bav, wu))
+            if target is None:
+                target = _candidate_target(work, rt, jobs[0])
+        if not jobs:
+            break
+        jobs.sort(key=lambda j: (j[0], j[1]))
+        for _, _, i, resultid, app, bav, wu in jobs:
+            if not work_needed(work) or not work.need_proc_type(rt):
+                stop = True
+                break
+            if work.limits.exceeded(app, bav.proc_type):
+                continue
+            if daily_quota_exceeded(work, bav.gavid, bav.usage):
+                stop = True
+                break
+            if _try_send(work, i, resultid, app, bav) is None and debug:
+                work.log.normal("[send_job] slot %d not sent" % i)
+    for pt, secs, inst in saved:
+        work.req_secs[pt] += secs
+        work.req_instances[pt] += inst
+    work.best.clear()
+
+
+def _try_send(work, i, resultid, app, bav):
+    """Reserve slot ``i``, run the slow checks, and commit the job (or give
+    the slot back).  Returns the SentJob or None."""
+    ja = work.ja
+    pid = work.pid
+
+    def check(slot):
+        return infeasible_fast(work, slot.wu, slot.res_server_state, slot.res_priority,
+                               slot.res_report_deadline, app, bav)
+
+    slot, why = ja.claim(i, resultid, pid, check)
+    if slot is None:
+        if why == "taken":
+            work.taken += 1
+            work.reason("taken", "the job chosen was taken by another request")
+        return None
+    status, row = _slow_check_and_read(work, slot)
+    if status == CHECK_NO_HOST:
+        ja.release(i, pid, empty=False)
+        return None
+    ja.release(i, pid, empty=True)
+    if status == CHECK_NO_ANY or row is None:
+        return None
+    row.pop("n_mine", None)
+    row.pop("wu_error_mask", None)
+    wu = slot.wu
+    if "xml_doc" not in wu:
+        wu["xml_doc"] = ja.read_xml_doc(i)
+    return add_result_to_reply(work, row, wu, app, bav)
+
+
+# ---------------------------------------------------------------------------
+# entry points
+
+def send_work(ctx, job_array):
+    """Choose jobs for this request and add them to ``ctx.reply`` (send_work()).
+
+    ``job_array`` is a :class:`boincpy.shmem.JobArray` from
+    :func:`boincpy.shmem.attach`.  Appends SentJob objects to
+    ``ctx.reply.jobs``, messages to ``ctx.reply.messages``, reasons to
+    ``ctx.reply.no_work_reasons``; updates result, workunit and
+    host_app_version rows.  Returns the number of jobs sent.
+    """
+    work = _setup(ctx, job_array)
+    sent_before = work.njobs_sent
+    if not work.platforms:
+        work.reason("no_platform", "platform %s is not supported by this project"
+                    % ctx.request.platform_name)
+        _finish(work, sent_before)
+        return 0
+    if not job_array.reserve_any(work.pid):
+        work.no_jobs_available = True
+        work.reason("no_jobs_available", "the job cache (feeder) holds no unsent jobs")
+        if work.cfg.debug_send:
+            work.log.normal("[send] No jobs in shmem cache")
+        ctx.reply.add_message("Project has no tasks available", PRIORITY_LOW)
+        _finish(work, sent_before)
+        return 0
+    try:
+        _send_work_body(work)
+    finally:
+        job_array.restore(work.pid)
+        _write_host_app_versions(work)
+    _send_user_messages(work)
+    _finish(work, sent_before)
+    return work.njobs_sent - sent_before
+
+
+def _send_work_body(work):
+    if send_targeted_jobs(work):
+        return
+    if work.user.get("seti_id"):
+        return
+    # non-CPU-intensive apps (send_nci) plug in here
+    if not work_needed(work):
+        return
+    if work.cfg.locality_scheduling or work.cfg.locality_scheduler_fraction:
+        work.reason("locality", "locality scheduling is not supported yet; using the "
+                    "job cache")
+    for rt in range(NPROC_TYPES - 1, -1, -1):
+        if work.need_proc_type(rt) and work.have_apps(rt):
+            _scan_type(work, rt)
+
+
+def _send_user_messages(work):
+    """send_user_messages(): explain when work was asked for and none sent."""
+    ctx, req = work.ctx, work.req
+    reply = ctx.reply
+    if work.njobs_sent or not req.work_req_seconds:
+        return
+    work.set_delay(0)
+    reply.add_message("No tasks sent", PRIORITY_LOW)
+    for appid, available in work.prefs.selected_apps.items():
+        if not available:
+            app = work.ja.lookup_app(appid)
+            if app is not None:
+                reply.add_message("No tasks are available for %s" % _app_name(app),
+                                  PRIORITY_LOW)
+    for text in work.no_work_messages:
+        reply.add_message(text, PRIORITY_NOTICE)
+    if work.no_allowed_apps_available:
+        reply.add_message("No tasks are available for the applications you have selected.",
+                          PRIORITY_LOW)
+    if work.speed_insufficient:
+        h = work.hinfo
+        if req.core_client_version > 41900:
+            text = ("Tasks won't finish in time: BOINC runs %.1f%% of the time; computation "
+                    "is enabled %.1f%% of that" % (100 * h.on_frac, 100 * h.active_frac))
+        else:
+            text = "Tasks won't finish in time: Computer available %.1f%% of the time" % (
+                100 * h.on_frac)
+        reply.add_message(text, PRIORITY_LOW)
+    if work.outdated_client:
+        reply.add_message("Newer BOINC version required; please install current version",
+                          PRIORITY_NOTICE)
+        work.set_delay(86400)
+        work.log.normal("Not sending tasks because newer client version required")
+    for pt in range(NPROC_TYPES):
+        if work.prefs.dont_use_proc_type[pt] and work.ja_have_apps[pt]:
+            reply.add_message("Tasks for %s are available, but your preferences are set to "
+                              "not accept them" % PROC_TYPE_NAMES[pt], PRIORITY_LOW)
+    if work.quota_exceeded is not None:
+        reply.add_message("This computer has finished a daily quota of %d tasks"
+                          % work.quota_exceeded["max_jobs_per_day"], PRIORITY_LOW)
+    if work.max_jobs_on_host_exceeded or any(work.max_jobs_on_host_proc_type_exceeded):
+        reply.add_message("This computer has reached a limit on tasks in progress",
+                          PRIORITY_LOW)
+    # reasons BOINC sends no words for: say them anyway
+    for key in work.reasons:
+        text = EXTRA_MESSAGES.get(key)
+        if text:
+            reply.add_message(text, PRIORITY_LOW)
+
+
+def _finish(work, sent_before):
+    """Reasons into the reply and one log line for the host when nothing was sent."""
+    sent = work.njobs_sent - sent_before
+    if sent:
+        return
+    reasons = work.reasons
+    if not reasons:
+        if not work.req.work_req_seconds and not work.rsc_spec_request:
+            reasons = {"work_not_requested": "the client asked for no work"}
+        else:
+            reasons = {"no_feasible_job": "no job in the cache fits this host's request"}
+    out = ["%s: %s" % (k, v) for k, v in reasons.items()]
+    for r in out:
+        if r not in work.ctx.reply.no_work_reasons:
+            work.ctx.reply.no_work_reasons.append(r)
+    work.log.normal("[HOST#%d] No tasks sent: %s" % (work.hostid, "; ".join(out)))
+
+
+def resend_lost_results(ctx, job_array):
+    """Resend the host's in-progress results that its client no longer lists
+    (resend_lost_work(), daemons.md §2.8).
+
+    Runs when the request carried <other_results> and config.xml has
+    <resend_lost_results/> or ``ctx.resend_lost_results`` is set (a result was
+    reported twice).  A result that can't be resent gets a deadline in the
+    past (the transitioner times it out) and the message "Didn't resend lost
+    task NAME (expired)"; one resent gets "Resent lost task NAME".  Returns
+    True if anything was resent: BOINC then sends no new jobs in this RPC.
+    """
+    req = ctx.request
+    cfg = ctx.cfg
+    if not req.have_other_results_list:
+        return False
+    if not (cfg.resend_lost_results or ctx.resend_lost_results):
+        return False
+    work = _setup(ctx, job_array)
+    if not work.hostid:
+        return False
+    listed = {o.name for o in req.other_results}
+    rows = work.db.query("SELECT * FROM result WHERE hostid = %s AND server_state = %s",
+                         (work.hostid, SERVER_STATE_IN_PROGRESS))
+    did_any = False
+    n_lost = n_resent = 0
+    try:
+        for result in rows:
+            if not work_needed(work):
+                break
+            if result["name"] in listed:
+                continue
+            n_lost += 1
+            if cfg.debug_resend:
+                work.log.normal("[resend] [HOST#%d] found lost [RESULT#%d]: %s"
+                                % (work.hostid, result["id"], result["name"]))
+            wu = work.db.query_one("SELECT * FROM workunit WHERE id = %s",
+                                   (result["workunitid"],))
+            app = bav = None
+            can = wu is not None
+            if not can:
+                work.log.critical("[HOST#%d] can't resend - WU not found for [RESULT#%d]"
+                                  % (work.hostid, result["id"]))
+            if can:
+                app = job_array.lookup_app(wu["appid"])
+                if app is None:
+                    work.log.critical("can't resend - app not found for [RESULT#%d]"
+                                      % result["id"])
+                    can = False
+            if can and app_not_selected(work, app["id"]):
+                work.log.normal("[RESULT#%d] can't resend - app is not selected"
+                                % result["id"])
+                can = False
+            if can:
+                bav = get_app_version(work, wu, app, check_req=True)
+                can = bav is not None
+            if can and (wu["error_mask"] or wu["canonical_resultid"]):
+                can = False
+            if can and infeasible_fast(work, wu, result["server_state"], result["priority"],
+                                       result["report_deadline"], app, bav):
+                can = False
+            if can:
+                new_deadline = work.now + int(RESEND_FRAC * (result["report_deadline"]
+                                                             - result["sent_time"]))
+                new_deadline = min(max(new_deadline, result["report_deadline"]),
+                                   work.now + wu["delay_bound"])
+                if estimate_duration(work, wu, bav) > new_deadline - work.now:
+                    can = False
+            if not can:
+                _expire_lost_result(work, result, wu)
+                continue
+            job = add_result_to_reply(work, result, wu, app, bav, resend=True)
+            if job is None:
+                continue
+            work.ctx.reply.add_message("Resent lost task %s" % result["name"], PRIORITY_LOW)
+            n_resent += 1
+            did_any = True
+            if work.njobs_sent >= cfg.max_wus_to_send:
+                break
+    finally:
+        _write_host_app_versions(work)
+    if n_lost and cfg.debug_resend:
+        work.log.normal("[resend] [HOST#%d] %d lost results, resent %d"
+                        % (work.hostid, n_lost, n_resent))
+    return did_any
+
+
+def _expire_lost_result(work, result, wu):
+    """A lost result that can't be resent: deadline now - 1 (+ grace) so the
+    transitioner times it out."""
+    grace = work.cfg.report_grace_period
+    deadline = work.now - 1
+    n = work.db.execute("UPDATE result SET report_deadline = %s WHERE id = %s "
+                        "AND server_state = %s",
+                        (deadline + grace, result["id"], SERVER_STATE_IN_PROGRESS))
+    if not _matched_rows(work.db, n):
+        return
+    if wu is not None:
+        work.db.execute("UPDATE workunit SET transition_time = LEAST(transition_time, %s) "
+                        "WHERE id = %s", (deadline + grace, wu["id"]))
+    work.ctx.reply.add_message("Didn't resend lost task %s (expired)" % result["name"],
+                               PRIORITY_LOW)

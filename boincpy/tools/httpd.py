@@ -1,0 +1,342 @@
+"""A private Apache serving one BOINC project on a loopback port.
+
+    python -m boincpy.tools.httpd start  PROJECT_DIR [--port N] [--run_dir DIR]
+    python -m boincpy.tools.httpd stop   PROJECT_DIR [--run_dir DIR]
+    python -m boincpy.tools.httpd status PROJECT_DIR [--run_dir DIR]
+    python -m boincpy.tools.httpd conf   PROJECT_DIR [--port N]      (print httpd.conf)
+
+It writes a stand-alone httpd.conf (Debian's apache2 binary and modules, none
+of /etc/apache2's site configuration) that listens on 127.0.0.1:PORT and
+includes the project's own PROJECT/SHORT.httpd.conf written by make_project,
+so the URLs are exactly those of a real installation.  The port defaults to
+the one in the project's master URL.  Its pid file, logs and configuration
+live in RUN_DIR (default PROJECT/httpd/): error.log there holds the CGIs'
+stderr.  Run as root, its children run as the project's <httpd_user>
+(www-data), like a system Apache; otherwise as the calling user.
+
+Apache is started with umask 002 so that directories and files the CGIs
+create under upload/ and the log directory stay writable by the project's
+group.
+"""
+
+import argparse
+import glob
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from urllib.parse import urlsplit
+
+from boincpy.errors import BoincpyError, ToolError
+
+MODULE_DIR = "/usr/lib/apache2/modules"
+MODULES = (
+    ("mpm_prefork_module", "mod_mpm_prefork.so"),
+    ("authz_core_module", "mod_authz_core.so"),
+    ("authz_host_module", "mod_authz_host.so"),
+    ("authz_user_module", "mod_authz_user.so"),
+    ("authn_core_module", "mod_authn_core.so"),
+    ("authn_file_module", "mod_authn_file.so"),
+    ("auth_basic_module", "mod_auth_basic.so"),
+    ("alias_module", "mod_alias.so"),
+    ("mime_module", "mod_mime.so"),
+    ("dir_module", "mod_dir.so"),
+    ("env_module", "mod_env.so"),
+    ("cgi_module", "mod_cgi.so"),
+)
+
+
+def find_apache():
+    """Path of the Apache binary (Debian: /usr/sbin/apache2)."""
+    for name in ("apache2", "httpd"):
+        path = shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/local/sbin")
+        if path:
+            return path
+    raise ToolError("Apache not found (Debian: apt-get install apache2)")
+
+
+def project_snippet(project_dir):
+    """PROJECT/SHORT.httpd.conf, written by make_project."""
+    found = sorted(glob.glob(os.path.join(project_dir, "*.httpd.conf")))
+    if len(found) != 1:
+        raise ToolError("%s: expected one SHORT.httpd.conf written by make_project, found %s"
+                        % (project_dir, ", ".join(map(os.path.basename, found)) or "none"))
+    return found[0]
+
+
+def default_port(project_dir):
+    """The port of the project's master URL if it is a loopback URL."""
+    from boincpy.config import load_config
+    url = urlsplit(load_config(project_dir).master_url)
+    if url.hostname in ("127.0.0.1", "localhost") and url.port:
+        return url.port
+    raise ToolError("the master URL %s is not on a loopback port: give --port"
+                    % load_config(project_dir).master_url)
+
+
+def httpd_user(project_dir):
+    """The project's <httpd_user> (www-data if unset or unknown)."""
+    from boincpy.config import load_config
+    name = load_config(project_dir).raw.get("httpd_user") or "www-data"
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        raise ToolError("httpd_user %s in config.xml: no such user" % name) from None
+    return name
+
+
+def conf_text(project_dir, port, run_dir, user=None):
+    """The stand-alone httpd.conf.  ``user``: User/Group of the children (root only)."""
+    lines = [
+        "# Private Apache for the BOINC project in %s (boincpy.tools.httpd)" % project_dir,
+        'ServerRoot "%s"' % run_dir,
+        "ServerName 127.0.0.1",
+        "Listen 127.0.0.1:%d" % port,
+        'PidFile "%s"' % os.path.join(run_dir, "httpd.pid"),
+        'DefaultRuntimeDir "%s"' % run_dir,
+        'ErrorLog "%s"' % os.path.join(run_dir, "error.log"),
+        "LogLevel warn",
+    ]
+    if user:
+        group = pwd.getpwnam(user).pw_gid
+        import grp
+        lines += ["User %s" % user, "Group %s" % grp.getgrgid(group).gr_name]
+    lines += ["LoadModule %s %s" % (name, os.path.join(MODULE_DIR, so)) for name, so in MODULES]
+    lines += [
+        "StartServers 2",
+        "MinSpareServers 1",
+        "MaxSpareServers 4",
+        "MaxRequestWorkers 32",
+        "MaxConnectionsPerChild 0",
+        "GracefulShutdownTimeout 5",
+        "KeepAlive On",
+        "Timeout 300",
+        "TypesConfig /etc/mime.types",
+        "DirectoryIndex index.html",
+        'LogFormat "%h %t \\"%r\\" %>s %b %D" timed',
+        'CustomLog "%s" timed' % os.path.join(run_dir, "access.log"),
+        "<Directory />",
+        "    Options None",
+        "    AllowOverride None",
+        "    Require all denied",
+        "</Directory>",
+        '<FilesMatch "^\\.ht">',
+        "    Require all denied",
+        "</FilesMatch>",
+        'Include "%s"' % project_snippet(project_dir),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+class PrivateApache:
+    """One private Apache: ``start()``, ``stop()``, ``running()``; ``error_log``
+    and ``access_log`` are its log files."""
+
+    def __init__(self, project_dir, port=None, run_dir=None, user=None):
+        self.project_dir = os.path.abspath(project_dir)
+        self.port = port
+        self.run_dir = os.path.abspath(run_dir or os.path.join(self.project_dir, "httpd"))
+        self.user = user
+        self.conf_path = os.path.join(self.run_dir, "httpd.conf")
+        self.pid_file = os.path.join(self.run_dir, "httpd.pid")
+        self.error_log = os.path.join(self.run_dir, "error.log")
+        self.access_log = os.path.join(self.run_dir, "access.log")
+
+    # -- state ----------------------------------------------------------
+
+    def pid(self):
+        """The running Apache's parent pid, or None."""
+        try:
+            with open(self.pid_file) as f:
+                pid = int(f.read().strip())
+        except (OSError, ValueError):
+            return None
+        return pid if _alive(pid) else None
+
+    def running(self):
+        return self.pid() is not None
+
+    # -- start/stop -----------------------------------------------------
+
+    def write_conf(self):
+        """Write RUN_DIR/httpd.conf; return its path."""
+        if self.port is None:
+            self.port = default_port(self.project_dir)
+        user = self.user
+        if user is None and os.geteuid() == 0:
+            user = httpd_user(self.project_dir)
+        os.makedirs(self.run_dir, exist_ok=True)
+        with open(self.conf_path, "w") as f:
+            f.write(conf_text(self.project_dir, self.port, self.run_dir, user))
+        return self.conf_path
+
+    def start(self, timeout=20.0):
+        """Start Apache and wait until the port answers."""
+        pid = self.pid()
+        if pid:
+            raise ToolError("Apache for %s is already running (pid %d)" % (self.project_dir, pid))
+        self.write_conf()
+        try:
+            os.unlink(self.pid_file)
+        except FileNotFoundError:
+            pass
+        log_start = os.path.getsize(self.error_log) if os.path.exists(self.error_log) else 0
+        proc = subprocess.run([find_apache(), "-f", self.conf_path, "-k", "start"],
+                              capture_output=True, text=True, umask=0o002,
+                              env=_apache_env(self.run_dir))
+        if proc.returncode != 0:
+            raise ToolError("apache2 failed to start (exit %d): %s%s" % (
+                proc.returncode, proc.stderr.strip() or proc.stdout.strip(),
+                self._log_tail(log_start)))
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if _port_open(self.port):
+                if self.pid():
+                    return self
+            elif os.path.exists(self.pid_file) and not self.pid():
+                break          # it started and died
+            time.sleep(0.05)
+        self.stop()
+        raise ToolError("Apache did not answer on 127.0.0.1:%d%s"
+                        % (self.port, self._log_tail(log_start)))
+
+    def stop(self, timeout=10.0, graceful=True):
+        """Stop Apache: graceful-stop (requests in progress finish; takes about
+        a second), or with ``graceful=False`` Apache's immediate stop.  If it
+        is not gone after ``timeout`` seconds, kill its process group.
+        Returns False if it was not running."""
+        pid = self.pid()
+        if pid is None:
+            return False
+        if not _is_apache(pid):
+            raise ToolError("pid %d in %s is not Apache; not stopping it" % (pid, self.pid_file))
+        try:
+            os.kill(pid, signal.SIGWINCH if graceful else signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        if not _wait_group_gone(pid, timeout):
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                try:
+                    os.killpg(pid, sig)
+                except ProcessLookupError:
+                    break
+                if _wait_group_gone(pid, 3.0):
+                    break
+        try:
+            os.unlink(self.pid_file)
+        except FileNotFoundError:
+            pass
+        return True
+
+    def _log_tail(self, start):
+        try:
+            with open(self.error_log, errors="replace") as f:
+                f.seek(start)
+                tail = f.read()[-2000:].strip()
+        except OSError:
+            return ""
+        return "\n%s:\n%s" % (self.error_log, tail) if tail else ""
+
+
+def _apache_env(run_dir):
+    # Debian's apache2 reads nothing from the environment unless the config
+    # uses ${APACHE_*}; set them anyway for tools that look.
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ")}
+    env.setdefault("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+    env.update({"APACHE_RUN_DIR": run_dir, "APACHE_PID_FILE": os.path.join(run_dir, "httpd.pid"),
+                "APACHE_LOG_DIR": run_dir, "APACHE_LOCK_DIR": run_dir})
+    return env
+
+
+def _alive(pid):
+    import psutil
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def _is_apache(pid):
+    import psutil
+    try:
+        name = psutil.Process(pid).name()
+    except psutil.Error:
+        return True          # gone already: nothing will be signalled
+    return "apache" in name or "httpd" in name
+
+
+def _group_alive(pgid):
+    import psutil
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if os.getpgid(proc.info["pid"]) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                return True
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return False
+
+
+def _wait_group_gone(pgid, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _group_alive(pgid):
+            return True
+        time.sleep(0.05)
+    return not _group_alive(pgid)
+
+
+def _port_open(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def free_port():
+    """A TCP port free on 127.0.0.1 now (for a project's URL before Apache starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main(argv=None):
+    """``python -m boincpy.tools.httpd start|stop|status|conf PROJECT_DIR``."""
+    p = argparse.ArgumentParser(prog="python -m boincpy.tools.httpd",
+                                description="A private Apache for one BOINC project.")
+    p.add_argument("action", choices=("start", "stop", "status", "conf"))
+    p.add_argument("project_dir")
+    p.add_argument("--port", type=int, help="default: the master URL's port")
+    p.add_argument("--run_dir", help="configuration, pid file and logs (default PROJECT/httpd)")
+    p.add_argument("--user", help="user of Apache's children when run as root "
+                                  "(default: config.xml's httpd_user, else www-data)")
+    args = p.parse_args(argv)
+    server = PrivateApache(args.project_dir, args.port, args.run_dir, args.user)
+    try:
+        if args.action == "start":
+            server.start()
+            print("Apache for %s listening on http://127.0.0.1:%d/ (pid %d, logs in %s)"
+                  % (server.project_dir, server.port, server.pid(), server.run_dir))
+        elif args.action == "stop":
+            print("stopped" if server.stop() else "not running")
+        elif args.action == "status":
+            pid = server.pid()
+            print("running (pid %d)" % pid if pid else "not running")
+            return 0 if pid else 3
+        else:
+            if server.port is None:
+                server.port = default_port(server.project_dir)
+            user = args.user or (httpd_user(server.project_dir) if os.geteuid() == 0 else None)
+            sys.stdout.write(conf_text(server.project_dir, server.port, server.run_dir, user))
+    except BoincpyError as exc:
+        sys.stderr.write("httpd: ERROR: %s\n" % exc.message)
+        return exc.exit_code or 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

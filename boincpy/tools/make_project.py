@@ -1,0 +1,1109 @@
+"""make_project: create a BOINC project (directories, config.xml, keys, database,
+web files and the Apache configuration), like BOINC's tools/make_project.
+
+    make_project [options] SHORT_NAME ['Long Name']
+
+BOINC's options (``-opt`` and ``--opt`` both work): --project_root,
+--project_host, --url_base, --html_user_url, --html_ops_url, --key_dir,
+--db_name, --db_user, --db_passwd, --db_host, --user_name, --no_db,
+--drop_db_first, --delete_prev_inst, --test_app, --web_only, --no_query,
+--srcdir, --verbose N / -v.  boincpy adds --cgi_url, --db_socket,
+--db_root_user / --db_root_passwd (the account that creates the database and
+the project's database user; default root over the local socket),
+--httpd_user (the web server's user, default www-data) and
+--ops_user / --ops_passwd (writes html/ops/.htpasswd for the ops pages).
+
+Differences from the C++ make_project, all on the safe side:
+
+* upload certificates are generated and checked, and
+  ``one_result_per_user_per_wu`` is on;
+* the project's database user gets a password (a random one unless
+  --db_passwd is given; it is written to config.xml) because the CGIs run as
+  the web server's user and cannot use the administrator's socket login; an
+  existing database user is reused only if --db_passwd is its password;
+* config.xml (it holds that password) is readable by the owner and the web
+  server's group only; private keys by the owner only;
+* nothing is half made: the project is built in a hidden sibling directory
+  and moved into place at the end; on any failure everything this run created
+  (directories, keys, database, database user) is removed again.
+
+Layout and URLs (URL_BASE defaults to https://PROJECT_HOST/)::
+
+    URL_BASE/SHORT/            html/user  (master page index.html; *.php are CGIs)
+    URL_BASE/SHORT/download/   download/  (static files, byte ranges)
+    URL_BASE/SHORT_cgi/cgi     cgi-bin/cgi  (scheduler)
+    URL_BASE/SHORT_cgi/file_upload_handler
+    URL_BASE/SHORT_ops/        html/ops   (HTTP basic auth, html/ops/.htpasswd)
+
+upload/ and keys/ are never served.  The CGIs find the project through
+BOINC_PROJECT_DIR, set by PROJECT/SHORT.httpd.conf.
+"""
+
+import argparse
+import grp
+import html
+import os
+import pwd
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from boincpy.errors import BoincpyError, DatabaseError, ToolError
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# Repository directories copied file by file into the project.
+COPIED_DIRS = ("bin", "cgi-bin", "html/user", "html/ops")
+_SKIPPED_NAMES = {".keep", ".gitignore", "__pycache__", ".DS_Store",
+                  "make_project"}      # a source-tree tool, not a project one
+_ENV_SHEBANG = re.compile(rb"^#!\s*/usr/bin/env\s+python3?\s*$")
+
+KEY_PAIRS = ("upload", "code_sign")
+FANOUT = 1024
+
+# Standard BOINC platform names (tools/project.xml) with boincpy's descriptions.
+PLATFORMS = (
+    ("windows_intelx86", "Windows on 32-bit x86"),
+    ("windows_x86_64", "Windows on x86-64"),
+    ("windows_arm64", "Windows on 64-bit ARM"),
+    ("i686-pc-linux-gnu", "Linux on 32-bit x86"),
+    ("x86_64-pc-linux-gnu", "Linux on x86-64"),
+    ("powerpc-apple-darwin", "macOS on PowerPC"),
+    ("i686-apple-darwin", "macOS on 32-bit Intel"),
+    ("x86_64-apple-darwin", "macOS on 64-bit Intel"),
+    ("arm64-apple-darwin", "macOS on Apple silicon"),
+    ("sparc-sun-solaris2.7", "Solaris 2.7 on SPARC"),
+    ("sparc-sun-solaris", "Solaris 2.8 or later on SPARC"),
+    ("sparc64-sun-solaris", "Solaris 2.8 or later on 64-bit SPARC"),
+    ("powerpc64-ps3-linux-gnu", "Linux on the PlayStation 3"),
+    ("arm-android-linux-gnu", "Android on 32-bit ARM"),
+    ("aarch64-android-linux-gnu", "Android on 64-bit ARM"),
+    ("x86_64-android-linux-gnu", "Android on x86-64"),
+    ("x86-android-linux-gnu", "Android on 32-bit x86"),
+    ("arm-unknown-linux-gnueabihf", "Linux on 32-bit ARM, hardware floating point"),
+    ("aarch64-unknown-linux-gnu", "Linux on 64-bit ARM"),
+    ("anonymous", "anonymous platform (app_info.xml)"),
+)
+
+TEST_APP = ("example_app", "Example Application")
+
+TEST_APP_IN = """<input_template>
+    <file_info>
+        <number>0</number>
+    </file_info>
+    <workunit>
+        <file_ref>
+            <file_number>0</file_number>
+            <open_name>in</open_name>
+        </file_ref>
+        <command_line>-cpu_time 30</command_line>
+    </workunit>
+</input_template>
+"""
+
+TEST_APP_OUT = """<output_template>
+    <file_info>
+        <name><OUTFILE_0/></name>
+        <generated_locally/>
+        <upload_when_present/>
+        <max_nbytes>5000000</max_nbytes>
+        <url><UPLOAD_URL/></url>
+    </file_info>
+    <result>
+        <file_ref>
+            <file_name><OUTFILE_0/></file_name>
+            <open_name>out</open_name>
+        </file_ref>
+    </result>
+</output_template>
+"""
+
+# Periodic tasks: those of BOINC's list that are back-end programs (its PHP
+# web-site tasks -- forums, profiles, badges, e-mail -- have no counterpart).
+TASKS = (
+    ("antique_file_deleter -d 2", "24 hours", "antique_file_deleter.out", False),
+    ("db_dump -d 2 --dump_spec ../db_dump_spec.xml", "24 hours", "db_dump.out", True),
+    ("update_stats", "1 days", "update_stats.out", False),
+)
+
+_SHORT_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
+_MASTER_LINE_MAX = 255        # the client reads the master page in 256-byte chunks
+
+
+@dataclass
+class ProjectSpec:
+    """Everything make_project decided before touching anything."""
+
+    short_name: str
+    long_name: str
+    project_root: str
+    project_host: str          # short host name, written as <host>
+    url_base: str
+    master_url: str            # = --html_user_url
+    ops_url: str               # = --html_ops_url
+    cgi_url: str
+    key_dir: str
+    db_name: str
+    db_user: str
+    db_passwd: str
+    db_host: str
+    db_socket: str
+    db_root_user: str
+    db_root_passwd: str
+    user_name: str
+    httpd_user: str
+    httpd_gid: int
+    srcdir: str
+    no_db: bool = False
+    drop_db_first: bool = False
+    delete_prev_inst: bool = False
+    test_app: bool = False
+    web_only: bool = False
+    no_query: bool = False
+    verbose: int = 1
+    ops_user: str = ""
+    ops_passwd: str = ""
+    db_passwd_generated: bool = False
+
+    @property
+    def scheduler_url(self):
+        return self.cgi_url + "cgi"
+
+    @property
+    def upload_url(self):
+        return self.cgi_url + "file_upload_handler"
+
+    @property
+    def download_url(self):
+        return self.master_url + "download"
+
+    @property
+    def host_dirs(self):
+        return ("log_" + self.project_host, "pid_" + self.project_host,
+                "tmp_" + self.project_host)
+
+    def path(self, *parts):
+        return os.path.join(self.project_root, *parts)
+
+
+# ---------------------------------------------------------------------------
+# Options
+
+USAGE = "make_project [options] SHORT_NAME ['Project Long Name']"
+
+
+def _parser():
+    p = argparse.ArgumentParser(
+        prog="make_project", usage=USAGE, allow_abbrev=False,
+        description="Create a BOINC project on this server: directories, config.xml, "
+                    "keys, database, web files and PROJECT/SHORT.httpd.conf.")
+    a = p.add_argument
+    a("short_name", metavar="SHORT_NAME", help="project short name (URLs, default db name)")
+    a("long_name", metavar="LONG_NAME", nargs="?", help="project long name (default: SHORT_NAME)")
+    a("--project_root", help="default: $HOME/projects/SHORT_NAME")
+    a("--project_host", help="default: this host's name; its first label is <host>")
+    a("--url_base", help="default: https://PROJECT_HOST/")
+    a("--html_user_url", help="master URL, default: URL_BASE/SHORT_NAME/")
+    a("--html_ops_url", help="default: URL_BASE/SHORT_NAME_ops/")
+    a("--cgi_url", help="default: URL_BASE/SHORT_NAME_cgi/ (scheduler: CGI_URL/cgi)")
+    a("--key_dir", help="default: PROJECT_ROOT/keys")
+    a("--db_name", help="default: SHORT_NAME")
+    a("--db_user", help="the project's database account, used by the CGIs and daemons "
+                        "(default: --user_name, or SHORT_NAME if that is root)")
+    a("--db_passwd", help="its password (default: a random one, written to config.xml)")
+    a("--db_host", default="", help="database server host[:port] (default: local socket)")
+    a("--db_socket", default="", help="database server's Unix socket (default: the client "
+                                      "library's)")
+    a("--db_root_user", default="root",
+      help="account that creates the database and grants --db_user (default: root)")
+    a("--db_root_passwd", default="", help="its password (default: none, socket login)")
+    a("--user_name", help="default: $USER")
+    a("--httpd_user", default="www-data",
+      help="user the web server runs as; its group may read config.xml and write "
+           "upload/ and the log directory (default: www-data)")
+    a("--ops_user", default="", help="create html/ops/.htpasswd with this user ...")
+    a("--ops_passwd", default="", help="... and this password")
+    a("--no_db", action="store_true", help="don't create the database")
+    a("--drop_db_first", action="store_true", help="drop an existing database first")
+    a("--delete_prev_inst", action="store_true", help="replace an existing project root")
+    a("--test_app", action="store_true",
+      help="set up example_app: templates, project.xml entry, validator and assimilator")
+    a("--web_only", action="store_true", help="web files only: no keys, bin/ or cgi-bin/")
+    a("--no_query", action="store_true", help="don't ask for confirmation")
+    a("--srcdir", help="boincpy source tree holding bin/, cgi-bin/, html/ "
+                       "(default: the one this module is in)")
+    a("--verbose", type=int, default=1, help="0 quiet, 1 steps (default), 2 details")
+    a("-v", dest="verbose", action="store_const", const=2, help="same as --verbose 2")
+    return p
+
+
+def _normalise_argv(argv, parser):
+    """BOINC tools take ``-opt`` as ``--opt``; argparse wants two dashes.
+
+    ``--opt VALUE`` becomes ``--opt=VALUE`` so that a value starting with '-'
+    (a password) is not taken for an option.
+    """
+    longs = {s: action.nargs != 0 for action in parser._actions
+             for s in action.option_strings if s.startswith("--")}
+    out = []
+    args = iter(argv)
+    for arg in args:
+        if arg.startswith("-") and not arg.startswith("--") and len(arg) > 2:
+            if "-" + arg.split("=", 1)[0] in longs:
+                arg = "-" + arg
+        if longs.get(arg):
+            value = next(args, None)
+            if value is not None:
+                arg = "%s=%s" % (arg, value)
+        out.append(arg)
+    return out
+
+
+def _with_slash(url):
+    return url if url.endswith("/") else url + "/"
+
+
+def _check_url(name, url):
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ToolError("%s %r is not an http:// or https:// URL" % (name, url))
+    if re.search(r"[\s\"'<>]", url):
+        raise ToolError("%s %r contains a space, quote or angle bracket" % (name, url))
+
+
+def default_project_host():
+    """This host's fully qualified name, unless the resolver only knows it as
+    'localhost' (then its own name): <host> must match what bin/start sees."""
+    node = os.uname().nodename
+    try:
+        fqdn = socket.getfqdn()
+    except OSError:
+        fqdn = node
+    if fqdn.split(".")[0] != node.split(".")[0]:
+        return node
+    return fqdn
+
+
+def plan(argv):
+    """Parse and check make_project's arguments; return a ProjectSpec.
+
+    Raises ToolError naming the bad option.  Touches nothing.
+    """
+    parser = _parser()
+    try:
+        args = parser.parse_args(_normalise_argv(argv, parser))
+    except SystemExit as exc:
+        if exc.code:
+            raise ToolError("bad arguments (see make_project --help)", exit_code=2) from None
+        raise
+    short = args.short_name
+    if not _SHORT_NAME_RE.match(short):
+        raise ToolError("project short name %r: use letters, digits, '_' and '-' only" % short)
+    long_name = args.long_name or short
+    if "\n" in long_name or not long_name.strip():
+        raise ToolError("project long name %r must be one non-empty line" % long_name)
+
+    user_name = args.user_name or os.environ.get("USER") or pwd.getpwuid(os.getuid()).pw_name
+    host = args.project_host or default_project_host()
+    url_base = _with_slash(args.url_base or "https://%s/" % host)
+    _check_url("--url_base", url_base)
+    master_url = _with_slash(args.html_user_url or url_base + short + "/")
+    _check_url("--html_user_url", master_url)
+    ops_url = _with_slash(args.html_ops_url or url_base + short + "_ops/")
+    _check_url("--html_ops_url", ops_url)
+    cgi_url = _with_slash(args.cgi_url or url_base + short + "_cgi/")
+    _check_url("--cgi_url", cgi_url)
+    scheduler_line = '<link rel="boinc_scheduler" href="%scgi">' % cgi_url
+    if len(scheduler_line) > _MASTER_LINE_MAX:
+        raise ToolError("--cgi_url %r is too long: the client reads the master page in "
+                        "256-byte lines" % cgi_url)
+
+    home = os.path.expanduser("~")
+    root = os.path.abspath(args.project_root or os.path.join(home, "projects", short))
+    if root == os.path.dirname(root):
+        raise ToolError("--project_root %r: refusing to use the file system root" % root)
+    key_dir = os.path.abspath(args.key_dir or os.path.join(root, "keys"))
+    for name, path in (("--project_root", root), ("--key_dir", key_dir)):
+        if re.search(r'["\n\\]', path):
+            raise ToolError("%s %r: no quotes, backslashes or newlines (it goes into the "
+                            "Apache configuration)" % (name, path))
+
+    db_name = args.db_name or short
+    db_user = args.db_user or (user_name if user_name != "root" else short)
+    db_passwd_generated = False
+    db_passwd = args.db_passwd
+    if not args.no_db:
+        from boincpy.db.schema import check_name
+        try:
+            check_name(db_name)
+            check_name(db_user, "database user")
+        except DatabaseError as exc:
+            raise ToolError("%s (--db_name/--db_user)" % exc.message) from None
+        if db_user in ("root", args.db_root_user):
+            raise ToolError("--db_user %s: the project's database account must not be the "
+                            "administrative account; choose another name" % db_user)
+    if not db_passwd:
+        db_passwd = secrets.token_urlsafe(18)
+        db_passwd_generated = True
+
+    try:
+        httpd_gid = pwd.getpwnam(args.httpd_user).pw_gid
+    except KeyError:
+        raise ToolError("--httpd_user %s: no such user on this machine (the web server's "
+                        "user: www-data on Debian, apache on Red Hat)" % args.httpd_user) from None
+
+    if bool(args.ops_user) != bool(args.ops_passwd):
+        raise ToolError("--ops_user and --ops_passwd go together")
+    if args.ops_user:
+        if ":" in args.ops_user or not args.ops_user.strip():
+            raise ToolError("--ops_user %r: must be non-empty, without ':'" % args.ops_user)
+        if not shutil.which("htpasswd"):
+            raise ToolError("--ops_user needs the htpasswd program (Debian: apache2-utils)")
+
+    srcdir = os.path.abspath(args.srcdir or REPO_ROOT)
+    if not os.path.isdir(os.path.join(srcdir, "cgi-bin")) or \
+            not os.path.isdir(os.path.join(srcdir, "bin")):
+        raise ToolError("--srcdir %s: not a boincpy source tree (no bin/ and cgi-bin/)" % srcdir)
+
+    return ProjectSpec(
+        short_name=short, long_name=long_name, project_root=root,
+        project_host=host.split(".")[0], url_base=url_base, master_url=master_url,
+        ops_url=ops_url, cgi_url=cgi_url, key_dir=key_dir, db_name=db_name,
+        db_user=db_user, db_passwd=db_passwd, db_host=args.db_host or "",
+        db_socket=args.db_socket or "", db_root_user=args.db_root_user,
+        db_root_passwd=args.db_root_passwd or "", user_name=user_name,
+        httpd_user=args.httpd_user, httpd_gid=httpd_gid, srcdir=srcdir,
+        no_db=args.no_db, drop_db_first=args.drop_db_first,
+        delete_prev_inst=args.delete_prev_inst, test_app=args.test_app,
+        web_only=args.web_only, no_query=args.no_query, verbose=args.verbose,
+        ops_user=args.ops_user, ops_passwd=args.ops_passwd,
+        db_passwd_generated=db_passwd_generated)
+
+
+# ---------------------------------------------------------------------------
+# Database
+
+def _server_params(spec, user, passwd):
+    params = {"user": user, "passwd": passwd, "charset": "utf8mb4"}
+    host = spec.db_host
+    if host and host not in ("localhost",):
+        if ":" in host:
+            host, port = host.rsplit(":", 1)
+            params["port"] = int(port)
+        params["host"] = host
+    else:
+        params["host"] = "localhost"
+        if spec.db_socket:
+            params["unix_socket"] = spec.db_socket
+    return params
+
+
+def _connect(params, who):
+    import MySQLdb
+    try:
+        return MySQLdb.connect(**params)
+    except MySQLdb.Error as exc:
+        raise DatabaseError("can't connect to the database server as %s: %s"
+                            % (who, exc.args[-1])) from None
+
+
+def root_connection(spec):
+    """An administrative connection (--db_root_user) to the database server."""
+    return _connect(_server_params(spec, spec.db_root_user, spec.db_root_passwd),
+                    "%s (--db_root_user/--db_root_passwd)" % spec.db_root_user)
+
+
+def database_exists(conn, name):
+    cur = conn.cursor()
+    try:
+        cur.execute("SHOW DATABASES LIKE %s", (name,))
+        return cur.fetchone() is not None
+    finally:
+        cur.close()
+
+
+def db_user_hosts(conn, user):
+    """Hosts for which the database account ``user`` exists."""
+    cur = conn.cursor()
+    try:
+        cur.execute("SELECT Host FROM mysql.user WHERE User = %s", (user,))
+        return [row[0] for row in cur.fetchall()]
+    finally:
+        cur.close()
+
+
+def _check_database(spec, conn):
+    """Refuse what make_project must not clobber; return whether --db_user exists."""
+    if database_exists(conn, spec.db_name) and not spec.drop_db_first:
+        raise ToolError("database %s already exists; use --drop_db_first to replace it "
+                        "(or --db_name)" % spec.db_name)
+    hosts = db_user_hosts(conn, spec.db_user)
+    if not hosts:
+        return False
+    # Another project may use this account: never change its password.
+    if spec.db_passwd_generated:
+        raise ToolError("database user %s already exists: give its password with "
+                        "--db_passwd, or choose another --db_user" % spec.db_user)
+    try:
+        _connect(_server_params(spec, spec.db_user, spec.db_passwd), spec.db_user).close()
+    except DatabaseError:
+        raise ToolError("database user %s already exists with another password than "
+                        "--db_passwd; give its password or choose another --db_user"
+                        % spec.db_user) from None
+    return True
+
+
+class _Undo:
+    """What this run created, removed again in reverse order on failure."""
+
+    def __init__(self):
+        self.steps = []
+
+    def add(self, what, fn):
+        self.steps.append((what, fn))
+
+    def run(self, say):
+        errors = []
+        for what, fn in reversed(self.steps):
+            try:
+                fn()
+                say(2, "  removed %s" % what)
+            except Exception as exc:       # keep undoing the rest
+                errors.append("%s: %s" % (what, exc))
+        self.steps = []
+        return errors
+
+
+def _sql(conn, sql, params=None):
+    cur = conn.cursor()
+    try:
+        cur.execute(sql, params)
+    finally:
+        cur.close()
+
+
+def setup_database(spec, conn, user_existed, undo, say):
+    """Create the database with BOINC's schema and grant the project's account."""
+    from boincpy.db import schema
+    say(1, "Setting up database %s" % spec.db_name)
+    schema.create_database(conn, spec.db_name, drop_first=spec.drop_db_first)
+    undo.add("database %s" % spec.db_name,
+             lambda: _sql(conn, "DROP DATABASE IF EXISTS `%s`" % spec.db_name))
+    schema.load_schema(conn, spec.db_name)
+    hosts = ("localhost", "127.0.0.1")
+    if user_existed:
+        undo.add("grants of %s" % spec.db_user, lambda: [
+            _sql(conn, "REVOKE ALL PRIVILEGES ON `%s`.* FROM %%s@%%s" % spec.db_name,
+                 (spec.db_user, h)) for h in hosts if h in db_user_hosts(conn, spec.db_user)])
+    else:
+        undo.add("database user %s" % spec.db_user, lambda: [
+            _sql(conn, "DROP USER IF EXISTS %s@%s", (spec.db_user, h)) for h in hosts])
+    schema.grant_user(conn, spec.db_name, spec.db_user, spec.db_passwd, hosts=hosts)
+    conn.commit()
+
+
+# ---------------------------------------------------------------------------
+# Files
+
+def _mkdir(path, mode):
+    os.mkdir(path)
+    os.chmod(path, mode)       # mkdir's mode is filtered by the umask
+
+
+def _write(path, text, mode=0o644):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.chmod(path, mode)
+
+
+def copy_tree_files(src_dir, dest_dir, python):
+    """Copy every file under ``src_dir`` to ``dest_dir`` (sub-directories too),
+    pointing ``#!/usr/bin/env python3`` scripts at ``python``.
+
+    Scripts (a ``#!`` line) and files executable in the source get mode 0755,
+    others 0644.  Returns the relative paths copied.
+    """
+    copied = []
+    if not os.path.isdir(src_dir):
+        return copied
+    for dirpath, dirnames, filenames in os.walk(src_dir):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_NAMES)
+        rel_dir = os.path.relpath(dirpath, src_dir)
+        target_dir = dest_dir if rel_dir == "." else os.path.join(dest_dir, rel_dir)
+        os.makedirs(target_dir, exist_ok=True)
+        for name in sorted(filenames):
+            if name in _SKIPPED_NAMES or name.endswith((".pyc", "~")):
+                continue
+            src = os.path.join(dirpath, name)
+            with open(src, "rb") as f:
+                data = f.read()
+            first, sep, rest = data.partition(b"\n")
+            script = data.startswith(b"#!")
+            if _ENV_SHEBANG.match(first):
+                data = b"#!" + python.encode() + sep + rest
+            executable = script or os.access(src, os.X_OK)
+            dest = os.path.join(target_dir, name)
+            with open(dest, "wb") as f:
+                f.write(data)
+            os.chmod(dest, 0o755 if executable else 0o644)
+            copied.append(os.path.normpath(os.path.join(rel_dir, name)))
+    return copied
+
+
+def master_page(spec):
+    """html/user/index.html: the page the client scans for scheduler URLs.
+
+    Both declarations sit flush-left on lines of their own, shorter than the
+    client's 256-byte line buffer.
+    """
+    name = html.escape(spec.long_name)
+    return "\n".join([
+        "<!DOCTYPE html>",
+        "<html>",
+        "<head>",
+        '<meta charset="utf-8">',
+        "<title>%s</title>" % name,
+        schedulers_txt(spec).rstrip("\n"),
+        "</head>",
+        "<body>",
+        "<h1>%s</h1>" % name,
+        "<p>This is a BOINC project. To take part, install BOINC from "
+        '<a href="https://boinc.berkeley.edu/download.php">boinc.berkeley.edu</a>',
+        "and attach it to this project's URL: <code>%s</code></p>" % html.escape(spec.master_url),
+        "</body>",
+        "</html>",
+        ""])
+
+
+def schedulers_txt(spec):
+    """html/user/schedulers.txt: both scheduler declarations, as BOINC writes them."""
+    return ("<!-- <scheduler>%s</scheduler> -->\n"
+            '<link rel="boinc_scheduler" href="%s">\n' % (spec.scheduler_url, spec.scheduler_url))
+
+
+def project_xml(spec):
+    """project.xml: platforms and apps for bin/xadd, in BOINC's format."""
+    lines = ["<boinc>"]
+    for name, friendly in PLATFORMS:
+        lines += ["    <platform>", "        <name>%s</name>" % name,
+                  "        <user_friendly_name>%s</user_friendly_name>" % html.escape(friendly),
+                  "    </platform>"]
+    if spec.test_app:
+        lines += ["    <app>", "        <name>%s</name>" % TEST_APP[0],
+                  "        <user_friendly_name>%s</user_friendly_name>" % TEST_APP[1],
+                  "    </app>"]
+    lines.append("</boinc>")
+    return "\n".join(lines) + "\n"
+
+
+def config_options(spec):
+    """config.xml's <config> options, in the order BOINC's make_project writes them."""
+    opts = {
+        "long_name": spec.long_name,
+        "master_url": spec.master_url,
+        "host": spec.project_host,
+        "db_name": spec.db_name,
+        "db_user": spec.db_user,
+        "db_passwd": spec.db_passwd,
+        "db_host": spec.db_host,
+    }
+    if spec.db_socket:
+        opts["db_socket"] = spec.db_socket
+    opts.update({
+        "shmem_key": 0x11110000 | secrets.randbelow(0xffff) + 1,
+        "uldl_dir_fanout": FANOUT,
+        "min_sendwork_interval": 6,
+        "max_wus_to_send": 50,
+        "daily_result_quota": 500,
+        "disable_account_creation": False,
+        "disable_account_creation_rpc": False,
+        "account_creation_rpc_require_consent": False,
+        "disable_web_account_creation": False,
+        "enable_login_mustagree_termsofuse": False,
+        "enable_privacy_by_default": False,
+        "show_results": True,
+        "cache_md5_info": True,
+        "sched_debug_level": 3,
+        "fuh_debug_level": 3,
+        # boincpy's safe defaults (BOINC's make_project writes 0, 1, 1)
+        "one_result_per_user_per_wu": True,
+        "send_result_abort": True,
+        "dont_generate_upload_certificates": False,
+        "ignore_upload_certificates": False,
+        "enable_delete_account": 0,
+    })
+    if spec.web_only:
+        opts["no_computing"] = True
+    opts.update({
+        "download_url": spec.download_url,
+        "upload_url": spec.upload_url,
+        "cgi_url": spec.cgi_url,
+        "download_dir": spec.path("download"),
+        "upload_dir": spec.path("upload"),
+        "key_dir": spec.key_dir,
+        "app_dir": spec.path("apps"),
+        "log_dir": spec.path(spec.host_dirs[0]),
+        "httpd_user": spec.httpd_user,
+    })
+    return opts
+
+
+def config_daemons(spec):
+    """The <daemons> make_project installs."""
+    cmds = ["feeder -d 3", "transitioner -d 3", "file_deleter -d 3"]
+    if spec.test_app:
+        cmds += ["sample_trivial_validator -d 3 --app %s" % TEST_APP[0],
+                 "sample_dummy_assimilator -d 3 --app %s" % TEST_APP[0]]
+    return [{"cmd": c} for c in cmds]
+
+
+def config_tasks(spec):
+    """The <tasks> make_project installs."""
+    return [{"cmd": cmd, "period_text": period, "output": output, "disabled": disabled}
+            for cmd, period, output, disabled in TASKS]
+
+
+def _path_dirs(path):
+    """``path`` and its parents, deepest first, up to the first that exists."""
+    made = []
+    while not os.path.exists(path):
+        made.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return made
+
+
+def _make_keys(key_dir, external, undo, say):
+    """Both key pairs in ``key_dir`` unless present (BOINC keeps existing keys).
+
+    ``external``: key_dir is outside the project, so what is created there is
+    undone separately.
+    """
+    from boincpy import crypto
+    for d in reversed(_path_dirs(key_dir)):
+        os.mkdir(d)
+        if external:
+            undo.add(d, lambda d=d: shutil.rmtree(d))
+    for pair in KEY_PAIRS:
+        private = os.path.join(key_dir, pair + "_private")
+        public = os.path.join(key_dir, pair + "_public")
+        if os.path.exists(private) and os.path.exists(public):
+            say(1, "Using the existing key pair %s" % private)
+            continue
+        say(1, "Generating key pair %s_private/_public" % pair)
+        for p in (private, public):
+            if external and not os.path.exists(p):
+                undo.add(p, lambda p=p: os.path.exists(p) and os.unlink(p))
+        crypto.generate_key_pair(private, public)
+
+
+class _Perms:
+    """chgrp to the web server's group; remember what failed (not root)."""
+
+    def __init__(self, gid):
+        self.gid = gid
+        self.failed = []
+
+    def group(self, path, mode):
+        try:
+            os.chown(path, -1, self.gid)
+        except PermissionError:
+            self.failed.append(path)
+        os.chmod(path, mode)
+
+
+def build_tree(spec, stage, undo, say):
+    """Create the project's files in ``stage`` (moved to the project root later).
+
+    Every path written into a file is the final one (``spec.project_root``).
+    Returns the paths whose group could not be set.
+    """
+    perms = _Perms(spec.httpd_gid)
+    python = sys.executable
+    log_dir, pid_dir, tmp_dir = spec.host_dirs
+    S = lambda *p: os.path.join(stage, *p)
+
+    say(1, "Creating directories")
+    os.chmod(stage, 0o755)
+    for d in ("bin", "cgi-bin", "templates", "apps", "download", "html", "html/user",
+              "html/ops", "sample_results", pid_dir, tmp_dir):
+        _mkdir(S(d), 0o755)
+    # Written by the CGIs (Apache's group) and by the operator's daemons:
+    # setgid so files keep the group, group-writable.
+    for d in ("upload", "html/cache", log_dir):
+        _mkdir(S(d), 0o2770)
+        perms.group(S(d), 0o2770)
+    # The upload buckets too, so uploads work whatever Apache's umask is.
+    for i in range(FANOUT):
+        d = S("upload", format(i, "x"))
+        os.mkdir(d)
+        perms.group(d, 0o2770)
+
+    if not spec.web_only:
+        inside = spec.key_dir == spec.path("keys") or \
+            spec.key_dir.startswith(spec.project_root + os.sep)
+        key_dir = S(os.path.relpath(spec.key_dir, spec.project_root)) if inside else spec.key_dir
+        created = not os.path.exists(key_dir)
+        _make_keys(key_dir, not inside, undo, say)
+        if created:
+            # The web server reads the public keys; private keys stay 0600.
+            perms.group(key_dir, 0o750)
+
+    say(1, "Copying files")
+    for d in COPIED_DIRS:
+        if spec.web_only and d in ("bin", "cgi-bin"):
+            continue
+        copied = copy_tree_files(os.path.join(spec.srcdir, d), S(d), python)
+        say(2, "  %s: %s" % (d, ", ".join(copied) or "(nothing)"))
+
+    say(1, "Writing the master page, project.xml and Apache configuration")
+    _write(S("html", "user", "index.html"), master_page(spec))
+    _write(S("html", "user", "schedulers.txt"), schedulers_txt(spec))
+    _write(S("project.xml"), project_xml(spec))
+    if spec.test_app:
+        _write(S("templates", TEST_APP[0] + "_in"), TEST_APP_IN)
+        _write(S("templates", TEST_APP[0] + "_out"), TEST_APP_OUT)
+    _write(S(spec.short_name + ".httpd.conf"), httpd_conf(spec))
+    _write(S(spec.short_name + ".cronjob"),
+           "0,5,10,15,20,25,30,35,40,45,50,55 * * * * cd %s ; %s/bin/start --cron\n"
+           % (spec.project_root, spec.project_root))
+    _write(S(spec.short_name + ".readme"), readme(spec))
+    if spec.ops_user:
+        write_htpasswd(S("html", "ops", ".htpasswd"), spec.ops_user, spec.ops_passwd)
+        perms.group(S("html", "ops", ".htpasswd"), 0o640)
+
+    say(1, "Writing config.xml")
+    from boincpy.config import write_config
+    write_config(S("config.xml"), config_options(spec), config_daemons(spec),
+                 config_tasks(spec), mode=0o640)
+    perms.group(S("config.xml"), 0o640)
+    return [os.path.join(spec.project_root, os.path.relpath(p, stage))
+            if p.startswith(stage + os.sep) else p for p in perms.failed]
+
+
+def write_htpasswd(path, user, passwd):
+    """Add or replace ``user`` in the htpasswd file ``path`` (bcrypt, via htpasswd -B).
+
+    The password goes through htpasswd's stdin, never its command line.
+    """
+    if not shutil.which("htpasswd"):
+        raise ToolError("htpasswd not found (Debian: apt-get install apache2-utils)")
+    proc = subprocess.run(["htpasswd", "-n", "-i", "-B", user], input=passwd + "\n",
+                          capture_output=True, text=True)
+    line = proc.stdout.strip().splitlines()[0] if proc.stdout.strip() else ""
+    if proc.returncode != 0 or not line.startswith(user + ":"):
+        raise ToolError("htpasswd failed: %s" % (proc.stderr.strip() or proc.returncode))
+    lines = []
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            lines = [ln.rstrip("\n") for ln in f if not ln.startswith(user + ":")]
+    lines.append(line)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write("\n".join(ln for ln in lines if ln) + "\n")
+    return path
+
+
+def _url_path(url):
+    """The path of ``url`` as an Apache Alias wants it: no trailing slash, '/' for the root."""
+    path = urlsplit(url).path.rstrip("/")
+    return path or "/"
+
+
+def httpd_conf(spec):
+    """PROJECT/SHORT.httpd.conf for Apache 2.4 (Include it in the server config)."""
+    root = spec.project_root
+    user_path = _url_path(spec.master_url)
+    download_path = _url_path(spec.download_url)
+    ops_path = _url_path(spec.ops_url)
+    cgi_path = _url_path(spec.cgi_url)
+    key_deny = ""
+    if not spec.key_dir.startswith(root + os.sep):
+        key_deny = '<Directory "%s">\n    Require all denied\n</Directory>\n' % spec.key_dir
+    return """\
+## Apache 2.4 configuration of the BOINC project "{long}" ({short}),
+## written by boincpy's make_project.  Include it in the server configuration:
+##     Include {root}/{short}.httpd.conf
+## Modules: alias, cgi (or cgid), env, mime, dir, auth_basic, authn_file,
+## authz_core, authz_user.
+##
+##   {master_url}  html/user (master page; *.php files are Python CGIs)
+##   {download_url}/  download/ (static files; byte ranges)
+##   {cgi_url}cgi  the scheduler, {cgi_url}file_upload_handler
+##   {ops_url}  html/ops (HTTP basic auth: html/ops/.htpasswd)
+
+Alias "{download_path}" "{root}/download"
+Alias "{ops_path}" "{root}/html/ops"
+ScriptAlias "{cgi_path}" "{root}/cgi-bin"
+Alias "{user_path}" "{root}/html/user"
+
+# Nothing of the project is served unless granted below: not keys/, upload/,
+# config.xml, logs.
+<Directory "{root}">
+    Options None
+    AllowOverride None
+    Require all denied
+</Directory>
+<Directory "{root}/keys">
+    Require all denied
+</Directory>
+<Directory "{root}/upload">
+    Require all denied
+</Directory>
+{key_deny}
+# Downloads: static files only, never a script, never a listing, never
+# compressed on the fly (the client resumes with Range requests).
+<Directory "{root}/download">
+    Options FollowSymLinks
+    SetHandler none
+    SetEnv no-gzip 1
+    SetEnv no-brotli 1
+    Require all granted
+</Directory>
+
+# Master page and the account web RPCs (get_project_config.php, ...): the
+# .php names are fixed by the client; here they are Python CGIs.
+<Directory "{root}/html/user">
+    Options ExecCGI FollowSymLinks
+    DirectoryIndex index.html
+    SetEnv BOINC_PROJECT_DIR "{root}"
+    <FilesMatch "\\.php$">
+        SetHandler cgi-script
+    </FilesMatch>
+    Require all granted
+</Directory>
+
+# Project administration pages.
+<Directory "{root}/html/ops">
+    Options ExecCGI FollowSymLinks
+    DirectoryIndex index.php index.cgi index.html
+    SetEnv BOINC_PROJECT_DIR "{root}"
+    <FilesMatch "\\.(php|cgi)$">
+        SetHandler cgi-script
+    </FilesMatch>
+    AuthType Basic
+    AuthName "{short} administration"
+    AuthUserFile "{root}/html/ops/.htpasswd"
+    Require valid-user
+</Directory>
+
+# Scheduler (cgi) and data server (file_upload_handler).
+<Directory "{root}/cgi-bin">
+    Options ExecCGI
+    SetHandler cgi-script
+    SetEnv BOINC_PROJECT_DIR "{root}"
+    Require all granted
+</Directory>
+
+<Directory "{root}/html/cache">
+    Require all denied
+</Directory>
+<FilesMatch "^\\.ht">
+    Require all denied
+</FilesMatch>
+""".format(long=spec.long_name, short=spec.short_name, root=root,
+           master_url=spec.master_url, download_url=spec.download_url,
+           cgi_url=spec.cgi_url, ops_url=spec.ops_url, user_path=user_path,
+           download_path=download_path, ops_path=ops_path, cgi_path=cgi_path,
+           key_deny=key_deny)
+
+
+def readme(spec):
+    """PROJECT/SHORT.readme: what the operator does next."""
+    root = spec.project_root
+    steps = ["Steps to complete the installation of %s (%s):" % (spec.long_name, spec.short_name),
+             "",
+             "- Web server (Apache 2.4, as root): include the project's configuration,",
+             "      echo 'Include %s/%s.httpd.conf' > /etc/apache2/conf-available/%s.conf"
+             % (root, spec.short_name, spec.short_name),
+             "      a2enmod cgi; a2enconf %s; apache2ctl graceful" % spec.short_name,
+             "  Apache runs as %s: its group reads config.xml and the public keys and"
+             % spec.httpd_user,
+             "  writes upload/ and %s/." % spec.host_dirs[0],
+             "  Or, for a private test server on a loopback port:",
+             "      python -m boincpy.tools.httpd start %s --port PORT" % root,
+             "",
+             "- Password for the administration pages (%s):" % spec.ops_url,
+             "      htpasswd -B -c %s/html/ops/.htpasswd USERNAME" % root,
+             "      chgrp %s %s/html/ops/.htpasswd; chmod 640 %s/html/ops/.htpasswd"
+             % (spec.httpd_user, root, root),
+             "",
+             "- Crontab of %s (crontab -e):" % spec.user_name,
+             "      0,5,10,15,20,25,30,35,40,45,50,55 * * * * cd %s ; %s/bin/start --cron"
+             % (root, root),
+             ""]
+    if not spec.web_only:
+        steps += ["- Platforms and applications (project.xml), in %s:" % root,
+                  "      bin/xadd",
+                  "  then put application files in apps/APP/VERSION/PLATFORM/ and run",
+                  "      bin/update_versions",
+                  ""]
+    steps += ["Start, check and stop the project: bin/start, bin/status, bin/stop",
+              "",
+              "Master URL (home page): %s" % spec.master_url,
+              "Scheduler:              %s" % spec.scheduler_url,
+              "Administration pages:   %s" % spec.ops_url,
+              ""]
+    return "\n".join(steps)
+
+
+# ---------------------------------------------------------------------------
+# The whole run
+
+def _ask(question):
+    try:
+        answer = input("%s [y/N] " % question)
+    except EOFError:
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+def make_project(spec, out=None):
+    """Create the project described by ``spec``; return the chgrp failures.
+
+    On any error everything this run created is removed again and the error
+    is raised (BoincpyError with the reason).
+    """
+    out = out or sys.stdout
+
+    def say(level, text):
+        if spec.verbose >= level:
+            out.write(text + "\n")
+            out.flush()
+
+    say(1, "Creating project '%s' (short name '%s'):" % (spec.long_name, spec.short_name))
+    for key in ("project_root", "project_host", "url_base", "master_url", "ops_url",
+                "cgi_url", "key_dir", "db_name", "db_user", "db_host"):
+        say(1, "%15s = %s" % (key.upper(), getattr(spec, key)))
+
+    root = spec.project_root
+    exists = os.path.lexists(root)
+    if exists and not spec.delete_prev_inst:
+        raise ToolError("project root %s already exists; use --delete_prev_inst (and "
+                        "--drop_db_first) to replace it" % root)
+    conn = None
+    user_existed = False
+    if not spec.no_db:
+        conn = root_connection(spec)
+    undo = _Undo()
+    try:
+        if conn is not None:
+            user_existed = _check_database(spec, conn)
+        if not spec.no_query and sys.stdin.isatty() and out.isatty():
+            if exists and not _ask("Delete %s?" % root):
+                raise ToolError("aborted")
+            if not _ask("Continue?"):
+                raise ToolError("aborted")
+
+        parent = os.path.dirname(root)
+        for d in reversed(_path_dirs(parent)):
+            os.mkdir(d)
+            undo.add(d, lambda d=d: os.rmdir(d))
+        stage = os.path.join(parent, ".%s.make_project-%s" % (os.path.basename(root),
+                                                              secrets.token_hex(4)))
+        os.mkdir(stage)
+        undo.add(stage, lambda: shutil.rmtree(stage, ignore_errors=True))
+
+        if conn is not None:
+            setup_database(spec, conn, user_existed, undo, say)
+        else:
+            say(1, "Not setting up the database (--no_db)")
+        failed = build_tree(spec, stage, undo, say)
+
+        if exists:
+            say(1, "Replacing the previous installation in %s" % root)
+            old = os.path.join(parent, ".%s.old-%s" % (os.path.basename(root),
+                                                       secrets.token_hex(4)))
+            os.rename(root, old)
+            try:
+                os.rename(stage, root)
+            except OSError:
+                os.rename(old, root)
+                raise
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(stage, root)
+    except BaseException as exc:
+        errors = undo.run(say)
+        if errors:
+            sys.stderr.write("make_project: could not remove: %s\n" % "; ".join(errors))
+        if isinstance(exc, OSError):
+            raise ToolError("can't create %s: %s" % (exc.filename or "the project",
+                                                      exc.strerror or exc)) from None
+        raise
+    finally:
+        if conn is not None:
+            conn.close()
+
+    compile_package(say)
+    if failed:
+        say(0, "\nNOTE: could not give these to group %s (the web server's group: it must\n"
+               "read config.xml and the public keys, and write upload/ and the log\n"
+               "directory).  As root, run\n"
+               "    chgrp -R %s %s\n"
+               "or add yourself to group %s and run make_project again.\n"
+               % (spec.httpd_user, spec.httpd_user, " ".join(_collapse(failed)), spec.httpd_user))
+    if spec.db_passwd_generated and not spec.no_db:
+        say(1, "Database user %s has a generated password (in config.xml)." % spec.db_user)
+    say(1, "\nDone creating project. Please view\n%s\nfor important additional "
+           "instructions." % os.path.join(root, spec.short_name + ".readme"))
+    return failed
+
+
+def compile_package(say=None):
+    """Byte-compile the boincpy package the project's scripts run from.
+
+    The CGIs run as the web server's user, which can't write __pycache__ next
+    to the package: without compiled files every scheduler request would
+    compile each module it imports again (tens of milliseconds).  Cheap when
+    the files are up to date; a package the operator can't write is left alone.
+    """
+    import compileall
+    package_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if not os.access(package_dir, os.W_OK):
+        if say:
+            say(1, "Not byte-compiling %s (not writable): run python -m compileall on it "
+                   "so the CGIs start fast" % package_dir)
+        return False
+    return compileall.compile_dir(package_dir, quiet=2)
+
+
+def _collapse(paths):
+    """Drop paths inside another listed directory (chgrp -R covers them)."""
+    dirs = [p for p in paths if os.path.isdir(p)]
+    return [p for p in paths
+            if not any(p != d and p.startswith(d + os.sep) for d in dirs)]
+
+
+def run(argv):
+    """Parse ``argv`` and create the project; returns the ProjectSpec."""
+    spec = plan(argv)
+    make_project(spec)
+    return spec
+
+
+def main(argv=None):
+    """Entry point of bin/make_project."""
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        run(argv)
+        status = 0
+    except BoincpyError as exc:
+        sys.stdout.flush()
+        sys.stderr.write("make_project: ERROR: %s\n" % exc.message)
+        status = exc.exit_code or 1
+    except KeyboardInterrupt:
+        status = 130
+    sys.stdout.flush()
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    main()
