@@ -192,11 +192,9 @@ class StubJobArray:
     only says whether any job is cached."""
 
     def __init__(self, has_work=False):
-        self._has_work = has_work
+        self.ready = True
+        self.n_present = 1 if has_work else 0
         self.have_apps_for_proc_type = [True, False, False, False, False]
-
-    def no_work(self, pid=None):
-        return not self._has_work
 
 
 def fixture_text(*parts):

@@ -236,20 +236,14 @@ def requesting_work(req, job_array):
     return bool(getattr(job_array, "have_nci_app", False))
 
 
-def _reserve_work(job_array):
-    """Reserve one cached job for this request (BOINC's ssp->no_work()); False
-    when the array holds none."""
-    reserve = getattr(job_array, "reserve_any", None)
-    if reserve is not None:
-        return bool(reserve(os.getpid()))
+def _array_has_work(job_array):
+    """Whether the feeder's array holds any job nobody has reserved (BOINC's
+    ssp->no_work(), without its reservation: job choice reserves the slots
+    it takes itself)."""
+    n_present = getattr(job_array, "n_present", None)
+    if n_present is not None:
+        return bool(getattr(job_array, "ready", True)) and n_present > 0
     return not job_array.no_work(os.getpid())
-
-
-def _restore_work(job_array):
-    """Give back the jobs this process reserved (BOINC's restore_work)."""
-    restore = getattr(job_array, "restore", None)
-    if restore is not None:
-        restore(os.getpid())
 
 
 def _lookup_platforms(ctx, job_array):
@@ -364,23 +358,17 @@ def process_request(ctx, job_array):
         return
     _warn_upgrade(ctx)
     have_no_work = False
-    reserved = False
     if wants_work and not (cfg.locality_scheduling or cfg.locality_scheduler_fraction
                            or cfg.enable_assignment):
-        reserved = _reserve_work(job_array)
-        have_no_work = not reserved
+        have_no_work = not _array_has_work(job_array)
         ctx.no_jobs_available = have_no_work
-    try:
-        if (have_no_work and cfg.nowork_skip and not req.results and req.hostid != 0):
-            reply.add_message("No work available", "low")
-            reply.set_delay(DELAY_NO_WORK_SKIP)
-            if not cfg.msg_to_host:
-                log.normal("No work - skipping DB access")
-                return
-        _process_with_db(ctx, job_array, blocked, wants_work, have_no_work)
-    finally:
-        if reserved:
-            _restore_work(job_array)
+    if have_no_work and cfg.nowork_skip and not req.results and req.hostid != 0:
+        reply.add_message("No work available", "low")
+        reply.set_delay(DELAY_NO_WORK_SKIP)
+        if not cfg.msg_to_host:
+            log.normal("No work - skipping DB access")
+            return
+    _process_with_db(ctx, job_array, blocked, wants_work, have_no_work)
 
 
 def _process_with_db(ctx, job_array, blocked, wants_work, have_no_work):
