@@ -82,6 +82,33 @@ class SchedEnv:
         self.cfg = load_config(str(self.root))
         return self.cfg
 
+    # -- the feeder's job array (the real one: bin/feeder's code, in-process) --
+
+    _feeder = None
+    _array = None
+
+    def job_array(self, refill=False):
+        """The project's job array, made by the feeder on first use; ``refill``
+        runs a feeder pass first (after jobs were added)."""
+        from boincpy import shmem
+        from jobs_helpers import make_feeder
+        if self._feeder is None:
+            self._feeder = make_feeder(self.cfg)
+            refill = True
+        if refill:
+            self._feeder.one_pass()
+        if self._array is None:
+            self._array = shmem.attach(self.cfg, wait_ready=1)
+        return self._array
+
+    def close_array(self):
+        if self._array is not None:
+            self._array.close()
+            self._array = None
+        if self._feeder is not None:
+            self._feeder.shutdown()
+            self._feeder = None
+
     def set_options(self, **options):
         """Rewrite config.xml with these options changed."""
         from boincpy.config import write_config
@@ -187,16 +214,6 @@ class SchedEnv:
         return wuid, rid
 
 
-class StubJobArray:
-    """Stands in for the feeder's job array until boincpy.shmem exists: it
-    only says whether any job is cached."""
-
-    def __init__(self, has_work=False):
-        self.ready = True
-        self.n_present = 1 if has_work else 0
-        self.have_apps_for_proc_type = [True, False, False, False, False]
-
-
 def fixture_text(*parts):
     """A captured fixture file's bytes (the test is skipped when fixtures are absent)."""
     path = os.path.join(*parts)
@@ -230,6 +247,7 @@ def sched_env(mini_project, db_root_params):
     env.add_user(CLIENT_AUTH, name="tester", email="tester@example.com")
     env.add_user(REFERENCE_AUTH, name="refuser", email="refuser@example.com")
     yield env
+    env.close_array()
     env.conn.close()
 
 
@@ -347,6 +365,7 @@ def ref_env(mini_project, db_root_params):
     env.add_host(1, create_time=1795334730, rpc_seqno=3, rpc_time=int(time.time()) - 12,
                  host_cpid="afbb1cfa612e18dad38f8dbcb57f1971", expavg_time=1795334730.0)
     yield env
+    env.close_array()
     env.conn.close()
 
 

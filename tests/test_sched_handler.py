@@ -17,7 +17,7 @@ import pytest
 from boincpy.log import SchedLog
 from boincpy.sched.handler import handle_request
 from boincpy.sched.hosts import md5_hex, weak_auth
-from tests.sched_env import (CLIENT, CLIENT_AUTH, StubJobArray, code_sign_keys,  # noqa: F401
+from tests.sched_env import (CLIENT, CLIENT_AUTH, code_sign_keys,  # noqa: F401
                              fixture_text, sched_env)
 
 ENV = {"REMOTE_ADDR": "192.0.2.7", "REQUEST_METHOD": "POST"}
@@ -65,10 +65,10 @@ class Reply:
         return [a.findtext("name") for a in self.root.findall(tag)]
 
 
-def call(env, data, job_array=None, environ=None):
+def call(env, data, environ=None):
+    """POST ``data`` to the handler, in-process, with the project's job array."""
     log = SchedLog(io.StringIO(), 3)
-    out = handle_request(env.cfg, data, dict(environ or ENV),
-                         job_array=job_array if job_array is not None else StubJobArray(False),
+    out = handle_request(env.cfg, data, dict(environ or ENV), job_array=env.job_array(),
                          log=log)
     return Reply(out, log.stream.getvalue())
 
@@ -79,9 +79,8 @@ def attach(env, **subs):
     return call(env, body("cycle", "02_sched_initial_hostid0.body.xml", **subs))
 
 
-def workfetch(env, job_array=None, **subs):
-    return call(env, body("no_work", "03_sched_workfetch_hostid1.body.xml", **subs),
-                job_array=job_array)
+def workfetch(env, **subs):
+    return call(env, body("no_work", "03_sched_workfetch_hostid1.body.xml", **subs))
 
 
 # -- first contact, host records -------------------------------------------------
@@ -243,7 +242,7 @@ def test_stop_sched_shuts_the_scheduler_down(sched_env):
     before = env.snapshot()
     log = SchedLog(io.StringIO(), 3)
     out = handle_request(env.cfg, body("no_work", "03_sched_workfetch_hostid1.body.xml"),
-                         dict(ENV), job_array=StubJobArray(True), log=log)
+                         dict(ENV), job_array=env.job_array(), log=log)
     assert out == (b"Content-type: text/plain\n\n<scheduler_reply>\n"
                    b"    <message priority=\"low\">Project is temporarily shut down for "
                    b"maintenance</message>\n    <request_delay>3600</request_delay>\n"
@@ -268,7 +267,9 @@ def test_min_sendwork_interval(sched_env):
     attach(env)
     env.set_options(min_sendwork_interval=60)
     env.execute("UPDATE host SET rpc_time = %s", (int(time.time()) - 10,))
-    r = workfetch(env, job_array=StubJobArray(True), rpc_seqno=1)
+    env.add_job("waiting")
+    env.job_array(refill=True)
+    r = workfetch(env, rpc_seqno=1)
     (prio, text), = r.messages()
     assert prio == "low"
     assert re.fullmatch(r"Not sending work\. Last request too recent\. Please wait (49|50) "
@@ -347,9 +348,9 @@ def test_malformed_request(sched_env):
 
 def test_database_down(sched_env):
     env = sched_env
+    env.job_array()                      # the feeder still runs
     env.set_options(db_passwd="wrong", db_user="nobody_%s" % os.getpid())
-    r = call(env, body("no_work", "03_sched_workfetch_hostid1.body.xml"),
-             job_array=StubJobArray(True))
+    r = call(env, body("no_work", "03_sched_workfetch_hostid1.body.xml"))
     assert r.messages() == [("low", "Server can't open database")]
     assert r.root.find("project_is_down") is not None
     assert r.text("request_delay") == "3600.000000"
@@ -358,6 +359,7 @@ def test_database_down(sched_env):
 
 def test_unexpected_failure_still_gives_a_reply(sched_env):
     env = sched_env
+    env.job_array()
     env.execute("DROP TABLE host")
     r = workfetch(env)
     assert r.text("request_delay") == "3600.000000"
@@ -582,7 +584,7 @@ def test_debug_req_reply_dir(sched_env):
     env.set_options(debug_req_reply_dir=str(d))
     data = body("cycle", "02_sched_initial_hostid0.body.xml")
     log = SchedLog(io.StringIO(), 3)
-    out = handle_request(env.cfg, data, dict(ENV), job_array=StubJobArray(False), log=log)
+    out = handle_request(env.cfg, data, dict(ENV), job_array=env.job_array(), log=log)
     pid = os.getpid()
     assert (d / ("%d_0_sched_request.xml" % pid)).read_bytes() == data
     assert (d / ("%d_0_sched_reply.xml" % pid)).read_bytes() == out
@@ -593,7 +595,7 @@ def test_log_lines_have_boincs_shape(sched_env):
     env = sched_env
     log_path = env.root / "log_test" / "scheduler.log"
     handle_request(env.cfg, body("cycle", "02_sched_initial_hostid0.body.xml"), dict(ENV),
-                   job_array=StubJobArray(False))
+                   job_array=env.job_array())
     lines = log_path.read_text().splitlines()
     pattern = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{4} UTC \[PID=%-5d\] "
                          % os.getpid())

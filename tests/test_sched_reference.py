@@ -18,17 +18,16 @@ from boincpy.sched.context import SchedContext, SentJob
 from boincpy.sched.handler import handle_request
 from boincpy.sched.hosts import md5_hex, rss_auth
 from boincpy.sched.request import parse_request
-from tests.sched_env import (REFERENCE, StubJobArray, add_reference_job, fixture_text,
-                             reference_reply, ref_env)  # noqa: F401 (fixture)
+from tests.sched_env import (REFERENCE, add_reference_job, fixture_text,  # noqa: F401
+                             reference_reply, ref_env)
 
 ENV = {"REMOTE_ADDR": "127.0.0.1", "REQUEST_METHOD": "POST"}
 
 
-def run(env, name, job_array=None):
+def run(env, name):
     log = SchedLog(io.StringIO(), 3)
     body = fixture_text(REFERENCE, "sched", name)
-    out = handle_request(env.cfg, body, dict(ENV), job_array=job_array or StubJobArray(False),
-                         log=log)
+    out = handle_request(env.cfg, body, dict(ENV), job_array=env.job_array(), log=log)
     return out.decode(), log.stream.getvalue()
 
 
