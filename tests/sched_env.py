@@ -214,6 +214,14 @@ class SchedEnv:
         return wuid, rid
 
 
+def with_code_sign_key(data, key):
+    """A request (bytes) whose <code_sign_key> block holds ``key`` instead."""
+    text = data.decode()
+    start = text.index("<code_sign_key>") + len("<code_sign_key>")
+    end = text.index("</code_sign_key>")
+    return (text[:start] + "\n" + key.strip() + "\n" + text[end:]).encode()
+
+
 def fixture_text(*parts):
     """A captured fixture file's bytes (the test is skipped when fixtures are absent)."""
     path = os.path.join(*parts)

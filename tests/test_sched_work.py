@@ -17,7 +17,7 @@ from boincpy.sched.hosts import rss_auth
 from jobs_helpers import make_feeder
 from tests.sched_env import (CLIENT, PLATFORM, REFERENCE, add_reference_job,  # noqa: F401
                              check_client_needs, code_sign_keys, fixture_text, ref_env,
-                             reference_reply, sched_env)
+                             reference_reply, sched_env, with_code_sign_key)
 
 ENV = {"REMOTE_ADDR": "127.0.0.1", "REQUEST_METHOD": "POST"}
 
@@ -58,10 +58,7 @@ def post(env, data, array, environ=ENV):
 
 
 def with_key(data):
-    text = data.decode()
-    start = text.index("<code_sign_key>") + len("<code_sign_key>")
-    end = text.index("</code_sign_key>")
-    return (text[:start] + "\n" + code_sign_keys()[1] + text[end:]).encode()
+    return with_code_sign_key(data, code_sign_keys()[1])
 
 
 def test_a_job_goes_out_and_comes_back(sched_env, feeder_for):
