@@ -531,12 +531,20 @@ def profile(project, key):
     cgi = os.path.join(project.root, "cgi-bin", "cgi")
     py = sys.executable
 
+    import resource
+    cpu = {}
+
     def best(cmd, stdin=b"", n=15, cwd=None):
+        """Median wall time (ms); mean CPU time (user + system) in cpu[cmd]."""
         times = []
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         for _ in range(n):
             t = time.perf_counter()
             subprocess.run(cmd, input=stdin, stdout=subprocess.DEVNULL, env=env, cwd=cwd)
             times.append(time.perf_counter() - t)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu[tuple(cmd)] = ((after.ru_utime - before.ru_utime)
+                           + (after.ru_stime - before.ru_stime)) / n * 1000
         times.sort()
         return times[len(times) // 2] * 1000
 
@@ -614,11 +622,20 @@ print(ms(t1 - t0), ms(t3 - t2), ms(t5 - t4), ms(T.get('connect', 0)), ms(T.get('
     runs.sort(key=lambda r: r[2])
     cfg_t, parse_t, handle_t, conn_t, q_t, nq, rep_t, attach_t, choose_t, auth_t = \
         runs[len(runs) // 2]
-    print("Profile of one request (work requested, none available; medians, ms):")
-    print("  whole CGI run (python cgi-bin/cgi < request)     %6.1f" % t_cgi)
-    print("  interpreter start-up, no site (-S)               %6.1f" % t_bare)
-    print("  interpreter start-up with site (venv .pth)       %6.1f" % t_site)
-    print("  imports the request needs (beyond start-up)      %6.1f" % (t_imports - t_site))
+    c_cgi = cpu[(py, cgi)]
+    c_site = cpu[(py, "-c", "pass")]
+    c_imports = cpu[(py, "-c", imports)]
+    print("Profile of one request (work requested, none available; wall medians and "
+          "mean CPU, ms):")
+    print("                                                     wall    CPU")
+    print("  whole CGI run (python cgi-bin/cgi < request)     %6.1f %6.1f" % (t_cgi, c_cgi))
+    print("  interpreter start-up, no site (-S)               %6.1f %6.1f"
+          % (t_bare, cpu[(py, "-S", "-c", "pass")]))
+    print("  interpreter start-up with site (venv .pth)       %6.1f %6.1f" % (t_site, c_site))
+    print("  imports the request needs (beyond start-up)      %6.1f %6.1f"
+          % (t_imports - t_site, c_imports - c_site))
+    print("  the rest: configuration, database, request, reply       %6.1f"
+          % (c_cgi - c_imports))
     for ms_, name in per_module[:8]:
         print("      %-40s %6.1f" % (name, ms_))
     print("  load config.xml                                  %6.1f" % cfg_t)

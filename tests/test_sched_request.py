@@ -250,3 +250,11 @@ def test_request_path_imports_stay_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == ""
+
+
+def test_quota_day_is_the_one_job_choice_uses():
+    """hosts.is_new_day and choose's n_jobs_today rollover use one per-host offset."""
+    import random
+    from boincpy.sched.hosts import rpc_day_offset
+    for hostid in (1, 7, 123456):
+        assert rpc_day_offset(hostid) == random.Random(hostid).random() * 86400
