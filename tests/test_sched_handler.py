@@ -602,3 +602,27 @@ def test_log_lines_have_boincs_shape(sched_env):
     assert lines and all(pattern.match(line) for line in lines)
     assert any(line.endswith("]   Request: [USER#1] [HOST#1] [IP 192.0.2.7] client 7.20.5")
                for line in lines)
+
+
+def test_project_wide_flags_reach_the_client(sched_env):
+    env = sched_env
+    attach(env)
+    env.set_options(next_rpc_delay=3600, ended=1, non_cpu_intensive=1,
+                    verify_files_on_app_start=1, strict_memory_bound=1)
+    r = workfetch(env, rpc_seqno=1)
+    assert r.text("next_rpc_delay") == "3600.000000"
+    assert r.text("ended") == "1"
+    for flag in ("non_cpu_intensive", "verify_files_on_app_start", "strict_memory_bound"):
+        assert r.root.find(flag) is not None, flag
+
+
+def test_nowork_skip_answers_without_the_database(sched_env):
+    env = sched_env
+    attach(env)
+    env.set_options(nowork_skip=1)
+    before = env.snapshot()
+    r = workfetch(env, rpc_seqno=1)
+    assert r.messages() == [("low", "No work available")]
+    assert r.text("userid") is None
+    assert env.snapshot() == before
+    assert "No work - skipping DB access" in r.log
