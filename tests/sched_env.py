@@ -4,8 +4,11 @@ Built on conftest's ``mini_project`` (schema, platform x86_64-pc-linux-gnu,
 app example_app).  Test modules import the fixtures they use from here.
 """
 
+import http.client
 import os
+import subprocess
 import time
+from urllib.parse import urlsplit
 
 import MySQLdb
 import MySQLdb.cursors
@@ -425,3 +428,131 @@ def check_client_needs(root, client_platforms, expect_key=False):
             assert float(fi.findtext("max_nbytes")) > 0
         names.append(res.findtext("name"))
     return names
+
+
+# -- a made project served by Apache ------------------------------------------------
+
+APP_FILE = "example_app_1.0_" + PLATFORM
+# A non-API app as a shell script: it follows the client's soft-link files to
+# the input and output (the example templates have no <copy_file/>), upper-
+# cases the input and leaves the finish marker BOINC needs.
+SCRIPT_APP = r"""#!/bin/sh
+link() { sed -n 's:.*<soft_link>\(.*\)</soft_link>.*:\1:p' "$1"; }
+tr a-z A-Z < "$(link in)" > "$(link out)"
+echo 0 > boinc_finish_called
+exit 0
+"""
+
+
+def run_tool(p, tool, *args, input=""):
+    """Run PROJECT/bin/TOOL in the project directory; fail the test if it fails."""
+    proc = subprocess.run([p.bin(tool)] + list(args), cwd=p.root, input=input,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    return proc
+
+
+class Site:
+    """A made project served by a private Apache: POST to its scheduler, read
+    its rows, add jobs, run its feeder (see tests/test_sched_apache.py)."""
+
+    def __init__(self, apache):
+        self.apache = apache
+        self.p = apache.project
+        self.feeder = None
+
+    def post(self, data):
+        url = urlsplit(self.apache.scheduler_url)
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=60)
+        conn.request("POST", url.path, data, {
+            "User-Agent": "BOINC client (x86_64-pc-linux-gnu 7.20.5)", "Accept": "*/*",
+            "Accept-Encoding": "deflate, gzip, br, zstd",
+            "Content-Type": "application/x-www-form-urlencoded"})
+        resp = conn.getresponse()
+        body = resp.read()
+        headers = dict(resp.getheaders())
+        conn.close()
+        return resp.status, headers, body
+
+    def rows(self, sql, params=()):
+        db = self.p.connect()
+        try:
+            return db.query(sql, params)
+        finally:
+            db.close()
+
+    def execute(self, sql, params=()):
+        db = self.p.connect()
+        try:
+            return db.execute(sql, params)
+        finally:
+            db.close()
+
+    def add_job(self, name):
+        """A job as create_work and the transitioner make it: workunit + one UNSENT result."""
+        src = os.path.join(self.p.root, "in_" + name)
+        with open(src, "w") as f:
+            f.write("hello from %s\n" % name)
+        run_tool(self.p, "stage_file", "--copy", src)
+        run_tool(self.p, "create_work", "--appname", "example_app", "--wu_name", name,
+            "in_" + name)
+        from boincpy.templates import process_result_template
+        wu = self.rows("SELECT * FROM workunit WHERE name = %s", (name,))[0]
+        with open(self.p.path("templates", "example_app_out")) as f:
+            xml = process_result_template(f.read(), name + "_0", self.p.cfg)
+        self.execute("INSERT INTO result (create_time, workunitid, server_state, name, "
+                     "xml_doc_in, appid, random) VALUES (%s, %s, 2, %s, %s, %s, 1)",
+                     (int(time.time()), wu["id"], name + "_0", xml, wu["appid"]))
+        return wu
+
+    def start_feeder(self):
+        from boincpy import shmem
+        log = open(self.p.path("log_" + self.p.cfg.host, "feeder.log"), "a")
+        self.feeder = subprocess.Popen([self.p.bin("feeder"), "-d", "3", "--sleep_interval",
+                                        "1"], cwd=self.p.root, stdout=log, stderr=log)
+        for _ in range(100):
+            try:
+                shmem.attach(self.p.cfg, wait_ready=0.2).close()
+                return
+            except Exception:
+                time.sleep(0.1)
+        raise AssertionError("the feeder made no job array")
+
+    def wait_present(self, n):
+        from boincpy import shmem
+        for _ in range(100):
+            array = shmem.attach(self.p.cfg)
+            try:
+                if array.n_present >= n:
+                    return
+            finally:
+                array.close()
+            time.sleep(0.1)
+        raise AssertionError("the feeder didn't cache %d jobs" % n)
+
+    def stop_feeder(self):
+        if self.feeder is not None:
+            self.feeder.terminate()
+            self.feeder.wait(20)
+            self.feeder = None
+
+
+@pytest.fixture
+def apache_site(apache):
+    s = Site(apache)
+    p = s.p
+    run_tool(p, "xadd")
+    app_dir = p.path("apps", "example_app", "1.0", PLATFORM)
+    os.makedirs(app_dir)
+    with open(os.path.join(app_dir, APP_FILE), "w") as f:
+        f.write(SCRIPT_APP)
+    os.chmod(os.path.join(app_dir, APP_FILE), 0o755)
+    run_tool(p, "update_versions", "--noconfirm")
+    s.execute("INSERT INTO user (create_time, email_addr, name, authenticator, passwd_hash, "
+              "global_prefs, project_prefs, venue, cross_project_id) VALUES "
+              "(1700000000, 'tester@example.com', 'tester', %s, 'x', '', '', '', '')",
+              (CLIENT_AUTH,))
+    yield s
+    s.stop_feeder()
+
+
