@@ -13,7 +13,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 
 import pytest
 

@@ -17,7 +17,7 @@ import pytest
 from boincpy.log import SchedLog
 from boincpy.sched.handler import handle_request
 from boincpy.sched.hosts import md5_hex, weak_auth
-from tests.sched_env import (CLIENT, CLIENT_AUTH, code_sign_keys,  # noqa: F401
+from tests.sched_env import (CLIENT, code_sign_keys,  # noqa: F401
                              fixture_text, sched_env)
 
 ENV = {"REMOTE_ADDR": "192.0.2.7", "REQUEST_METHOD": "POST"}

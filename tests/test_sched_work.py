@@ -3,7 +3,6 @@ the handler's reply, and the rows the claim leaves; the reference server's
 job replies reproduced with the real feeder and job choice."""
 
 import io
-import os
 import re
 import time
 import xml.etree.ElementTree as ET

@@ -42,8 +42,8 @@ def _mysql_module():
         if os.path.isfile(os.path.join(directory, "__init__.py")):
             break
     else:
-        from MySQLdb import _mysql    # let the normal import report what is missing
-        return _mysql
+        import MySQLdb._mysql         # let the normal import report what is missing
+        return MySQLdb._mysql
     package = types.ModuleType("MySQLdb")
     package.__path__ = [directory]
     sys.modules["MySQLdb"] = package

@@ -130,6 +130,8 @@ def _handle(cfg, body, environ, job_array, log, now, start):
             return replies.down_reply(getattr(exc, "user_message", None)
                                       or "Server error: feeder not running",
                                       cfg.maintenance_delay, cfg.ended)
+    if cfg.debug_request_headers:
+        _log_request_headers(environ, body, log)
     saved = _save_request(cfg, body, environ, log) if cfg.debug_req_reply_dir else None
     log.indent = 1
     ctx = SchedContext(cfg=cfg, log=log, now=int(now if now is not None else time.time()),
@@ -553,7 +555,19 @@ def _unlock_host(ctx, lock):
     os.close(fd)
 
 
-# -- debug_req_reply_dir --------------------------------------------------------
+# -- debug_request_headers, debug_req_reply_dir ------------------------------------
+
+def _log_request_headers(environ, body, log):
+    g = environ.get
+    log.normal("(req details) REQUEST_METHOD=%s CONTENT_TYPE=%s HTTP_ACCEPT=%s "
+               "HTTP_USER_AGENT=%s" % (g("REQUEST_METHOD", ""), g("CONTENT_TYPE", ""),
+                                       g("HTTP_ACCEPT", ""), g("HTTP_USER_AGENT", "")))
+    if g("CONTENT_LENGTH") is None:
+        log.critical("CONTENT_LENGTH environment variable not set")
+    else:
+        log.normal("CONTENT_LENGTH=%s from %s" % (g("CONTENT_LENGTH"), g("REMOTE_ADDR")
+                                                  or "[Unknown]"))
+
 
 def _save_request(cfg, body, environ, log):
     pid = os.getpid()
@@ -591,10 +605,12 @@ def cgi_main():
         out.write(replies.down_reply("Server can't parse configuration file", 3600))
         out.flush()
         return
+    length = os.environ.get("CONTENT_LENGTH")
     try:
-        length = int(os.environ.get("CONTENT_LENGTH") or 0)
+        length = int(length) if length else -1
     except ValueError:
-        length = 0
-    body = sys.stdin.buffer.read(length) if length > 0 else b""
+        length = -1
+    # no CONTENT_LENGTH (a chunked POST): read to the end, as BOINC does
+    body = sys.stdin.buffer.read(length) if length >= 0 else sys.stdin.buffer.read()
     out.write(handle_request(cfg, body, os.environ))
     out.flush()
