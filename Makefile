@@ -26,4 +26,5 @@ test: venv
 bench: venv
 	$(VENV)/bin/python bench/bench_create_work.py
 	$(VENV)/bin/python bench/bench_choose.py
+	$(VENV)/bin/python bench/bench_validate_assimilate.py
 	$(VENV)/bin/python bench/bench_sched.py

@@ -46,14 +46,16 @@ class MessageLog:
     def wanted(self, kind):
         return kind <= self.debug_level
 
-    def printf(self, kind, message):
-        """Write ``message`` (one or several lines) at severity ``kind``."""
+    def printf(self, kind, message, word=None):
+        """Write ``message`` (one or several lines) at severity ``kind``
+        (``word`` replaces the severity word, e.g. "[warning]")."""
         if not self.wanted(kind):
             return
         prefix = timestamp()
         if self.show_pid:
             prefix += " [PID=%-5d]" % os.getpid()
-        word = _KIND_WORDS.get(kind, "[debug]")
+        if word is None:
+            word = _KIND_WORDS.get(kind, "[debug]")
         for line in str(message).splitlines() or [""]:
             self.stream.write("%s %s %s\n" % (prefix, word, line))
         self.stream.flush()
@@ -63,6 +65,10 @@ class MessageLog:
 
     def normal(self, message):
         self.printf(NORMAL, message)
+
+    def warning(self, message):
+        """Something unusual but not fatal: shown at normal verbosity as "[warning]"."""
+        self.printf(NORMAL, message, "[warning]")
 
     def debug(self, message):
         self.printf(DEBUG, message)

@@ -1,0 +1,191 @@
+"""The assimilator framework: hand each finished job to the project (BOINC's assimilator.cpp).
+
+An assimilator is an :class:`Assimilator` subclass with
+``assimilate_handler(wu, results, canonical_result) -> int``; ``wu`` is a
+Workunit, ``results`` all its Result rows, ``canonical_result`` the
+canonical one (an empty ``Result()`` when the job failed: then
+``wu.canonical_resultid`` is 0 and ``wu.error_mask`` says why).  The stock
+handlers are in :mod:`boincpy.daemons.sample_assimilators`.
+
+Return values, as in BOINC:
+
+* 0: done -- ``assimilate_state = DONE``, ``transition_time = now`` (the
+  transitioner then schedules file deletion);
+* ``DEFER_ASSIMILATION`` (123321): ``assimilate_state = INIT``,
+  ``transition_time = now`` (the transitioner marks it READY again later);
+* anything else (or an exception): the workunit stays READY, the daemon
+  logs the error and exits non-zero, as BOINC's does, so ``bin/start
+  --cron`` restarts it and the job is retried -- a failing handler never
+  marks a job done.
+
+A pass takes the app's READY workunits in batches of :data:`BATCH`
+(ordered by id), runs the handler on each, and marks the handled workunits
+in one UPDATE (conditional on ``assimilate_state`` still being READY) at
+the end of the batch or after :data:`RECORD_INTERVAL` seconds of handler
+work, whichever comes first (each UPDATE is a disk flush; one per job
+would cap the rate at the disk's flushes per second).  If the process dies
+between a handler and that UPDATE, the handler runs again for those
+workunits on the next pass -- BOINC has the same window, one job wide.  **Handlers must therefore be idempotent**:
+write outputs under names derived from the workunit (not appended to),
+through a temporary file renamed into place, and check before inserting
+rows elsewhere (e.g. a unique key on the workunit name).  The stock
+``sample_assimilator`` does exactly that.
+"""
+
+import time
+
+from boincpy.daemons.base import Daemon, _option_names
+from boincpy.daemons.validator import result_from_row
+from boincpy.db.bulk import select_in, update_by_id
+from boincpy.db.rows import App, Result, Workunit
+from boincpy.errors import BoincpyError, ToolError
+from boincpy.jobfiles import as_text, output_file_infos
+from boincpy.states import AssimilateState, WuError
+
+DEFER_ASSIMILATION = 123321
+BATCH = 500             # workunits read per query
+RECORD_INTERVAL = 2.0   # seconds of handler work at most between two state writes
+
+
+class HandlerError(BoincpyError):
+    """The project's handler failed: the daemon stops, the workunit stays READY."""
+
+
+class Assimilator(Daemon):
+    """The assimilator daemon; subclasses override assimilate_handler."""
+
+    name = "assimilator"
+    sleep_interval = 10.0
+
+    def assimilate_handler(self, wu, results, canonical_result):
+        """Handle one completed job; return 0, DEFER_ASSIMILATION or an error code."""
+        raise NotImplementedError
+
+    def configure(self):
+        """Check this assimilator's own options (assimilate_handler_init); raise ToolError."""
+
+    def output_file_infos(self, result):
+        """The result's output files (OutputFileInfo list) in the upload fan-out."""
+        return output_file_infos(result.xml_doc_in, self.cfg.upload_dir, self.cfg.uldl_dir_fanout)
+
+    @classmethod
+    def add_arguments(cls, parser):
+        parser.add_argument(*_option_names("app"), required=True, metavar="NAME",
+                            help="assimilate jobs of this application")
+        parser.add_argument(*_option_names("one_pass_N_WU"), type=int, default=0, metavar="N",
+                            help="assimilate at most N jobs, then exit")
+        parser.add_argument(*_option_names("dont_update_db"), action="store_true",
+                            help="run the handler but leave the database alone (testing)")
+        parser.add_argument(*_option_names("noinsert"), action="store_true",
+                            help="tell the handler not to insert into project databases "
+                                 "(self.args.noinsert; the stock handlers insert nothing)")
+
+    def initialise(self):
+        if self.args.one_pass_N_WU:
+            self.args.one_pass = True
+        self.configure()
+        super().initialise()
+        row = self.db.query_one("SELECT * FROM app WHERE name = %s", (self.args.app,))
+        if row is None:
+            raise ToolError("Can't find app: %s" % self.args.app)
+        self.app = App.from_row(row)
+        if getattr(self.args, "mod", None):
+            self.log.debug("Using mod'ed WU enumeration.  modulus = %d  remainder = %d"
+                           % tuple(self.args.mod))
+        self.log.normal("Starting assimilator handler")
+
+    def one_pass(self):
+        """Assimilate the READY workunits; return True if there were any."""
+        update_db = not self.args.dont_update_db
+        did_something = False
+        n_assimilated = 0
+        last_id = 0
+        while not self.stop_requested():
+            limit = BATCH
+            if self.args.one_pass_N_WU:
+                limit = min(limit, self.args.one_pass_N_WU - n_assimilated)
+                if limit <= 0:
+                    break
+            wus = self._enumerate(last_id, limit)
+            if not wus:
+                break
+            last_id = wus[-1].id
+            if update_db:
+                did_something = True
+            n_assimilated += self._assimilate_batch(wus, update_db)
+            if len(wus) < limit:
+                break
+        if n_assimilated:
+            self.log.normal("Assimilated %d workunits." % n_assimilated)
+        return did_something
+
+    def _enumerate(self, last_id, limit):
+        clause, params = self.mod_clause("id")
+        rows = self.db.query("SELECT * FROM workunit WHERE appid = %%s AND assimilate_state = %%s"
+                             " AND id > %%s%s ORDER BY id LIMIT %d" % (clause, limit),
+                             (self.app.id, int(AssimilateState.READY), last_id) + tuple(params))
+        wus = []
+        for r in rows:
+            r["xml_doc"] = as_text(r["xml_doc"])
+            wus.append(Workunit.from_row(r))
+        return wus
+
+    def _assimilate_batch(self, wus, update_db):
+        by_wu = {w.id: [] for w in wus}
+        for r in select_in(self.db, "SELECT * FROM result WHERE workunitid IN ({ids}) ORDER BY id",
+                           list(by_wu)):
+            by_wu[r["workunitid"]].append(result_from_row(r))
+        new_states = {}
+        first_pending = None
+        recorded = 0
+        try:
+            for wu in wus:
+                if new_states and update_db and \
+                        time.monotonic() - first_pending > RECORD_INTERVAL:
+                    recorded += self._record(new_states)
+                    new_states = {}
+                if not new_states:
+                    first_pending = time.monotonic()
+                self.log.debug("[%s] assimilating WU %d; state=%d"
+                               % (wu.name, wu.id, wu.assimilate_state))
+                results = by_wu[wu.id]
+                canonical = next((r for r in results if r.id == wu.canonical_resultid), None)
+                if canonical is None:
+                    canonical = Result()
+                    if not wu.error_mask:
+                        # e.g. result rows deleted too early: unrecoverable, flag it
+                        self.log.critical("[%s] no canonical result" % wu.name)
+                        wu.error_mask = int(WuError.NO_CANONICAL_RESULT)
+                        if update_db:
+                            self.db.execute("UPDATE workunit SET error_mask = %s WHERE id = %s",
+                                            (wu.error_mask, wu.id))
+                retval = self._call_handler(wu, results, canonical)
+                if retval and retval != DEFER_ASSIMILATION:
+                    self.log.critical("assimilator [%s] handler error %d; exiting"
+                                      % (wu.name, retval))
+                    raise HandlerError("handler error %d for workunit %s (left READY)"
+                                       % (retval, wu.name),
+                                       exit_code=retval if 0 < retval < 256 else 1)
+                new_states[wu.id] = int(AssimilateState.INIT if retval == DEFER_ASSIMILATION
+                                        else AssimilateState.DONE)
+        finally:
+            # what was handled is recorded even when a later handler failed
+            if update_db and new_states:
+                recorded += self._record(new_states)
+        return recorded if update_db else len(new_states)
+
+    def _call_handler(self, wu, results, canonical):
+        try:
+            return int(self.assimilate_handler(wu, results, canonical) or 0)
+        except Exception as exc:
+            self.log.critical("[%s] handler raised %s: %s" % (wu.name, type(exc).__name__, exc))
+            return -1
+
+    def _record(self, new_states):
+        """One statement: the new state and transition_time = now (so the
+        transitioner moves on to file deletion), only if still READY."""
+        now = int(time.time())
+        update_by_id(self.db, "workunit", ("assimilate_state", "transition_time"),
+                     {i: (state, now) for i, state in new_states.items()},
+                     where="assimilate_state = %s", where_params=(int(AssimilateState.READY),))
+        return len(new_states)

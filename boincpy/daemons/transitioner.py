@@ -1,0 +1,560 @@
+"""The transitioner: BOINC's workunit state machine (sched/transitioner.cpp).
+
+Every workunit whose ``transition_time`` has passed is looked at with all its
+results, and the transitioner decides, in this order:
+
+1. results IN_PROGRESS past their ``report_deadline`` time out (OVER,
+   NO_REPLY; the host_app_version is penalised);
+2. results are counted by state and outcome; a SUCCESS result still to be
+   validated after the canonical result's files were deleted is TOO_LATE;
+3. ``need_validate`` is set when a new success waits and the successes reach
+   ``min_quorum``;
+4. error bits: COULDNT_SEND_RESULT (a result could not be sent),
+   TOO_MANY_ERROR_RESULTS (errors > ``max_error_results``),
+   TOO_MANY_TOTAL_RESULTS (more instances needed than ``max_total_results``
+   allows); CANCELLED and TOO_MANY_SUCCESS_RESULTS come from elsewhere (cancel
+   tools, the validator) and are acted on like the others;
+5. a workunit with an error: unsent results become OVER/DIDNT_NEED, unchecked
+   successes NO_CHECK, and assimilation is triggered (READY); otherwise, if
+   there is no canonical result, new results are created up to
+   ``target_nresults`` (never with TRANSITION_NO_NEW_RESULTS), named
+   ``WUNAME_<n>`` after the highest existing suffix;
+6. a canonical result with every result over and validated triggers deferred
+   assimilation (READY);
+7. once assimilated (and ``delete_delay_hours`` after the last report): input
+   files (all results over and validated), outputs of error results, of
+   validated results, and of the canonical result once nothing is pending,
+   become file_delete_state READY;
+8. the next ``transition_time``: never (INT_MAX) with a canonical result or an
+   error, else a safety net of max(1.5 x delay_bound, 10 days); lowered to the
+   earliest deadline of a result in progress and to a deferred deletion; a
+   time already past means the transitioner is behind, so it is pushed
+   2 x the lag into the future (60 s .. 1 day).
+
+``plan_workunit`` holds those rules and touches no database; the
+:class:`Transitioner` daemon reads due workunits in batches (one query for
+the workunits, one for all their results), and writes the plans of a group
+of workunits in one transaction: result updates conditional on the row being
+unchanged since it was read (a row changed meanwhile - a report, a send -
+undoes that workunit's changes and makes it due again at once), new results
+in one multi-row INSERT, workunit updates grouped by identical change sets,
+with ``transition_time`` compare-and-set as BOINC does. A kill at any moment
+leaves either all or none of a group's changes; result names are unique, so
+a pass repeated after a crash cannot create a result twice.
+
+Options: ``--one_pass``, ``--mod N I``, ``--sleep_interval S``, ``--wu_id ID``
+(transition that workunit now, whatever its transition_time, and exit),
+``-d N``.
+"""
+
+import os
+import secrets
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from boincpy.credit import (HAV_AVG_LIMIT, HAV_AVG_THRESH, HAV_AVG_WEIGHT,
+                            average_var_update)
+from boincpy.daemons.base import Daemon, _option_names, run_daemon
+from boincpy.errors import DatabaseError, TemplateError
+from boincpy.log import CRITICAL, DEBUG, NORMAL
+from boincpy.states import (INT_MAX, AssimilateState, FileDeleteState, Outcome,
+                            ServerState, TransitionerFlags, ValidateState, WuError)
+
+SELECT_LIMIT = 1000     # workunits per enumeration (BOINC: 1000 joined rows)
+GROUP_SIZE = 250        # workunits per transaction
+EXIT_ABORTED_VIA_GUI = 203
+TEN_DAYS = 10 * 86400
+# Errors after which a group is simply read and tried again.
+_RETRYABLE = {1205: "lock wait timeout", 1213: "deadlock", 1062: "duplicate result name"}
+_MAX_RETRIES = 5
+
+WU_COLUMNS = ("id", "name", "appid", "min_quorum", "need_validate", "canonical_resultid",
+              "transition_time", "delay_bound", "error_mask", "max_error_results",
+              "max_total_results", "file_delete_state", "assimilate_state",
+              "target_nresults", "result_template_file", "priority", "hr_class", "batch",
+              "app_version_id", "transitioner_flags", "size_class")
+RESULT_COLUMNS = ("id", "workunitid", "name", "report_deadline", "server_state", "outcome",
+                  "validate_state", "file_delete_state", "sent_time", "hostid",
+                  "received_time", "app_version_id", "exit_status")
+# Result columns the transitioner may change.
+RESULT_STATE_COLUMNS = ("server_state", "outcome", "validate_state", "file_delete_state")
+# Workunit columns the transitioner may change (BOINC's update_workunit).
+WU_STATE_COLUMNS = ("need_validate", "error_mask", "assimilate_state", "file_delete_state",
+                    "transition_time", "hr_class", "app_version_id")
+NEW_RESULT_COLUMNS = ("create_time", "workunitid", "server_state", "name", "xml_doc_in",
+                      "xml_doc_out", "stderr_out", "batch", "random", "appid", "priority",
+                      "size_class")
+
+INACTIVE, UNSENT = ServerState.INACTIVE, ServerState.UNSENT
+IN_PROGRESS, OVER = ServerState.IN_PROGRESS, ServerState.OVER
+
+
+@dataclass
+class Plan:
+    """What one pass decided for one workunit (nothing written yet)."""
+    wu: dict                                          # the row as read
+    changes: dict = field(default_factory=dict)       # workunit column -> new value
+    result_changes: list = field(default_factory=list)  # (result as read, {column: new})
+    timed_out: list = field(default_factory=list)     # results that passed their deadline
+    new_names: list = field(default_factory=list)     # names of results to create
+    new_priority: int = 0
+    messages: list = field(default_factory=list)      # (log level, text), logged on commit
+
+    def say(self, level, text):
+        self.messages.append((level, "[WU#%d %s] %s" % (self.wu["id"], self.wu["name"], text)))
+
+
+def result_suffix(name):
+    """The number after a result name's last ``_`` (C's atoi: 0 when none)."""
+    p = name.rfind("_")
+    if p < 0:
+        return 0
+    digits = name[p + 1:].lstrip(" \t\n\r\f\v")
+    end = 1 if digits[:1] in ("-", "+") else 0
+    while end < len(digits) and digits[end].isdigit():
+        end += 1
+    try:
+        return int(digits[:end])
+    except ValueError:
+        return 0
+
+
+def generalized_app_version_id(app_version_id, appid):
+    """host_app_version.app_version_id of a result: anonymous versions (< 0)
+    become ``appid * 1000000 - app_version_id``."""
+    if app_version_id < 0:
+        return appid * 1000000 - app_version_id
+    return app_version_id
+
+
+def plan_workunit(wu, results, now, cfg):
+    """Apply BOINC's transition rules to one workunit and its results.
+
+    ``wu``: dict with WU_COLUMNS; ``results``: dicts with RESULT_COLUMNS;
+    ``now``: Unix time; ``cfg``: the Config (hr_class_static, delete_delay,
+    reliable_priority_on_over[_except_error]).  Returns a :class:`Plan`.
+    """
+    plan = Plan(wu)
+    new = dict(wu)                        # the workunit as this pass leaves it
+    res = [dict(r) for r in results]      # the results as this pass leaves them
+    tag = _result_tag
+
+    # The canonical result, and whether its files are gone already.
+    canonical = None
+    if wu["canonical_resultid"]:
+        for r in res:
+            if r["id"] == wu["canonical_resultid"]:
+                canonical = r
+        if canonical is None:
+            plan.say(CRITICAL, "can't find canonical result")
+    canonical_files_deleted = (canonical is not None
+                               and canonical["file_delete_state"] == FileDeleteState.DONE)
+
+    # Count results by state; time out the overdue; find new results to validate.
+    ntotal = nunsent = ninprogress = nover = 0
+    nsuccess = nerrors = ncouldnt_send = nno_reply = ndidnt_need = 0
+    have_new_result_to_validate = False
+    max_suffix = -1
+    for r in res:
+        ntotal += 1
+        max_suffix = max(max_suffix, result_suffix(r["name"]))
+        state = r["server_state"]
+        if state == INACTIVE or state == UNSENT:
+            nunsent += 1
+        elif state == IN_PROGRESS:
+            if r["report_deadline"] < now:
+                plan.say(NORMAL, "%s result timed out (%d < %d) server_state:IN_PROGRESS=>OVER; "
+                         "outcome:NO_REPLY" % (tag(r), r["report_deadline"], now))
+                r["server_state"] = OVER
+                r["outcome"] = Outcome.NO_REPLY
+                plan.timed_out.append(r)
+                nover += 1
+                nno_reply += 1
+            else:
+                ninprogress += 1
+        elif state == OVER:
+            nover += 1
+            outcome = r["outcome"]
+            if outcome == Outcome.COULDNT_SEND:
+                plan.say(NORMAL, "%s result couldn't be sent" % tag(r))
+                ncouldnt_send += 1
+            elif outcome == Outcome.SUCCESS:
+                if r["validate_state"] == ValidateState.INIT:
+                    if canonical_files_deleted:
+                        r["validate_state"] = ValidateState.TOO_LATE
+                        plan.say(NORMAL, "%s validate_state:INIT=>TOO_LATE" % tag(r))
+                    else:
+                        have_new_result_to_validate = True
+                if r["validate_state"] != ValidateState.INVALID:
+                    nsuccess += 1       # invalid results don't count as successes
+            elif outcome == Outcome.CLIENT_ERROR:
+                # a job the user aborted is not the job's fault
+                if r["exit_status"] == EXIT_ABORTED_VIA_GUI:
+                    nno_reply += 1
+                else:
+                    nerrors += 1
+            elif outcome == Outcome.VALIDATE_ERROR:
+                nerrors += 1
+            elif outcome == Outcome.NO_REPLY or outcome == Outcome.CLIENT_DETACHED:
+                nno_reply += 1
+            elif outcome == Outcome.DIDNT_NEED:
+                ndidnt_need += 1
+    plan.say(DEBUG, "%d results: unsent %d, in_progress %d, over %d (success %d, error %d, "
+             "couldnt_send %d, no_reply %d, didnt_need %d)"
+             % (ntotal, nunsent, ninprogress, nover, nsuccess, nerrors, ncouldnt_send,
+                nno_reply, ndidnt_need))
+
+    # Validation is due when a new success waits and the quorum can be met.
+    if have_new_result_to_validate and nsuccess >= wu["min_quorum"]:
+        new["need_validate"] = 1
+        plan.say(NORMAL, "need_validate:=>true")
+
+    # Workunit error conditions (too many successes is the validator's check).
+    if ncouldnt_send > 0:
+        new["error_mask"] |= WuError.COULDNT_SEND_RESULT
+    # Only errors so far: let other platforms / app versions have a try.
+    if nerrors and not (nsuccess or ninprogress or nno_reply) and not cfg.hr_class_static:
+        new["hr_class"] = 0
+        new["app_version_id"] = 0
+    if nerrors > wu["max_error_results"]:
+        plan.say(NORMAL, "WU has too many errors (%d errors for %d results)" % (nerrors, ntotal))
+        new["error_mask"] |= WuError.TOO_MANY_ERROR_RESULTS
+
+    # How many new results: enough to keep target_nresults viable, within
+    # max_total_results; needing one more than allowed errors the workunit.
+    needed = max(0, wu["target_nresults"] - nunsent - ninprogress - nsuccess)
+    allowed = wu["max_total_results"] - ntotal
+    too_many = allowed < 0 or (allowed == 0 and needed > 0)
+    if not too_many:
+        needed = min(needed, allowed)
+    else:
+        plan.say(NORMAL, "WU has too many total results (%d)" % ntotal)
+        plan.say(NORMAL, "   target_nresults=%d nunsent=%d ninprogress=%d nsuccess=%d "
+                 "new_needed=%d new_allowed=%d" % (wu["target_nresults"], nunsent,
+                                                   ninprogress, nsuccess, needed, allowed))
+        new["error_mask"] |= WuError.TOO_MANY_TOTAL_RESULTS
+
+    if new["error_mask"]:
+        # A failed workunit sends nothing more and goes to the assimilator.
+        for r in res:
+            if r["server_state"] == INACTIVE or r["server_state"] == UNSENT:
+                plan.say(NORMAL, "%s server_state:UNSENT=>OVER; outcome:=>DIDNT_NEED" % tag(r))
+                r["server_state"] = OVER
+                r["outcome"] = Outcome.DIDNT_NEED
+            elif (r["server_state"] == OVER and r["outcome"] == Outcome.SUCCESS
+                  and r["validate_state"] in (ValidateState.INIT, ValidateState.INCONCLUSIVE)):
+                r["validate_state"] = ValidateState.NO_CHECK
+        if new["assimilate_state"] == AssimilateState.INIT:
+            new["assimilate_state"] = AssimilateState.READY
+            plan.say(NORMAL, "error_mask:%d assimilate_state:INIT=>READY" % new["error_mask"])
+    elif not wu["canonical_resultid"]:
+        if wu["transitioner_flags"] != TransitionerFlags.TRANSITION_NO_NEW_RESULTS and needed > 0:
+            plan.say(NORMAL, "Generating %d more results (%d target - %d unsent - %d in progress"
+                     " - %d success)" % (needed, wu["target_nresults"], nunsent, ninprogress,
+                                         nsuccess))
+            plan.new_names = ["%s_%d" % (wu["name"], max_suffix + j + 1) for j in range(needed)]
+            increase = 0
+            if nover and cfg.reliable_priority_on_over:
+                increase = cfg.reliable_priority_on_over
+            elif nover and not nerrors and cfg.reliable_priority_on_over_except_error:
+                increase = cfg.reliable_priority_on_over_except_error
+            plan.new_priority = wu["priority"] + increase
+
+    # Are all results over (and validated)?  A NO_REPLY result whose deadline
+    # is still ahead (set by hand or by a resend) may yet come back.
+    all_over_and_validated = True
+    all_over_and_ready_to_assimilate = True
+    most_recently_returned = 0
+    for r in res:
+        if r["server_state"] == OVER:
+            most_recently_returned = max(most_recently_returned, r["received_time"])
+            if r["outcome"] == Outcome.SUCCESS:
+                if r["validate_state"] == ValidateState.INIT:
+                    all_over_and_validated = False
+                    all_over_and_ready_to_assimilate = False
+            elif r["outcome"] == Outcome.NO_REPLY and now < r["report_deadline"]:
+                all_over_and_validated = False
+        else:
+            all_over_and_validated = False
+            all_over_and_ready_to_assimilate = False
+
+    # Assimilation the validator deferred until every result is in.
+    if (all_over_and_ready_to_assimilate and new["assimilate_state"] == AssimilateState.INIT
+            and wu["canonical_resultid"] > 0):
+        new["assimilate_state"] = AssimilateState.READY
+        plan.say(NORMAL, "Deferred assimilation now set to ASSIMILATE_STATE_READY")
+
+    # Assimilated: files may go, delete_delay after the last report.
+    deferred_file_delete_time = 0
+    if new["assimilate_state"] == AssimilateState.DONE:
+        if now >= most_recently_returned + cfg.delete_delay:
+            if all_over_and_validated and new["file_delete_state"] == FileDeleteState.INIT:
+                new["file_delete_state"] = FileDeleteState.READY
+                plan.say(DEBUG, "ASSIMILATE_DONE: file_delete_state:=>READY")
+            for r in res:
+                # the canonical outputs stay while a success awaits checking
+                if r is canonical and not all_over_and_validated:
+                    continue
+                if r["outcome"] == Outcome.CLIENT_ERROR:
+                    do_delete = True
+                elif r["outcome"] == Outcome.SUCCESS:
+                    do_delete = r["validate_state"] != ValidateState.INIT
+                else:
+                    do_delete = False
+                if do_delete and r["file_delete_state"] == FileDeleteState.INIT:
+                    plan.say(NORMAL, "%s file_delete_state:=>READY" % tag(r))
+                    r["file_delete_state"] = FileDeleteState.READY
+        else:
+            deferred_file_delete_time = most_recently_returned + cfg.delete_delay
+            plan.say(DEBUG, "deferring file deletion for %.0f seconds"
+                     % (deferred_file_delete_time - now))
+
+    # The next transition time.
+    if wu["canonical_resultid"] or new["error_mask"]:
+        tt = INT_MAX
+    else:
+        tt = now + max(int(1.5 * wu["delay_bound"]), TEN_DAYS)   # safety net
+    for r in res:
+        if r["server_state"] == IN_PROGRESS and r["report_deadline"] < tt:
+            tt = r["report_deadline"]
+    if deferred_file_delete_time and deferred_file_delete_time < tt:
+        tt = int(deferred_file_delete_time)
+    if tt < now:
+        extra = min(max(2 * (now - tt), 60), 86400)
+        plan.say(DEBUG, "transition time in past: adding extra delay %d sec" % extra)
+        tt = now + extra
+    new["transition_time"] = tt
+    plan.say(DEBUG, "setting transition_time to %d" % tt)
+
+    plan.changes = {c: int(new[c]) for c in WU_STATE_COLUMNS if new[c] != wu[c]}
+    for before, after in zip(results, res):
+        changed = {c: int(after[c]) for c in RESULT_STATE_COLUMNS if after[c] != before[c]}
+        if changed:
+            plan.result_changes.append((before, changed))
+    return plan
+
+
+def _result_tag(r):
+    return "[RESULT#%d %s]" % (r["id"], r["name"])
+
+
+class Transitioner(Daemon):
+    """Moves workunits through their states (see the module docstring)."""
+
+    name = "transitioner"
+    sleep_interval = 5.0
+
+    @classmethod
+    def add_arguments(cls, parser):
+        parser.add_argument(*_option_names("wu_id"), type=int, default=0, metavar="ID",
+                            help="transition this workunit now and exit")
+
+    def initialise(self):
+        """Connect; read the upload key when upload certificates are made."""
+        super().initialise()
+        if self.args.wu_id:
+            self.args.one_pass = True
+        self.upload_key = None
+        if not self.cfg.dont_generate_upload_certificates:
+            from boincpy import crypto
+            self.upload_key = crypto.read_key(os.path.join(self.cfg.key_dir, "upload_private"))
+        self._templates = {}
+
+    def stop_requested(self):
+        # BOINC's transitioner ignores stop_daemons with --one_pass, so an
+        # operator can run a pass by hand while the project is stopped.
+        if self.args.one_pass:
+            return self._stop_signal is not None
+        return super().stop_requested()
+
+    # -- one pass -----------------------------------------------------------
+
+    def one_pass(self):
+        """Transition every due workunit; True if there was any."""
+        self._templates = {}          # re-read result templates each pass
+        did_something = False
+        failures = 0
+        while not self.stop_requested():
+            batch = self.enumerate(int(time.time()))
+            if not batch:
+                break
+            did_something = True
+            for k in range(0, len(batch), GROUP_SIZE):
+                if self.stop_requested():
+                    break
+                try:
+                    self.handle_group(batch[k:k + GROUP_SIZE])
+                    failures = 0
+                except DatabaseError as exc:
+                    code = getattr(exc, "mysql_code", None)
+                    failures += 1
+                    if code not in _RETRYABLE or failures > _MAX_RETRIES:
+                        raise
+                    self.log.normal("%s; reading the workunits again (%s)"
+                                    % (_RETRYABLE[code], exc.message))
+                    time.sleep(0.1 * failures)
+                    break           # read the batch again: nothing of it was written
+            if self.args.wu_id:
+                break
+        return did_something
+
+    def enumerate(self, now):
+        """Due workunits (at most SELECT_LIMIT) with their results: [(wu, [result])]."""
+        cols = ", ".join(WU_COLUMNS)
+        if self.args.wu_id:
+            wus = self.db.query("SELECT %s FROM workunit WHERE id = %%s AND transitioner_flags <> %%s"
+                                % cols, (self.args.wu_id, int(TransitionerFlags.TRANSITION_NONE)))
+        else:
+            clause, params = self.mod_clause("id")
+            wus = self.db.query(
+                "SELECT %s FROM workunit WHERE transition_time < %%s AND transitioner_flags <> %%s"
+                "%s LIMIT %d" % (cols, clause, SELECT_LIMIT),
+                (now, int(TransitionerFlags.TRANSITION_NONE)) + params)
+        if not wus:
+            return []
+        by_wu = {wu["id"]: [] for wu in wus}
+        ids = list(by_wu)
+        rows = self.db.query("SELECT %s FROM result WHERE workunitid IN (%s)"
+                             % (", ".join(RESULT_COLUMNS), ", ".join(["%s"] * len(ids))), ids)
+        for r in rows:
+            by_wu[r["workunitid"]].append(r)
+        return [(wu, by_wu[wu["id"]]) for wu in wus]
+
+    def handle_group(self, group):
+        """Plan and write a group of workunits in one transaction, then log."""
+        now = int(time.time())
+        plans = [plan_workunit(wu, results, now, self.cfg) for wu, results in group]
+        db = self.db
+        new_rows = []
+        wu_updates = defaultdict(list)   # SET clause and its parameters -> workunit ids
+        redo = []                        # workunits changed under us: transition again
+        penalties = []
+        with db.transaction():
+            for plan in plans:
+                if plan.result_changes:
+                    db.execute("SAVEPOINT wu")
+                    if not self._update_results(plan):
+                        db.execute("ROLLBACK TO SAVEPOINT wu")
+                        redo.append(plan)
+                        continue
+                    for r in plan.timed_out:
+                        penalties.append(self._penalise_timeout(plan.wu, r))
+                if plan.new_names:
+                    new_rows.extend(self._new_result_rows(plan, now))
+                if plan.changes:
+                    wu_updates[self._wu_set_clause(plan)].append(plan.wu["id"])
+            if new_rows:
+                db.insert_many("result", NEW_RESULT_COLUMNS, new_rows)
+            for (sets, params), ids in wu_updates.items():
+                db.execute("UPDATE workunit SET %s WHERE id IN (%s)"
+                           % (sets, ", ".join(["%s"] * len(ids))), params + tuple(ids))
+            if redo:
+                ids = [p.wu["id"] for p in redo]
+                db.execute("UPDATE workunit SET transition_time = %%s WHERE id IN (%s)"
+                           % ", ".join(["%s"] * len(ids)), [int(time.time())] + ids)
+        # committed: now say what was done
+        log = self.log
+        skipped = {id(p) for p in redo}
+        for plan in plans:
+            if id(plan) in skipped:
+                log.normal("[WU#%d %s] a result changed while being transitioned; "
+                           "will transition again" % (plan.wu["id"], plan.wu["name"]))
+                continue
+            for level, text in plan.messages:
+                log.printf(level, text)
+        for text in penalties:
+            if text:
+                log.normal(text)
+
+    def _update_results(self, plan):
+        """Write the plan's result changes, each only if the row is as it was read."""
+        for before, changed in plan.result_changes:
+            sets = ", ".join("%s = %%s" % c for c in changed)
+            where = " AND ".join("%s = %%s" % c for c in RESULT_STATE_COLUMNS)
+            n = self.db.execute("UPDATE result SET %s WHERE id = %%s AND %s" % (sets, where),
+                                tuple(changed.values()) + (before["id"],)
+                                + tuple(before[c] for c in RESULT_STATE_COLUMNS))
+            if n != 1:
+                return False
+        return True
+
+    def _wu_set_clause(self, plan):
+        """(SET text, parameters) for a workunit's changes; transition_time is
+        compare-and-set: if someone changed it since it was read, make it now."""
+        sets, params = [], []
+        for c, value in plan.changes.items():
+            if c == "transition_time":
+                sets.append("transition_time = IF(transition_time = %s, %s, UNIX_TIMESTAMP())")
+                params += [plan.wu["transition_time"], value]
+            else:
+                sets.append("%s = %%s" % c)
+                params.append(value)
+        return ", ".join(sets), tuple(params)
+
+    def _new_result_rows(self, plan, now):
+        """Rows (NEW_RESULT_COLUMNS) for the results the plan creates."""
+        from boincpy.templates import process_result_template
+        wu = plan.wu
+        template_file = wu["result_template_file"]
+        text = self._result_template(wu, template_file)
+        state = int(UNSENT if wu["size_class"] < 0 else INACTIVE)
+        rows = []
+        for name in plan.new_names:
+            try:
+                xml = process_result_template(text, name, self.cfg, self.upload_key,
+                                              rand=secrets.randbits(31), path=template_file)
+            except TemplateError as exc:
+                raise TemplateError("[WU#%d %s] can't create result %s: %s"
+                                    % (wu["id"], wu["name"], name, exc.message)) from None
+            rows.append((now, wu["id"], state, name, xml, "", "", wu["batch"],
+                         secrets.randbits(31), wu["appid"], plan.new_priority,
+                         wu["size_class"]))
+        return rows
+
+    def _result_template(self, wu, template_file):
+        text = self._templates.get(template_file)
+        if text is None:
+            path = self.cfg.project_path(template_file)
+            try:
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    text = f.read()
+            except OSError as exc:
+                raise TemplateError("[WU#%d %s] can't read result template file %s: %s"
+                                    % (wu["id"], wu["name"], path, exc.strerror)) from None
+            self._templates[template_file] = text
+        return text
+
+    def _penalise_timeout(self, wu, r):
+        """A result timed out: its host_app_version gets a turnaround sample of
+        delay_bound, one job less per day and no consecutive valid results.
+        Returns the text to log."""
+        gavid = generalized_app_version_id(r["app_version_id"], wu["appid"])
+        hav = self.db.query_one(
+            "SELECT turnaround_n, turnaround_avg, turnaround_var, turnaround_q, "
+            "max_jobs_per_day FROM host_app_version WHERE host_id = %s AND app_version_id = %s "
+            "FOR UPDATE", (r["hostid"], gavid))
+        if hav is None:
+            return ("result_timed_out(): no host_app_version for host %d, app version %d"
+                    % (r["hostid"], gavid))
+        n, avg, var, q = average_var_update(hav["turnaround_n"], hav["turnaround_avg"],
+                                            hav["turnaround_var"], hav["turnaround_q"],
+                                            float(wu["delay_bound"]), HAV_AVG_THRESH,
+                                            HAV_AVG_WEIGHT, HAV_AVG_LIMIT)
+        quota = self.cfg.daily_result_quota
+        jobs = hav["max_jobs_per_day"] or quota
+        jobs = max(min(jobs, quota) - 1, 1)
+        self.db.execute(
+            "UPDATE host_app_version SET turnaround_n = %s, turnaround_avg = %s, "
+            "turnaround_var = %s, turnaround_q = %s, max_jobs_per_day = %s, "
+            "consecutive_valid = 0 WHERE host_id = %s AND app_version_id = %s",
+            (n, avg, var, q, jobs, r["hostid"], gavid))
+        if self.cfg.debug_quota:
+            return "[quota] max_jobs_per_day for %d; %d->%d" % (gavid, hav["max_jobs_per_day"],
+                                                                jobs)
+        return ""
+
+
+def main(argv=None):
+    """Entry point of bin/transitioner."""
+    return run_daemon(Transitioner, argv)

@@ -1,0 +1,138 @@
+"""Where a job's files are: input files of a workunit, output files of a result.
+
+The back end finds files from the XML stored with each row, as BOINC does:
+
+* a result's output files are the ``<file_ref>``s of ``result.xml_doc_in``
+  (``<file_name>`` is the physical name under ``upload_dir``'s fan-out,
+  ``<open_name>`` the logical name; ``<optional/>`` and ``<no_validate/>``
+  flags) -- what validators and assimilators read;
+* a row's deletable files are the ``<file_info>``s of ``workunit.xml_doc``
+  (under ``download_dir``) or ``result.xml_doc_in`` (under ``upload_dir``),
+  with ``<no_delete/>`` and ``<sticky/>`` flags -- what the file deleter reads.
+
+The scanning is lenient like BOINC's XML_PARSER (a regular expression per
+element, no well-formedness required), because these documents come from
+templates and old servers, not from this code.
+"""
+
+import os
+import re
+from dataclasses import dataclass
+
+from boincpy.files import dir_hier_path
+from boincpy.templates import xml_unescape
+
+# lib/error_numbers.h values the back end returns or interprets.
+ERR_FOPEN = -108
+ERR_UNLINK = -110
+ERR_OPENDIR = -111
+ERR_XML_PARSE = -112
+ERR_NOT_FOUND = -161
+
+_FILE_REF_RE = re.compile(r"<file_ref>(.*?)</file_ref>", re.S)
+_FILE_INFO_RE = re.compile(r"<file_info>(.*?)</file_info>", re.S)
+_WS = " \t\n\r\v\f"
+
+
+def _text(body, tag):
+    """Stripped, entity-decoded text of ``<tag>..</tag>`` in ``body`` ("" if absent)."""
+    start = body.find("<%s>" % tag)
+    if start < 0:
+        return ""
+    start += len(tag) + 2
+    end = body.find("</%s>" % tag, start)
+    if end < 0:
+        return ""
+    return xml_unescape(body[start:end].strip(_WS))
+
+
+def _flag(body, tag):
+    """BOINC's parse_bool: ``<tag/>`` is true, ``<tag>N</tag>`` is N != 0."""
+    if re.search(r"<%s\s*/>" % tag, body):
+        return True
+    m = re.search(r"<%s>\s*([-+]?\d+)\s*</%s>" % (tag, tag), body)
+    return bool(m and int(m.group(1)))
+
+
+def as_text(value):
+    """A blob column (bytes from MySQLdb) as text; None as ""."""
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value
+
+
+@dataclass(slots=True)
+class OutputFileInfo:
+    """One output file of a result (BOINC's OUTPUT_FILE_INFO)."""
+    phys_name: str
+    logical_name: str
+    path: str
+    optional: bool = False
+    no_validate: bool = False
+
+
+class OutputFilesError(Exception):
+    """A result's xml_doc_in has a ``<file_ref>`` without file_name or open_name."""
+
+    code = ERR_XML_PARSE
+
+
+def output_file_infos(xml_doc_in, upload_dir, fanout):
+    """The output files of a result, in ``<file_ref>`` order (get_output_file_infos).
+
+    Raises :class:`OutputFilesError` when a ``<file_ref>`` lacks a file or
+    open name, as BOINC returns ERR_XML_PARSE.
+    """
+    xml = as_text(xml_doc_in)
+    infos = []
+    for m in _FILE_REF_RE.finditer(xml):
+        body = m.group(1)
+        phys = _text(body, "file_name")
+        logical = _text(body, "open_name")
+        if not phys or not logical:
+            raise OutputFilesError("<file_ref> without <file_name> or <open_name>")
+        infos.append(OutputFileInfo(phys, logical, dir_hier_path(upload_dir, phys, fanout),
+                                    _flag(body, "optional"), _flag(body, "no_validate")))
+    return infos
+
+
+def output_file_paths(xml_doc_in, upload_dir, fanout):
+    """Paths of a result's output files (get_output_file_paths)."""
+    return [fi.path for fi in output_file_infos(xml_doc_in, upload_dir, fanout)]
+
+
+@dataclass(slots=True)
+class FileInfo:
+    """One ``<file_info>`` of a workunit or result document."""
+    name: str
+    no_delete: bool = False
+    sticky: bool = False
+
+
+def file_infos(xml_doc):
+    """The ``<file_info>``s of a workunit's xml_doc or a result's xml_doc_in.
+
+    Entries without a ``<name>`` are returned with name "" so callers can
+    report the document as malformed, as BOINC's file deleter does.
+    """
+    xml = as_text(xml_doc)
+    return [FileInfo(_text(m.group(1), "name"), _flag(m.group(1), "no_delete"),
+                     _flag(m.group(1), "sticky"))
+            for m in _FILE_INFO_RE.finditer(xml)]
+
+
+def locate_in_hierarchy(root, name, fanout):
+    """(status, path) of ``name`` in a fan-out tree, as the file deleter looks:
+
+    0 the file exists; ERR_NOT_FOUND its bucket directory exists but not the
+    file; ERR_OPENDIR not even the directory (a missing mount: possibly
+    transient).
+    """
+    path = dir_hier_path(root, name, fanout)
+    if os.path.lexists(path):
+        return 0, path
+    if os.path.isdir(os.path.dirname(path)):
+        return ERR_NOT_FOUND, path
+    return ERR_OPENDIR, path
