@@ -102,11 +102,12 @@ class SchedLog(MessageLog):
         stream = open(path, "ab", buffering=0)
         return cls(stream, debug_level, pid)
 
-    def printf(self, kind, message):
+    def printf(self, kind, message, word=None):
         if kind > self.debug_level:
             return
-        prefix = "%s [PID=%-5d] %s%s " % (timestamp(), self.pid, self._WORDS.get(kind, "[debug]"),
-                                         " " * self.indent)
+        if word is None:
+            word = self._WORDS.get(kind, "[debug]")
+        prefix = "%s [PID=%-5d] %s%s " % (timestamp(), self.pid, word, " " * self.indent)
         for line in str(message).splitlines() or [""]:
             self.lines.append(prefix + line + "\n")
 
