@@ -489,20 +489,18 @@ class Site:
             db.close()
 
     def add_job(self, name):
-        """A job as create_work and the transitioner make it: workunit + one UNSENT result."""
+        """A job made the operator's way: stage_file, create_work, then one pass
+        of the transitioner, which creates its first result (UNSENT)."""
         src = os.path.join(self.p.root, "in_" + name)
         with open(src, "w") as f:
             f.write("hello from %s\n" % name)
         run_tool(self.p, "stage_file", "--copy", src)
         run_tool(self.p, "create_work", "--appname", "example_app", "--wu_name", name,
-            "in_" + name)
-        from boincpy.templates import process_result_template
+                 "in_" + name)
         wu = self.rows("SELECT * FROM workunit WHERE name = %s", (name,))[0]
-        with open(self.p.path("templates", "example_app_out")) as f:
-            xml = process_result_template(f.read(), name + "_0", self.p.cfg)
-        self.execute("INSERT INTO result (create_time, workunitid, server_state, name, "
-                     "xml_doc_in, appid, random) VALUES (%s, %s, 2, %s, %s, %s, 1)",
-                     (int(time.time()), wu["id"], name + "_0", xml, wu["appid"]))
+        run_tool(self.p, "transitioner", "--wu_id", str(wu["id"]))
+        assert self.rows("SELECT server_state FROM result WHERE workunitid = %s",
+                         (wu["id"],)) == [{"server_state": 2}]
         return wu
 
     def start_feeder(self):
