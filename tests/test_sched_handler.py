@@ -626,3 +626,16 @@ def test_nowork_skip_answers_without_the_database(sched_env):
     assert r.text("userid") is None
     assert env.snapshot() == before
     assert "No work - skipping DB access" in r.log
+
+
+def test_sticky_files_matching_file_delete_regex_are_deleted(sched_env):
+    env = sched_env
+    attach(env)
+    (env.root / "file_delete_regex").write_text("^old_.*\n\n[invalid\n")
+    data = body("no_work", "03_sched_workfetch_hostid1.body.xml").decode().replace(
+        "</scheduler_request>", "<file_info>\n<name>old_data_1</name>\n<nbytes>10</nbytes>\n"
+        "<status>1</status>\n<sticky/>\n</file_info>\n<file_info>\n<name>keep_me</name>\n"
+        "</file_info>\n</scheduler_request>")
+    r = call(env, data.encode())
+    assert [e.text for e in r.root.findall("delete_file_info")] == ["old_data_1"]
+    assert "invalid regular expression in file_delete_regex: [invalid" in r.log

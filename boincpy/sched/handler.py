@@ -341,9 +341,40 @@ def _send_code_sign_key(ctx):
     return False
 
 
+def _file_deletes(ctx):
+    """Sticky files the host should drop: names matching a line of
+    PROJECT/file_delete_regex (POSIX EREs, BOINC's do_file_delete_regex)."""
+    if not ctx.request.sticky_files:
+        return
+    try:
+        with open(os.path.join(ctx.cfg.project_dir, "file_delete_regex")) as f:
+            patterns = [line.strip() for line in f if line.strip()]
+    except OSError:
+        return
+    import re
+    compiled = []
+    for p in patterns:
+        try:
+            compiled.append((p, re.compile(p)))
+        except re.error:
+            ctx.log.critical("invalid regular expression in file_delete_regex: %s" % p)
+    for name, _ in ctx.request.sticky_files:
+        for p, rx in compiled:
+            if rx.search(name):
+                ctx.reply.file_deletes.append(name)
+                if ctx.cfg.debug_client_files:
+                    ctx.log.normal("[client_files] Sticky file %s matched regex %s; deleting"
+                                   % (name, p))
+                break
+        else:
+            if ctx.cfg.debug_client_files:
+                ctx.log.normal("[client_files] Sticky file %s didn't match any regex" % name)
+
+
 def process_request(ctx, job_array):
     """Everything between the parsed request and the reply (BOINC's process_request)."""
     cfg, req, reply, log = ctx.cfg, ctx.request, ctx.reply, ctx.log
+    _file_deletes(ctx)
     blocked = _gates(ctx)
     if cfg.dont_send_jobs:
         blocked = blocked or "the project is not sending tasks (dont_send_jobs)"
