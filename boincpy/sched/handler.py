@@ -121,15 +121,23 @@ def _handle(cfg, body, environ, job_array, log, now, start):
         return replies.down_reply("Server can't find key file", cfg.maintenance_delay, cfg.ended)
     if os.path.exists(os.path.join(cfg.project_dir, STOP_SCHED_FILE)):
         return replies.down_reply(DOWN_MESSAGE, cfg.maintenance_delay, cfg.ended)
-    if job_array is None:
-        try:
-            job_array = attach_job_array(cfg)
-        except Exception as exc:
-            log.critical(getattr(exc, "log_text", None)
-                         or "Can't attach shmem: %s (feeder not running?)" % exc)
-            return replies.down_reply(getattr(exc, "user_message", None)
-                                      or "Server error: feeder not running",
-                                      cfg.maintenance_delay, cfg.ended)
+    if job_array is not None:
+        return _handle_attached(cfg, body, environ, job_array, log, now, start, code_sign_key)
+    try:
+        job_array = attach_job_array(cfg)
+    except Exception as exc:
+        log.critical(getattr(exc, "log_text", None)
+                     or "Can't attach shmem: %s (feeder not running?)" % exc)
+        return replies.down_reply(getattr(exc, "user_message", None)
+                                  or "Server error: feeder not running",
+                                  cfg.maintenance_delay, cfg.ended)
+    try:
+        return _handle_attached(cfg, body, environ, job_array, log, now, start, code_sign_key)
+    finally:
+        job_array.close()
+
+
+def _handle_attached(cfg, body, environ, job_array, log, now, start, code_sign_key):
     if cfg.debug_request_headers:
         _log_request_headers(environ, body, log)
     saved = _save_request(cfg, body, environ, log) if cfg.debug_req_reply_dir else None
