@@ -196,8 +196,11 @@ def test_ops_pages_need_the_password(apache):
         return {"Authorization": "Basic " + token}
 
     assert _get(apache.ops_url, auth(apache.ops_user, "wrong"))[0] == 401
-    status, _, body = _get(apache.ops_url, auth(apache.ops_user, apache.ops_passwd))
+    # (the directory URL itself serves html/ops/index.php, the ops landing page)
+    status, _, body = _get(apache.ops_url + "index.html", auth(apache.ops_user, apache.ops_passwd))
     assert status == 200 and body == b"<html>ops</html>\n"
+    status, _, body = _get(apache.ops_url, auth(apache.ops_user, apache.ops_passwd))
+    assert status == 200 and b"Project Management" in body
     # .php pages there are Python CGIs (the ops pages engineer's)
     page = p.path("html/ops", "probe_test.php")
     with open(page, "w") as f:

@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from boincpy.errors import BoincpyError, DatabaseError, ToolError
+from boincpy.web.ops import csrf as ops_csrf
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -755,6 +756,14 @@ def build_tree(spec, stage, undo, say):
         if created:
             # The web server reads the public keys; private keys stay 0600.
             perms.group(key_dir, 0o750)
+        # The ops pages' form-token secret (boincpy.web.ops.csrf): the web
+        # server reads it, Apache never serves keys/.
+        secret = os.path.join(key_dir, ops_csrf.SECRET_FILE)
+        if not os.path.exists(secret):
+            if not inside:
+                undo.add(secret, lambda p=secret: os.path.exists(p) and os.unlink(p))
+            ops_csrf.create_secret(secret)
+            perms.group(secret, 0o640)
 
     say(1, "Copying files")
     for d in COPIED_DIRS:

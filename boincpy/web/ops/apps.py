@@ -1,0 +1,245 @@
+"""Applications and app versions: ``manage_apps.php``, ``manage_app_versions.php``.
+
+Each row is its own form posting back to the page (with the form token).
+After a change the page creates the ``reread_db`` trigger file, so a running
+feeder reloads apps and versions (BOINC's pages leave that to the operator).
+"""
+
+import os
+import re
+
+from boincpy.errors import DatabaseError
+from boincpy.web.markup import Markup, fmt, join, link, url
+from boincpy.web.ops import names as N
+from boincpy.web.ops.lookups import Catalog
+from boincpy.web.ops.page import (PageError, checkbox, hidden, notice, render, table,
+                                  text_input)
+
+NAME_RE = re.compile(r"[A-Za-z0-9_.+-]{1,191}")
+PLAN_CLASS_RE = re.compile(r"[A-Za-z0-9_.+-]{0,128}")
+
+
+def touch_reread_db(cfg):
+    """Create PROJECT/reread_db; return "" or a sentence saying why it failed."""
+    path = cfg.project_path("reread_db")
+    try:
+        with open(path, "a"):
+            pass
+        return ""
+    except OSError as exc:
+        return ("could not create %s (%s): create it yourself (or restart the feeder) so "
+                "the scheduler sees the change" % (path, exc.strerror))
+
+
+def _changed(ctx, message):
+    problem = touch_reread_db(ctx.cfg)
+    out = notice("ok", message + (" The feeder will reload apps and versions (reread_db)."
+                                  if not problem else ""))
+    if problem:
+        out += notice("warn", problem)
+    return out
+
+
+def _float(ctx, name, label):
+    text = ctx.req.post(name)
+    try:
+        return float(text)
+    except ValueError:
+        raise PageError("%s: %r is not a number" % (label, text)) from None
+
+
+def _flag(ctx, name):
+    return 1 if ctx.req.post(name) else 0
+
+
+# ---------------------------------------------------------------------------
+
+def manage_apps(ctx):
+    """``manage_apps.php``: edit apps (weight, HR, flags, deprecation), add one."""
+    message = Markup("")
+    if ctx.req.method == "POST":
+        ctx.require_action()
+        message = _apps_post(ctx)
+    show_all = bool(ctx.req.get("all"))
+    apps = ctx.db.query("SELECT * FROM app ORDER BY id")
+    counts = {r["appid"]: r["n"] for r in ctx.db.query(
+        "SELECT appid, COUNT(*) AS n FROM app_version WHERE deprecated = 0 GROUP BY appid")}
+    rows = []
+    for a in apps:
+        if a["deprecated"] and not show_all:
+            continue
+        fid = "app%d" % a["id"]
+        f = Markup(' form="%s"' % fid)
+        rows.append(fmt(
+            '<tr><td>{}</td><td>{}<br><span class="small">{}</span></td><td>{}</td>'
+            '<td><input type="text" name="weight" value="{}" size="4"{}></td>'
+            '<td><input type="text" name="homogeneous_redundancy" value="{}" size="2"{}></td>'
+            '<td><input type="text" name="target_nresults" value="{}" size="2"{}></td>'
+            '<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>'
+            '<td><form id="{}" method="post" action="manage_apps.php">{}{}{}'
+            '<button type="submit">Update</button></form></td></tr>',
+            a["id"], link(url("db_action.php", table="app", id=a["id"]), a["name"]),
+            a["user_friendly_name"], N.time_text(a["create_time"]).split(",")[0],
+            a["weight"], f, a["homogeneous_redundancy"], f, a["target_nresults"], f,
+            _cb("homogeneous_app_version", a, fid), _cb("deprecated", a, fid),
+            _cb("non_cpu_intensive", a, fid), _cb("beta", a, fid),
+            _cb("fraction_done_exact", a, fid), counts.get(a["id"], 0),
+            fid, ctx.token_field(), hidden("action", "update"), hidden("id", a["id"])))
+    head = ("ID", "Name and description", "Created", "Weight", "HR type",
+            "Adaptive replication", "Homogeneous app version", "Deprecated",
+            "Non-CPU-intensive", "Beta", "Exact fraction done", "Current versions", "")
+    edit = fmt('<table class="apps"><thead><tr>{}</tr></thead><tbody>{}</tbody></table>',
+               join(fmt("<th>{}</th>", h) for h in head),
+               join(rows) or Markup('<tr><td colspan="13" class="muted">no applications'
+                                    '</td></tr>'))
+    toggle = (link("manage_apps.php", "Hide deprecated applications") if show_all
+              else link("manage_apps.php?all=1", "Show deprecated applications"))
+    add = fmt('<h2>Add an application</h2><form method="post" action="manage_apps.php">{}{}'
+              '<label for="add_name">Short name</label> '
+              '<input type="text" name="name" id="add_name" size="20"> '
+              '<label for="add_ufn">Description</label> '
+              '<input type="text" name="user_friendly_name" id="add_ufn" size="40"> '
+              '<button type="submit">Add application</button></form>'
+              '<p class="muted small">Then add versions with bin/update_versions.</p>',
+              ctx.token_field(), hidden("action", "add"))
+    body = fmt("{}<p>{} &middot; weight: share of the feeder's job slots (--allapps); HR type: "
+               "homogeneous redundancy class (0 off); adaptive replication: target results "
+               "for untrusted hosts.</p>{}{}", message, toggle, edit, add)
+    return render(ctx, "Manage applications", body)
+
+
+def _cb(name, row, form_id):
+    return fmt('<input type="checkbox" name="{}" value="1" form="{}"{}>', name, form_id,
+               Markup(" checked") if row[name] else Markup(""))
+
+
+def _apps_post(ctx):
+    action = ctx.req.post("action")
+    db = ctx.db
+    if action == "add":
+        name = ctx.req.post("name")
+        ufn = ctx.req.post("user_friendly_name")
+        if not NAME_RE.fullmatch(name):
+            raise PageError("Short name %r: use letters, digits and _ . + - (no spaces)." % name)
+        if not ufn:
+            raise PageError("Give a description (user-friendly name) for the application.")
+        if db.query_value("SELECT COUNT(*) FROM app WHERE name = %s", (name,)):
+            raise PageError("An application named %s already exists." % name, "409 Conflict")
+        appid = db.insert("INSERT INTO app (create_time, name, user_friendly_name) "
+                          "VALUES (%s, %s, %s)", (ctx.now, name, ufn))
+        return _changed(ctx, "Application %s added with ID %d." % (name, appid))
+    if action != "update":
+        raise PageError("unknown action %r" % action)
+    appid = ctx.int_arg("id", None, post=True, minimum=1)
+    app = db.query_one("SELECT id, name FROM app WHERE id = %s", (appid,))
+    if app is None:
+        raise PageError("no application with ID %s" % appid, "404 Not Found")
+    weight = _float(ctx, "weight", "Weight")
+    hr = ctx.int_arg("homogeneous_redundancy", 0, post=True, minimum=0, maximum=32767)
+    target = ctx.int_arg("target_nresults", 0, post=True, minimum=0, maximum=32767)
+    db.execute("UPDATE app SET weight = %s, homogeneous_redundancy = %s, target_nresults = %s, "
+               "homogeneous_app_version = %s, deprecated = %s, non_cpu_intensive = %s, "
+               "beta = %s, fraction_done_exact = %s WHERE id = %s",
+               (weight, hr, target, _flag(ctx, "homogeneous_app_version"),
+                _flag(ctx, "deprecated"), _flag(ctx, "non_cpu_intensive"), _flag(ctx, "beta"),
+                _flag(ctx, "fraction_done_exact"), appid))
+    return _changed(ctx, "Application %s updated." % app["name"])
+
+
+# ---------------------------------------------------------------------------
+
+def parse_client_version(text, label):
+    """A client version as stored (M*10000+m*100+r): ``7.20.5`` or the number."""
+    text = text.strip()
+    if text in ("", "0", "none"):
+        return 0
+    if text.isdigit():
+        return int(text)
+    m = re.fullmatch(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    if not m or int(m.group(2)) > 99 or int(m.group(3) or 0) > 99:
+        raise PageError("%s: %r is not a client version like 7.20.5" % (label, text))
+    return int(m.group(1)) * 10000 + int(m.group(2)) * 100 + int(m.group(3) or 0)
+
+
+def manage_app_versions(ctx):
+    """``manage_app_versions.php``: plan class, client version limits, beta, deprecated."""
+    message = Markup("")
+    if ctx.req.method == "POST":
+        ctx.require_action()
+        message = _versions_post(ctx)
+    show_all = bool(ctx.req.get("all"))
+    db = ctx.db
+    catalog = Catalog(db)
+    versions = db.query("SELECT id, create_time, appid, version_num, platformid, plan_class, "
+                        "min_core_version, max_core_version, deprecated, beta "
+                        "FROM app_version ORDER BY appid, platformid, plan_class, version_num")
+    rows = []
+    for v in versions:
+        app = catalog.apps.get(v["appid"])
+        hidden_row = v["deprecated"] or (app is not None and app["deprecated"])
+        if hidden_row and not show_all:
+            continue
+        fid = "av%d" % v["id"]
+        f = Markup(' form="%s"' % fid)
+        rows.append(fmt(
+            '<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td>'
+            '<td><input type="text" name="plan_class" value="{}" size="14"{}></td>'
+            '<td><input type="text" name="min_core_version" value="{}" size="8"{}></td>'
+            '<td><input type="text" name="max_core_version" value="{}" size="8"{}></td>'
+            '<td>{}</td><td>{}</td><td><form id="{}" method="post" '
+            'action="manage_app_versions.php">{}{}<button type="submit">Update</button>'
+            '</form></td></tr>',
+            Markup(' class="muted"') if hidden_row else Markup(""),
+            link(url("db_action.php", table="app_version", id=v["id"]), v["id"]),
+            link(url("db_action.php", table="app", id=v["appid"]), catalog.app_name(v["appid"])),
+            N.version_text(v["version_num"]), catalog.platform_name(v["platformid"]),
+            v["plan_class"], f, N.client_version_text(v["min_core_version"])
+            if v["min_core_version"] else "0", f,
+            N.client_version_text(v["max_core_version"]) if v["max_core_version"] else "0", f,
+            _cb("beta", v, fid), _cb("deprecated", v, fid), fid, ctx.token_field(),
+            hidden("id", v["id"])))
+    head = ("ID", "Application", "Version", "Platform", "Plan class", "Min client version",
+            "Max client version", "Beta", "Deprecated", "")
+    edit = fmt('<table><thead><tr>{}</tr></thead><tbody>{}</tbody></table>',
+               join(fmt("<th>{}</th>", h) for h in head),
+               join(rows) or Markup('<tr><td colspan="10" class="muted">no app versions'
+                                    '</td></tr>'))
+    toggle = (link("manage_app_versions.php", "Hide deprecated versions") if show_all
+              else link("manage_app_versions.php?all=1", "Show deprecated versions"))
+    platforms = table(("ID", "Name", "Description", "Deprecated", ""),
+                      [(p["id"], p["name"], p["user_friendly_name"],
+                        "yes" if p["deprecated"] else "no",
+                        link(url("db_action.php", table="app_version", platformid=p["id"]),
+                             "versions"))
+                       for p in catalog.platforms.values()], empty="no platforms (bin/xadd)")
+    body = fmt("{}<p>{} &middot; client versions as 7.20.5 (0: no limit). For each app, "
+               "platform and plan class the feeder offers only the highest non-deprecated "
+               "version (unless the app's min_version is set).</p>{}<h2>Platforms</h2>{}",
+               message, toggle, edit, platforms)
+    return render(ctx, "Manage application versions", body)
+
+
+def _versions_post(ctx):
+    db = ctx.db
+    avid = ctx.int_arg("id", None, post=True, minimum=1)
+    av = db.query_one("SELECT id FROM app_version WHERE id = %s", (avid,))
+    if av is None:
+        raise PageError("no app version with ID %s" % avid, "404 Not Found")
+    plan_class = ctx.req.post("plan_class")
+    if not PLAN_CLASS_RE.fullmatch(plan_class):
+        raise PageError("Plan class %r: letters, digits and _ . + - only, at most 128."
+                        % plan_class)
+    min_v = parse_client_version(ctx.req.post("min_core_version"), "Min client version")
+    max_v = parse_client_version(ctx.req.post("max_core_version"), "Max client version")
+    if max_v and min_v > max_v:
+        raise PageError("Min client version is above max client version.")
+    try:
+        db.execute("UPDATE app_version SET plan_class = %s, min_core_version = %s, "
+                   "max_core_version = %s, beta = %s, deprecated = %s WHERE id = %s",
+                   (plan_class, min_v, max_v, _flag(ctx, "beta"), _flag(ctx, "deprecated"), avid))
+    except DatabaseError as exc:
+        if getattr(exc, "mysql_code", 0) == 1062:
+            raise PageError("Another version of this app, platform and version number already "
+                            "has plan class %r." % plan_class, "409 Conflict") from None
+        raise
+    return _changed(ctx, "App version %d updated." % avid)

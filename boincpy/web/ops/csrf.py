@@ -1,0 +1,111 @@
+"""Form tokens that protect the ops pages' POST actions against CSRF.
+
+A token is ``TIME.MAC`` where MAC = HMAC-SHA256(secret, "USER|TIME") and
+USER is the HTTP basic-auth user Apache authenticated (REMOTE_USER).  A
+forged form on another site cannot carry a valid token: it knows neither the
+secret nor a token minted for this admin.  Tokens expire after
+``MAX_AGE`` seconds, so a leaked page source stops being useful.
+
+The secret is 32 random bytes (hex) in ``KEY_DIR/ops_form_secret``: outside
+the web tree (Apache denies keys/), readable by the web server's user.  The
+first ops page that needs it creates it (mode 0640) if the directory is
+writable; otherwise the page says which command creates it.
+
+Also refused: POSTs whose ``Origin`` names another host, or that a browser
+labels ``Sec-Fetch-Site: cross-site``.
+"""
+
+import hashlib
+import hmac
+import os
+import secrets
+import time
+from urllib.parse import urlsplit
+
+from boincpy.errors import ConfigError
+
+SECRET_FILE = "ops_form_secret"
+MAX_AGE = 12 * 3600
+FIELD = "csrf_token"
+
+
+def secret_path(cfg):
+    """Where the project's form secret lives."""
+    return os.path.join(cfg.key_dir, SECRET_FILE)
+
+
+def create_secret(path):
+    """Write a fresh secret at ``path`` unless one exists; return the secret bytes."""
+    value = secrets.token_hex(32)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
+    except FileExistsError:
+        return read_secret(path)
+    with os.fdopen(fd, "w") as f:
+        f.write(value + "\n")
+    return value.encode()
+
+
+def read_secret(path):
+    """The secret at ``path``; ConfigError if it is missing, unreadable or short."""
+    try:
+        with open(path, "rb") as f:
+            value = f.read().strip()
+    except OSError as exc:
+        raise ConfigError("can't read the ops form secret %s: %s" % (path, exc.strerror)) from None
+    if len(value) < 32:
+        raise ConfigError("the ops form secret %s is too short: delete it and "
+                          "let the ops pages create a new one" % path)
+    return value
+
+
+def load_secret(cfg):
+    """The project's form secret, created on first use if possible."""
+    path = secret_path(cfg)
+    if os.path.exists(path):
+        return read_secret(path)
+    try:
+        return create_secret(path)
+    except OSError as exc:
+        raise ConfigError(
+            "no ops form secret at %s and the web server can't create it (%s): run "
+            "`python3 -c 'import secrets; print(secrets.token_hex(32))' > %s` as the "
+            "project owner and make it readable by the web server's group"
+            % (path, exc.strerror, path)) from None
+
+
+def _mac(secret, user, stamp):
+    msg = ("%s|%d" % (user, stamp)).encode("utf-8")
+    return hmac.new(secret, msg, hashlib.sha256).hexdigest()
+
+
+def make_token(secret, user, now=None):
+    """A form token for ``user``, valid for MAX_AGE seconds."""
+    stamp = int(now if now is not None else time.time())
+    return "%d.%s" % (stamp, _mac(secret, user, stamp))
+
+
+def check_token(secret, user, token, now=None, max_age=MAX_AGE):
+    """True if ``token`` was made for ``user`` with this secret and has not expired."""
+    if not token or not user or "." not in token:
+        return False
+    stamp_text, mac = token.split(".", 1)
+    if not stamp_text.isdigit():
+        return False
+    stamp = int(stamp_text)
+    now = int(now if now is not None else time.time())
+    if stamp > now + 60 or now - stamp > max_age:
+        return False
+    return hmac.compare_digest(mac, _mac(secret, user, stamp))
+
+
+def same_origin(environ):
+    """False if the browser says the request came from another site."""
+    if (environ.get("HTTP_SEC_FETCH_SITE") or "").lower() == "cross-site":
+        return False
+    origin = environ.get("HTTP_ORIGIN")
+    if not origin or origin == "null":
+        # "null" is what a sandboxed or file: page sends: not ours.
+        return origin != "null"
+    host = environ.get("HTTP_HOST") or environ.get("SERVER_NAME", "")
+    return urlsplit(origin).netloc.lower() == host.lower()

@@ -1,0 +1,269 @@
+"""What every ops page shares: the request context, the layout, small HTML helpers.
+
+A page is a function ``page(ctx) -> Response`` (see :mod:`boincpy.web.ops.main`).
+``ctx.rdb`` reads through the replica settings (lists, counts, summaries:
+where BOINC's pages use the replica); ``ctx.db`` is the main database (detail
+views and every write).  Actions call :meth:`Context.require_action` first:
+POST only, a valid form token, and not from another site.
+"""
+
+import base64
+import hashlib
+import time
+
+from boincpy.db import connect
+from boincpy.errors import BoincpyError
+from boincpy.web.ops.request import Response
+from boincpy.web.markup import Markup, esc, fmt, join, link
+from boincpy.web.ops import csrf
+
+
+class PageError(Exception):
+    """Stop the page and show ``message`` with an HTTP ``status``."""
+
+    def __init__(self, message, status="400 Bad Request", title="Unable to handle request"):
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.title = title
+
+
+class Context:
+    """The request, the project's config, lazily opened database connections."""
+
+    def __init__(self, req, cfg, now=None):
+        self.req = req
+        self.cfg = cfg
+        self.now = int(now if now is not None else time.time())
+        self.user = req.remote_user
+        self._db = None
+        self._rdb = None
+        self._secret = None
+
+    @property
+    def db(self):
+        """The main database (reads that must be current, and all writes)."""
+        if self._db is None:
+            self._db = connect(self.cfg)
+        return self._db
+
+    @property
+    def rdb(self):
+        """The read replica if one is configured and reachable, else the main one."""
+        if self._rdb is None:
+            cfg = self.cfg
+            same = all(getattr(cfg, "replica_db_" + p) == getattr(cfg, "db_" + p)
+                       for p in ("host", "name", "user", "passwd"))
+            if same:
+                self._rdb = self.db
+            else:
+                try:
+                    self._rdb = connect(cfg, replica=True)
+                except BoincpyError:
+                    # As BOINC's BoincDb::get(true): fall back to the main DB.
+                    self._rdb = self.db
+        return self._rdb
+
+    def close(self):
+        """Close whatever connections were opened."""
+        for conn in {id(c): c for c in (self._db, self._rdb) if c is not None}.values():
+            conn.close()
+        self._db = self._rdb = None
+
+    # -- form tokens ------------------------------------------------------
+
+    def secret(self):
+        if self._secret is None:
+            self._secret = csrf.load_secret(self.cfg)
+        return self._secret
+
+    def token(self):
+        """A form token for the logged-in admin."""
+        return csrf.make_token(self.secret(), self.user, self.now)
+
+    def token_field(self):
+        """The hidden form field every POST form carries."""
+        return fmt('<input type="hidden" name="{}" value="{}">', csrf.FIELD, self.token())
+
+    def require_action(self):
+        """Refuse anything but a same-site POST with this admin's valid token."""
+        req = self.req
+        if req.method != "POST":
+            raise PageError("This page changes the database and only accepts a POST "
+                            "from its form; nothing was changed.",
+                            "405 Method Not Allowed", "Action refused")
+        if not csrf.same_origin(req.environ):
+            raise PageError("The form was posted from another site; nothing was changed.",
+                            "403 Forbidden", "Action refused")
+        if not csrf.check_token(self.secret(), self.user, req.post(csrf.FIELD), self.now):
+            raise PageError("The form token is missing, wrong or expired (tokens last "
+                            "%d hours): reload the form and submit it again; nothing "
+                            "was changed." % (csrf.MAX_AGE // 3600),
+                            "403 Forbidden", "Action refused")
+
+    # -- parameters -------------------------------------------------------
+
+    def int_arg(self, name, default=None, post=False, minimum=None, maximum=None):
+        """An integer parameter; PageError naming it if it is not one."""
+        text = self.req.post(name) if post else self.req.get(name)
+        if text == "":
+            return default
+        try:
+            value = int(text)
+        except ValueError:
+            raise PageError("parameter %s: %r is not an integer" % (name, text)) from None
+        if minimum is not None and value < minimum:
+            raise PageError("parameter %s: %d is below %d" % (name, value, minimum))
+        if maximum is not None and value > maximum:
+            raise PageError("parameter %s: %d is above %d" % (name, value, maximum))
+        return value
+
+
+# ---------------------------------------------------------------------------
+# Layout
+
+STYLE = """
+body{font-family:Helvetica,Arial,sans-serif;font-size:14px;color:#222;margin:0 16px 24px}
+header{display:flex;flex-wrap:wrap;align-items:center;gap:4px 14px;border-bottom:1px solid #ddd;padding:8px 0}
+header a{color:#2a6496;text-decoration:none}header a:hover{text-decoration:underline}
+header .who{margin-left:auto;color:#666}
+h1{font-weight:normal;font-size:26px;margin:14px 0 10px}h2{font-weight:normal;font-size:20px;margin:22px 0 8px}
+a{color:#2a6496}
+table{border-collapse:collapse;margin:6px 0 12px}
+th,td{padding:4px 8px;text-align:left;vertical-align:top;border-bottom:1px solid #e4e4e4}
+th{background:#337ab7;color:#fff;font-weight:bold}
+th a{color:#fff}
+tr:nth-child(even) td{background:#f7f7f7}
+td.num,th.num{text-align:right}
+table.kv th{background:none;color:#333;text-align:right;font-weight:normal;white-space:nowrap;border-bottom:1px solid #e4e4e4}
+td.ok{background:#dff0d8!important}td.bad{background:#f2dede!important}td.warn{background:#fcf8e3!important}td.off{color:#888}
+pre{background:#f5f5f5;border:1px solid #ccc;border-radius:3px;padding:8px;white-space:pre-wrap;word-break:break-all;max-width:100em;margin:0}
+.notice{padding:8px 12px;border-radius:3px;margin:8px 0}
+.notice.ok{background:#dff0d8}.notice.bad{background:#f2dede}.notice.warn{background:#fcf8e3}
+.cols{display:flex;flex-wrap:wrap;gap:8px 36px}
+.muted{color:#777}.small{font-size:12px}
+form.filters{display:grid;grid-template-columns:max-content auto;gap:6px 12px;align-items:center;margin:8px 0 16px}
+form.filters label{text-align:right}
+form.inline{display:inline}
+input[type=text],input[type=number],input[type=date],select{padding:2px 4px}
+input[type=number]{width:7em}
+.goto form{display:block;margin:4px 0}
+button{padding:3px 10px}
+button.danger{background:#c9302c;color:#fff;border:1px solid #ac2925;border-radius:3px}
+svg{display:block;margin:4px 0 12px}
+footer{margin-top:24px;border-top:1px solid #ddd;padding-top:8px;color:#777;font-size:12px}
+"""
+_STYLE_HASH = base64.b64encode(hashlib.sha256(STYLE.encode()).digest()).decode()
+
+# No scripts at all; styles only from the page's own <style> block; forms
+# only post back here; the pages can't be framed.
+SECURITY_HEADERS = [
+    ("Content-Security-Policy",
+     "default-src 'none'; style-src 'sha256-%s'; img-src 'self' data:; "
+     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'" % _STYLE_HASH),
+    ("X-Content-Type-Options", "nosniff"),
+    ("X-Frame-Options", "DENY"),
+    ("Referrer-Policy", "same-origin"),
+    ("Cache-Control", "no-store"),
+]
+
+NAV = (("index.php", "Main"), ("server_status.php", "Server status"),
+       ("db_form.php?table=result", "Results"), ("db_form.php?table=workunit", "Workunits"),
+       ("db_form.php?table=host", "Hosts"), ("db_form.php?table=user", "Users"),
+       ("manage_apps.php", "Apps"), ("manage_app_versions.php", "App versions"),
+       ("failure_result_summary_by_platform.php", "Failures"),
+       ("cancel_wu_form.php", "Cancel jobs"), ("show_log.php", "Logs"))
+
+
+def render(ctx, title, body, status="200 OK"):
+    """A complete page: project name and title, navigation, body, footer."""
+    project = ctx.cfg.long_name if ctx is not None and ctx.cfg is not None else ""
+    heading = "%s: %s" % (project, title) if project else title
+    nav = join((link(href, text) for href, text in NAV), " ")
+    who = fmt('<span class="who">admin: {}</span>', ctx.user) if ctx is not None and ctx.user else ""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ctx.now if ctx else time.time()))
+    html = fmt(
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<title>{}</title><style>{}</style></head>\n<body><header>{}{}</header>\n'
+        '<h1>{}</h1>\n{}\n<footer><a href="index.php">Main page</a> &middot; '
+        'boincpy ops &middot; page made {}</footer>\n</body></html>\n',
+        heading, Markup(STYLE), nav, who, heading, body, stamp)
+    return Response(body=html, status=status, headers=list(SECURITY_HEADERS))
+
+
+def error_page(ctx, err):
+    """The page for a PageError."""
+    body = fmt('<div class="notice bad">{}</div>', err.message)
+    return render(ctx, err.title, body, err.status)
+
+
+# ---------------------------------------------------------------------------
+# HTML helpers
+
+def table(headers, rows, classes=None, empty="none"):
+    """A table with a header row; cells are escaped unless Markup.
+
+    ``classes``: an optional function (row index, column index, cell) -> CSS class.
+    """
+    head = join(fmt("<th>{}</th>", h) for h in headers)
+    body = []
+    for i, row in enumerate(rows):
+        cells = []
+        for j, cell in enumerate(row):
+            cls = classes(i, j, cell) if classes else ""
+            if cls:
+                cells.append(fmt('<td class="{}">{}</td>', cls, cell))
+            else:
+                cells.append(fmt("<td>{}</td>", cell))
+        body.append(fmt("<tr>{}</tr>", join(cells)))
+    if not body:
+        body.append(fmt('<tr><td colspan="{}" class="muted">{}</td></tr>', len(headers), empty))
+    return fmt("<table><thead><tr>{}</tr></thead><tbody>\n{}\n</tbody></table>",
+               head, join(body, Markup("\n")))
+
+
+def kv_table(pairs):
+    """A label/value table for one row's fields."""
+    rows = join(fmt("<tr><th>{}</th><td>{}</td></tr>", k, v) for k, v in pairs)
+    return fmt('<table class="kv">{}</table>', rows)
+
+
+def select(name, options, selected="", any_label=None):
+    """A ``<select>``; ``options`` are (value, label); ``any_label`` adds value ""."""
+    opts = []
+    if any_label is not None:
+        opts.append(fmt('<option value="">{}</option>', any_label))
+    for value, label in options:
+        sel = Markup(" selected") if str(value) == str(selected) else Markup("")
+        opts.append(fmt('<option value="{}"{}>{}</option>', value, sel, label))
+    return fmt('<select name="{}" id="{}">{}</select>', name, name, join(opts))
+
+
+def text_input(name, value="", size=12, kind="text"):
+    """An ``<input>`` with an id equal to its name."""
+    return fmt('<input type="{}" name="{}" id="{}" value="{}" size="{}">',
+               kind, name, name, value, size)
+
+
+def checkbox(name, checked, value="1"):
+    return fmt('<input type="checkbox" name="{}" value="{}"{}>', name, value,
+               Markup(" checked") if checked else Markup(""))
+
+
+def hidden(name, value):
+    return fmt('<input type="hidden" name="{}" value="{}">', name, value)
+
+
+def notice(kind, message):
+    """A coloured box: kind ok, bad or warn."""
+    return fmt('<div class="notice {}">{}</div>', kind, message)
+
+
+def num(x, digits=2):
+    """A number for a table cell: ints plain, floats with ``digits`` decimals."""
+    if x is None:
+        return ""
+    if isinstance(x, int):
+        return "{:,}".format(x)
+    return "{:,.{}f}".format(float(x), digits)
