@@ -9,7 +9,7 @@ VENV   ?= .venv
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[test]'
+	$(VENV)/bin/pip install -q -e '.[test]' --config-settings editable_mode=compat
 
 venv: $(VENV)/bin/python
 
@@ -27,4 +27,5 @@ bench: venv
 	$(VENV)/bin/python bench/bench_create_work.py
 	$(VENV)/bin/python bench/bench_choose.py
 	$(VENV)/bin/python bench/bench_validate_assimilate.py
+	$(VENV)/bin/python bench/bench_sched.py
 	$(VENV)/bin/python bench/bench_web_rpc.py

@@ -72,3 +72,65 @@ class MessageLog:
 
     def debug(self, message):
         self.printf(DEBUG, message)
+
+
+class SchedLog(MessageLog):
+    """The scheduler's log (BOINC's SCHED_MSG_LOG): no word for normal lines,
+    the process id on every line, and an indent level.
+
+    ::
+
+        2026-11-22 08:05:30.3392 UTC [PID=2298 ]   Request: [USER#1] [HOST#1] ...
+        2026-11-22 08:05:30.3428 UTC [PID=2298 ]    Sending reply to [HOST#1]: ...
+
+    Lines are kept in memory and written with one ``write`` by ``flush()``
+    (BOINC gives stderr a 32 KB buffer for the same reason): CGI processes
+    running at once append whole requests, never interleaved lines.
+    """
+
+    _WORDS = {CRITICAL: "[CRITICAL]", NORMAL: "", DEBUG: "[debug]"}
+
+    def __init__(self, stream=None, debug_level=3, pid=None):
+        super().__init__(stream, debug_level, show_pid=True)
+        self.pid = os.getpid() if pid is None else pid
+        self.indent = 0
+        self.lines = []
+
+    @classmethod
+    def open(cls, path, debug_level=3, pid=None):
+        """Append to ``path`` (raw, unbuffered: flush() writes whole requests)."""
+        stream = open(path, "ab", buffering=0)
+        return cls(stream, debug_level, pid)
+
+    def printf(self, kind, message, word=None):
+        if kind > self.debug_level:
+            return
+        if word is None:
+            word = self._WORDS.get(kind, "[debug]")
+        prefix = "%s [PID=%-5d] %s%s " % (timestamp(), self.pid, word, " " * self.indent)
+        for line in str(message).splitlines() or [""]:
+            self.lines.append(prefix + line + "\n")
+
+    def flush(self):
+        """Write the buffered lines (one write call) and forget them."""
+        if not self.lines:
+            return
+        text = "".join(self.lines)
+        self.lines = []
+        stream = self.stream
+        try:
+            if "b" in getattr(stream, "mode", ""):
+                stream.write(text.encode("utf-8", "replace"))
+            else:
+                stream.write(text)
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+
+    def close(self):
+        self.flush()
+        if self.stream not in (sys.stderr, sys.stdout):
+            try:
+                self.stream.close()
+            except OSError:
+                pass

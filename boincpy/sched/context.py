@@ -4,9 +4,14 @@
 found), ``reports`` fills the acknowledgements, ``choose`` appends the jobs it
 sends as :class:`SentJob` and the reasons it sends none, and ``reply`` turns
 the :class:`ReplyData` into the <scheduler_reply> document.
+
+Rows (user, host, team, app, workunit, result, app_version, platform,
+host_app_version) are plain dicts keyed by column name, as the database layer
+returns them.  The classes are :class:`~boincpy.sched.record.Record`\\ s:
+keyword or positional construction like the dataclasses they replace.
 """
 
-from dataclasses import dataclass, field
+from boincpy.sched.record import Record
 
 # <message priority="..."> words the client knows
 PRIORITY_LOW = "low"
@@ -14,65 +19,98 @@ PRIORITY_NOTICE = "notice"
 PRIORITY_HIGH = "high"
 
 
-@dataclass
-class SentJob:
-    """One job in the reply: a claimed result with what the client needs to run it."""
+class SentJob(Record):
+    """One job in the reply: a claimed result with what the client needs to run it.
 
-    app: dict                        # app row
-    workunit: dict                   # workunit row (xml_doc as stored)
-    result: dict                     # result row as claimed (name, xml_doc_in, ...)
-    app_version: dict = None         # app_version row; None on the anonymous platform
-    client_app_version: object = None  # request.ClientAppVersion on the anonymous platform
-    report_deadline: int = 0         # what the client is told (without the grace period)
-    avg_ncpus: float = 1.0
-    flops: float = 0.0               # projected FLOPS -> <flops> in <app_version>
-    plan_class: str = ""
-    coproc_type: str = ""            # "NVIDIA", "ATI", "intel_gpu", ... for GPU versions
-    coproc_usage: float = 0.0
-    gpu_ram: float = 0.0
-    cmdline: str = ""                # plan-class command line
-    resend: bool = False             # a lost result sent again
+    ``workunit`` holds the rsc_* values the client is to get (a plan class's
+    memory use and the anonymous platform's FLOPs scale already applied);
+    the reply writes them as they are.
+    """
+
+    FIELDS = (
+        ("app", None),                   # app row
+        ("workunit", None),              # workunit row (xml_doc as stored)
+        ("result", None),                # result row as claimed (name, xml_doc_in, ...)
+        ("app_version", None),           # app_version row; None on the anonymous platform
+        ("client_app_version", None),    # request.ClientAppVersion on the anonymous platform
+        ("report_deadline", 0),          # what the client is told (without the grace period)
+        ("avg_ncpus", 1.0),
+        ("flops", 0.0),                  # projected FLOPS -> <flops> in <app_version>
+        ("plan_class", ""),
+        ("coproc_type", ""),             # "NVIDIA", "ATI", "intel_gpu", ... for GPU versions
+        ("coproc_usage", 0.0),
+        ("gpu_ram", 0.0),
+        ("cmdline", ""),                 # plan-class command line
+        ("resend", False),               # a lost result sent again
+    )
 
 
-@dataclass
-class ReplyData:
+class ReplyData(Record):
     """Everything the reply will carry, gathered while the request is handled."""
 
-    hostid: int = 0
-    request_delay: float = 0.0
-    messages: list = field(default_factory=list)      # [(priority, text)]
-    result_acks: list = field(default_factory=list)   # [result name]
-    result_aborts: list = field(default_factory=list)
-    result_abort_if_not_starteds: list = field(default_factory=list)
-    jobs: list = field(default_factory=list)          # [SentJob]
-    send_code_sign_key: bool = False
-    project_is_down: bool = False
-    no_work_reasons: list = field(default_factory=list)  # [str] why jobs were not sent
+    FIELDS = (
+        ("hostid", 0),                   # sent only when the host record was created/changed
+        ("request_delay", 0.0),
+        ("messages", list),              # [(priority, text)]
+        ("result_acks", list),           # [result name]
+        ("result_aborts", list),
+        ("result_abort_if_not_starteds", list),
+        ("jobs", list),                  # [SentJob]
+        ("send_code_sign_key", False),
+        ("project_is_down", False),
+        ("no_work_reasons", list),       # [str] why jobs were not sent
+        # -- added with the reply writer --
+        ("nucleus_only", True),          # only the nucleus (messages, delay) until a user is known
+        ("code_sign_key_signature", ""),  # signature_stripped_N when rotating keys
+        ("send_global_prefs", False),    # user.global_prefs is newer than the client's
+        ("send_msg_ack", False),         # trickle-ups stored
+        ("msgs_to_host", list),          # [xml] trickle-downs
+        ("file_deletes", list),          # [file name] <delete_file_info>
+    )
 
     def add_message(self, text, priority=PRIORITY_LOW):
         if (priority, text) not in self.messages:
             self.messages.append((priority, text))
 
+    def set_delay(self, delay):
+        """Raise request_delay to ``delay`` (BOINC's set_delay: max, capped at 2 days)."""
+        if self.request_delay < delay:
+            self.request_delay = delay
+        if self.request_delay > DELAY_MAX:
+            self.request_delay = DELAY_MAX
 
-@dataclass
-class SchedContext:
+    def add_no_work_reason(self, text):
+        """Record why no (more) jobs were sent; it reaches the reply and the log."""
+        if text not in self.no_work_reasons:
+            self.no_work_reasons.append(text)
+
+
+DELAY_MAX = 2 * 86400
+
+
+class SchedContext(Record):
     """One request being handled."""
 
-    cfg: object                      # boincpy.config.Config
-    db: object                       # boincpy.db.Database
-    log: object                      # boincpy.log.MessageLog
-    now: int
-    request: object                  # boincpy.sched.request.SchedulerRequest
-    user: dict = None                # user row
-    host: dict = None                # host row (as updated by this request)
-    team: dict = None
-    reply: ReplyData = field(default_factory=ReplyData)
-    # host.rpc_time before this request updated it (None: host["rpc_time"]);
-    # choose uses it for the day rollover of host_app_version.n_jobs_today
-    last_rpc_time: float = None
-    # set by result handling when a result was reported twice in this RPC:
-    # BOINC then resends lost results even without <resend_lost_results/>
-    resend_lost_results: bool = False
-    # choose's per-request state (send_work_setup), shared by
-    # resend_lost_results() and send_work()
-    work: object = None
+    FIELDS = (
+        ("cfg", None),                   # boincpy.config.Config
+        ("db", None),                    # boincpy.db.Database
+        ("log", None),                   # boincpy.log.MessageLog (scheduler style)
+        ("now", 0),
+        ("request", None),               # boincpy.sched.request.SchedulerRequest
+        ("user", None),                  # user row
+        ("host", None),                  # host row (as updated by this request)
+        ("team", None),
+        ("reply", ReplyData),
+        # -- added with request handling --
+        ("platforms", list),             # platform rows of the client's platforms, primary first
+        ("host_app_versions", dict),     # app_version_id (generalized) -> host_app_version row
+        ("email_hash", ""),              # MD5 of user.email_addr
+        ("using_weak_auth", False),
+        ("last_rpc_time", None),         # host.rpc_time before this request (None: not yet read)
+        ("resend_lost_results", False),  # a success was reported again: resend lost jobs
+        ("no_jobs_available", False),    # the job array was empty when checked
+        ("environ", dict),               # CGI environment (REMOTE_ADDR ...)
+        ("code_sign_key", ""),           # KEY_DIR/code_sign_public, whitespace-stripped
+        ("new_day", False),              # host's day changed since its last RPC: n_jobs_today reset
+        ("work", None),                  # job choice's per-request state (boincpy.sched.choose)
+    )

@@ -1,190 +1,258 @@
-"""A client's <scheduler_request>, as plain data.
+"""A client's <scheduler_request>, as plain data, and the parser that reads it.
 
-These dataclasses are the contract between the request parser (this module),
-host and report handling, and job choice (:mod:`boincpy.sched.choose`): every
-part of the scheduler reads the request through them, never through XML.
-Field names are the request's element names (scheduler-protocol.md §4); values
-are typed, and a missing element keeps the default here.
+The record classes here are the contract between the request parser
+(``parse_request``), host and report handling, and job choice
+(:mod:`boincpy.sched.choose`): every part of the scheduler reads the request
+through them, never through XML.  Field names are the request's element names
+(scheduler-protocol.md §4); values are typed, and a missing element keeps the
+default here.  They behave like dataclasses (keyword or positional
+construction, equality, repr) but are :class:`~boincpy.sched.record.Record`
+classes, because importing ``dataclasses`` costs a CGI request ~10 ms.
 
-The parser itself (``parse_request``) is added to this module by the
-scheduler work.
+The parser follows the client's dialect the way BOINC's own ``XML_PARSER``
+(lib/parse.cpp) reads it, not an XML standard: it works on bytes, text ends at
+the next ``<``, entities are BOINC's (``&#NNN;`` is one byte), CDATA is taken
+verbatim, comments are skipped, attributes ignored, unknown elements skipped
+with their subtree.  Raw blocks are copied up to their literal close tag as
+BOINC stores them: ``<global_preferences>``, ``<working_global_preferences>``,
+``<code_sign_key>``, a result's ``<stderr_out>`` (CDATA markers and all) and
+its ``<file_info>`` elements.  A document that is cut short or lacks its start
+tag raises :class:`RequestError` naming the line.
 """
 
-from dataclasses import dataclass, field
+import math
+
+from boincpy.errors import BoincpyError
+from boincpy.sched.record import Record, factory
 
 # Processor types, in BOINC's order (lib/common_defs.h PROC_TYPE_*).
 PROC_CPU, PROC_NVIDIA, PROC_AMD, PROC_INTEL, PROC_APPLE = range(5)
 COPROC_TAGS = {"coproc_cuda": PROC_NVIDIA, "coproc_ati": PROC_AMD,
                "coproc_intel_gpu": PROC_INTEL, "coproc_apple_gpu": PROC_APPLE}
+# <coproc><type>NAME</type> in app versions and generic <coproc> elements.
+COPROC_TYPE_NAMES = {"NVIDIA": PROC_NVIDIA, "CUDA": PROC_NVIDIA, "ATI": PROC_AMD,
+                     "intel_gpu": PROC_INTEL, "apple_gpu": PROC_APPLE}
 
 
-@dataclass
-class ResourceRequest:
-    """Work asked for one processor type (CPU, or one GPU type from <coprocs>)."""
+class RequestError(BoincpyError):
+    """The request is not a <scheduler_request> BOINC could read."""
 
-    proc_type: int = PROC_CPU
-    count: int = 0                 # instances the host has (GPUs: <count>)
-    req_secs: float = 0.0
-    req_instances: float = 0.0
-    estimated_delay: float = 0.0
-    peak_flops: float = 0.0        # GPUs only
-    name: str = ""                 # GPU model
-    xml: str = ""                  # the raw <coproc_*> element, for plan classes
+    def __init__(self, message, line=0):
+        super().__init__(message)
+        self.line = line
 
 
-@dataclass
-class HostInfo:
+class ResourceRequest(Record):
+    """Work asked for one processor type (CPU, or one GPU type from <coprocs>).
+
+    ``estimated_delay`` is -1 for a GPU whose element had none (BOINC then
+    uses the CPU's).
+    """
+
+    FIELDS = (
+        ("proc_type", PROC_CPU),
+        ("count", 0),                 # instances the host has (GPUs: <count>)
+        ("req_secs", 0.0),
+        ("req_instances", 0.0),
+        ("estimated_delay", 0.0),
+        ("peak_flops", 0.0),          # GPUs only
+        ("name", ""),                 # GPU model
+        ("xml", ""),                  # the raw <coproc_*> element, for plan classes
+        ("available_ram", 0.0),       # GPUs only
+    )
+
+
+class HostInfo(Record):
     """<host_info>, <time_stats>, <net_stats> and <disk_usage> (scheduler-protocol.md §4.3)."""
 
-    timezone: int = 0
-    domain_name: str = ""
-    ip_addr: str = ""
-    host_cpid: str = ""
-    p_ncpus: int = 0
-    p_vendor: str = ""
-    p_model: str = ""
-    p_features: str = ""
-    p_fpops: float = 0.0
-    p_iops: float = 0.0
-    p_membw: float = 0.0
-    p_calculated: float = 0.0
-    p_vm_extensions_disabled: bool = False
-    m_nbytes: float = 0.0
-    m_cache: float = 0.0
-    m_swap: float = 0.0
-    d_total: float = 0.0
-    d_free: float = 0.0
-    os_name: str = ""
-    os_version: str = ""
-    product_name: str = ""
-    mac_address: str = ""
-    virtualbox_version: str = ""
-    # <time_stats>
-    on_frac: float = 1.0
-    connected_frac: float = 1.0
-    active_frac: float = 1.0
-    gpu_active_frac: float = 1.0
-    cpu_and_network_available_frac: float = 1.0
-    client_start_time: float = 0.0
-    previous_uptime: float = 0.0
-    # <net_stats>
-    n_bwup: float = 0.0
-    n_bwdown: float = 0.0
-    # <disk_usage>; d_boinc_used_total < 0 means the client did not send it
-    d_boinc_used_total: float = -1.0
-    d_boinc_used_project: float = 0.0
-    d_project_share: float = 0.0
+    FIELDS = (
+        ("timezone", 0),
+        ("domain_name", ""),
+        ("ip_addr", ""),
+        ("host_cpid", ""),
+        ("p_ncpus", 0),
+        ("p_vendor", ""),
+        ("p_model", ""),
+        ("p_features", ""),
+        ("p_fpops", 0.0),
+        ("p_iops", 0.0),
+        ("p_membw", 0.0),
+        ("p_calculated", 0.0),
+        ("p_vm_extensions_disabled", False),
+        ("m_nbytes", 0.0),
+        ("m_cache", 0.0),
+        ("m_swap", 0.0),
+        ("d_total", 0.0),
+        ("d_free", 0.0),
+        ("os_name", ""),
+        ("os_version", ""),
+        ("product_name", ""),
+        ("mac_address", ""),
+        ("virtualbox_version", ""),
+        # <time_stats>
+        ("on_frac", 1.0),
+        ("connected_frac", 1.0),
+        ("active_frac", 1.0),
+        ("gpu_active_frac", 1.0),
+        ("cpu_and_network_available_frac", 1.0),
+        ("client_start_time", 0.0),
+        ("previous_uptime", 0.0),
+        # <net_stats>
+        ("n_bwup", 0.0),
+        ("n_bwdown", 0.0),
+        # <disk_usage>; d_boinc_used_total < 0 means the client did not send it
+        ("d_boinc_used_total", -1.0),
+        ("d_boinc_used_project", 0.0),
+        ("d_project_share", 0.0),
+        # 8.x clients
+        ("docker_version", ""),
+        ("docker_type", 0),
+    )
 
 
-@dataclass
-class GlobalPrefs:
-    """The fields of <working_global_preferences> the server uses (0 = not set)."""
+class GlobalPrefs(Record):
+    """The fields of global preferences the server uses (0 = not set)."""
 
-    mod_time: float = 0.0
-    disk_max_used_gb: float = 0.0
-    disk_max_used_pct: float = 0.0
-    disk_min_free_gb: float = 0.0
-    work_buf_min_days: float = 0.0
-    ram_max_used_busy_pct: float = 0.0
-    ram_max_used_idle_pct: float = 0.0
-    max_ncpus_pct: float = 0.0
-    xml: str = ""                  # the raw block, stored in host/user as BOINC does
+    FIELDS = (
+        ("mod_time", 0.0),
+        ("disk_max_used_gb", 0.0),
+        ("disk_max_used_pct", 0.0),
+        ("disk_min_free_gb", 0.0),
+        ("work_buf_min_days", 0.0),
+        ("ram_max_used_busy_pct", 0.0),
+        ("ram_max_used_idle_pct", 0.0),
+        ("max_ncpus_pct", 0.0),
+        ("xml", ""),                  # the raw block, stored in host/user as BOINC does
+    )
 
 
-@dataclass
-class ClientAppVersion:
+class ClientAppVersion(Record):
     """One <app_versions>/<app_version> the client has (index = position in the list)."""
 
-    app_name: str = ""
-    version_num: int = 0
-    platform: str = ""
-    plan_class: str = ""
-    avg_ncpus: float = 1.0
-    flops: float = 0.0
-    api_version: str = ""
-    cmdline: str = ""
-    coproc_type: str = ""          # e.g. "NVIDIA", "" for CPU versions
-    coproc_count: float = 0.0
+    FIELDS = (
+        ("app_name", ""),
+        ("version_num", 0),
+        ("platform", ""),
+        ("plan_class", ""),
+        ("avg_ncpus", 1.0),
+        ("flops", 0.0),
+        ("api_version", ""),
+        ("cmdline", ""),
+        ("coproc_type", ""),          # e.g. "NVIDIA", "" for CPU versions
+        ("coproc_count", 0.0),
+        ("proc_type", PROC_CPU),      # coproc_type as a processor type
+    )
 
 
-@dataclass
-class OtherResult:
+class OtherResult(Record):
     """A task the client holds and is not reporting (<other_results>)."""
 
-    name: str = ""
-    app_version: int = -1          # index into SchedulerRequest.app_versions
-    plan_class: str = ""
+    FIELDS = (
+        ("name", ""),
+        ("app_version", -1),          # index into SchedulerRequest.app_versions
+        ("plan_class", ""),
+        ("have_plan_class", False),
+    )
 
 
-@dataclass
-class ReportedResult:
+class IpResult(Record):
+    """A task of any project in progress on the host (<in_progress_results>)."""
+
+    FIELDS = (
+        ("name", ""),
+        ("report_deadline", 0.0),     # absolute, as sent
+        ("cpu_time_remaining", 0.0),
+    )
+
+
+class ReportedResult(Record):
     """A completed task being reported (<result>, scheduler-protocol.md §4.4)."""
 
-    name: str = ""
-    state: int = 0                 # the client's state -> result.client_state
-    final_cpu_time: float = 0.0
-    final_elapsed_time: float = 0.0
-    exit_status: int = 0
-    platform: str = ""
-    version_num: int = 0
-    plan_class: str = ""
-    app_version_num: int = 0
-    final_peak_working_set_size: float = 0.0
-    final_peak_swap_size: float = 0.0
-    final_peak_disk_usage: float = 0.0
-    final_bytes_sent: float = 0.0
-    final_bytes_received: float = 0.0
-    stderr_out: str = ""           # raw, as BOINC stores it
-    file_info_xml: str = ""        # the <file_info> elements, verbatim -> xml_doc_out
+    FIELDS = (
+        ("name", ""),
+        ("state", 0),                 # the client's state -> result.client_state
+        ("final_cpu_time", 0.0),
+        ("final_elapsed_time", 0.0),
+        ("exit_status", 0),
+        ("platform", ""),
+        ("version_num", 0),
+        ("plan_class", ""),
+        ("app_version_num", 0),
+        ("final_peak_working_set_size", 0.0),
+        ("final_peak_swap_size", 0.0),
+        ("final_peak_disk_usage", 0.0),
+        ("final_bytes_sent", 0.0),
+        ("final_bytes_received", 0.0),
+        ("stderr_out", ""),           # raw, as BOINC stores it
+        ("file_info_xml", ""),        # the <file_info> elements, verbatim -> xml_doc_out
+        ("line", 0),                  # where its <result> starts in the request
+    )
 
 
-@dataclass
-class MsgFromHost:
+class MsgFromHost(Record):
     """A trickle-up message (<msg_from_host>)."""
 
-    result_name: str = ""
-    time: int = 0
-    variety: str = ""
-    xml: str = ""
+    FIELDS = (
+        ("result_name", ""),
+        ("time", 0),
+        ("variety", ""),
+        ("xml", ""),                  # the body as BOINC stores it in msg_from_host.xml
+    )
 
 
-@dataclass
-class SchedulerRequest:
+class SchedulerRequest(Record):
     """Everything the scheduler uses from one <scheduler_request>."""
 
-    authenticator: str = ""
-    hostid: int = 0
-    rpc_seqno: int = 0
-    core_client_major_version: int = 0
-    core_client_minor_version: int = 0
-    core_client_release: int = 0
-    resource_share_fraction: float = 1.0
-    rrs_fraction: float = 1.0
-    prrs_fraction: float = 1.0
-    duration_correction_factor: float = 1.0
-    allow_multiple_clients: bool = False
-    sandbox: bool = False
-    dont_send_work: bool = False
-    work_req_seconds: float = 0.0
-    client_cap_plan_class: bool = False
-    platform_name: str = ""
-    alt_platforms: list = field(default_factory=list)        # [str]
-    code_sign_key: str = ""        # whitespace-stripped; "" when absent
-    cross_project_id: str = ""
-    client_brand: str = ""
-    client_opaque: str = ""
-    global_prefs: GlobalPrefs = field(default_factory=GlobalPrefs)
-    global_prefs_xml: str = ""     # <global_preferences> (7.20 master prefs), raw
-    host: HostInfo = field(default_factory=HostInfo)
-    # [0] is the CPU request (cpu_req_secs / cpu_req_instances / estimated_delay);
-    # then one per GPU type listed in <coprocs>
-    resources: list = field(default_factory=lambda: [ResourceRequest()])
-    results: list = field(default_factory=list)              # [ReportedResult]
-    app_versions: list = field(default_factory=list)         # [ClientAppVersion]
-    other_results: list = field(default_factory=list)        # [OtherResult]
-    have_other_results_list: bool = False
-    msgs_from_host: list = field(default_factory=list)       # [MsgFromHost]
-    sticky_files: list = field(default_factory=list)         # [(name, nbytes)] top-level <file_info>
+    FIELDS = (
+        ("authenticator", ""),
+        ("hostid", 0),
+        ("rpc_seqno", 0),
+        ("core_client_major_version", 0),
+        ("core_client_minor_version", 0),
+        ("core_client_release", 0),
+        ("resource_share_fraction", 1.0),
+        ("rrs_fraction", 1.0),
+        ("prrs_fraction", 1.0),
+        ("duration_correction_factor", 1.0),
+        ("allow_multiple_clients", False),
+        ("sandbox", False),
+        ("dont_send_work", False),
+        ("work_req_seconds", 0.0),
+        ("client_cap_plan_class", False),
+        ("platform_name", ""),
+        ("alt_platforms", list),          # [str]
+        ("code_sign_key", ""),            # whitespace-stripped; "" when absent
+        ("cross_project_id", ""),
+        ("client_brand", ""),
+        ("client_opaque", ""),
+        # The preferences scheduling uses.  The parser fills it from
+        # <working_global_preferences>; the handler replaces it with the
+        # master or database preferences when BOINC would (§7.4).
+        ("global_prefs", GlobalPrefs),
+        ("global_prefs_xml", ""),         # <global_preferences> (7.20 master prefs), raw
+        ("host", HostInfo),
+        # [0] is the CPU request (cpu_req_secs / cpu_req_instances / estimated_delay);
+        # then one per GPU type listed in <coprocs>
+        ("resources", factory(lambda: [ResourceRequest()])),
+        ("results", list),                # [ReportedResult]
+        ("app_versions", list),           # [ClientAppVersion]
+        ("other_results", list),          # [OtherResult]
+        ("have_other_results_list", False),
+        ("msgs_from_host", list),         # [MsgFromHost]
+        ("sticky_files", list),           # [(name, nbytes)] top-level <file_info>
+        # -- added with the parser --
+        ("working_global_prefs_xml", ""),  # <working_global_preferences> contents, raw
+        ("global_prefs_source_email_hash", ""),
+        ("file_xfer_results", list),      # [ReportedResult] names with download/upload
+        ("results_truncated", False),     # max_results_accepted dropped some
+        ("ip_results", list),             # [IpResult]
+        ("have_ip_results_list", False),
+        ("dont_use_docker", False),
+        ("dont_use_wsl", False),
+        ("uptime", 0.0),
+        ("previous_uptime", 0.0),
+        ("unexpected", list),             # [(tag, line)] elements skipped as unknown
+    )
 
     @property
     def core_client_version(self):
@@ -208,3 +276,874 @@ class SchedulerRequest:
     def cpu(self):
         """The CPU resource request."""
         return self.resources[0]
+
+
+# ---------------------------------------------------------------------------
+# The tokenizer: BOINC's XML_PARSER over bytes.
+
+TAG, DATA, CDATA = 1, 2, 3
+
+_ENTITIES = ((b"&lt;", b"<"), (b"&gt;", b">"), (b"&quot;", b'"'), (b"&apos;", b"'"),
+             (b"&amp;", b"&"), (b"&#xD;", b"\r"), (b"&#xd;", b"\r"),
+             (b"&#xA;", b"\n"), (b"&#xa;", b"\n"))
+
+
+def xml_unescape(raw):
+    """BOINC's xml_unescape on bytes: named entities, &#xD;/&#xA;, and &#NNN;
+    (decimal, < 256) as ONE byte; anything else is kept as written."""
+    if b"&" not in raw:
+        return raw
+    out = bytearray()
+    i = 0
+    while True:
+        j = raw.find(b"&", i)
+        if j < 0:
+            out += raw[i:]
+            return bytes(out)
+        out += raw[i:j]
+        for entity, char in _ENTITIES:
+            if raw.startswith(entity, j):
+                out += char
+                i = j + len(entity)
+                break
+        else:
+            if raw.startswith(b"&#", j):
+                k = raw.find(b";", j + 2)
+                digits = raw[j + 2:k] if k > 0 else b""
+                if digits.isdigit() and int(digits) < 256:
+                    out.append(int(digits))
+                    i = k + 1
+                else:
+                    out += b"&#"
+                    i = j + 2
+            else:
+                out += b"&"
+                i = j + 1
+
+
+def _text(raw):
+    """Element text as str: bytes (after unescaping) read as UTF-8."""
+    return raw.decode("utf-8", "replace")
+
+
+def c_strtol(text):
+    """strtol(text, 0) that must consume the whole text: 0x hex, leading-0
+    octal, optional sign.  None when BOINC's parser would reject it."""
+    s = text
+    sign = 1
+    if s[:1] in ("+", "-"):
+        sign = -1 if s[0] == "-" else 1
+        s = s[1:]
+    try:
+        if s[:2] in ("0x", "0X"):
+            return sign * int(s[2:], 16) if s[2:] and s[2:].isalnum() else None
+        if not s.isdigit():
+            return None
+        if len(s) > 1 and s[0] == "0":
+            return sign * int(s, 8)
+        return sign * int(s)
+    except ValueError:
+        return None
+
+
+def c_strtod(text):
+    """strtod that must consume the whole text; non-finite values become 0
+    (BOINC's fix_nans).  None when BOINC's parser would reject it."""
+    if "_" in text:
+        return None
+    try:
+        x = float(text)
+    except ValueError:
+        return None
+    return x if math.isfinite(x) else 0.0
+
+
+class _Scanner:
+    """Tokens of the client's dialect, as BOINC's XML_PARSER sees them.
+
+    ``next()`` returns ``(kind, value, start)``: kind TAG with the tag name
+    (attributes dropped, every ``/`` kept: ``x/`` is an empty element,
+    ``/x`` an end tag), DATA with the stripped raw text, CDATA with the
+    stripped raw contents; ``start`` is the offset of the token.  None at EOF.
+    """
+
+    __slots__ = ("d", "pos", "n")
+
+    def __init__(self, data):
+        self.d = data
+        self.pos = 0
+        self.n = len(data)
+
+    def line(self, offset=None):
+        """1-based line number of ``offset`` (default: the current position)."""
+        if offset is None:
+            offset = self.pos
+        return self.d.count(b"\n", 0, offset) + 1
+
+    def next(self):
+        d = self.d
+        pos = self.pos
+        while True:
+            lt = d.find(b"<", pos)
+            if lt < 0:
+                self.pos = self.n
+                return None                     # trailing text is EOF too
+            chunk = d[pos:lt]
+            if chunk and not chunk.isspace():
+                self.pos = lt
+                return (DATA, chunk.strip(), pos + (len(chunk) - len(chunk.lstrip())))
+            if d.startswith(b"!--", lt + 1):
+                end = d.find(b"-->", lt + 4)
+                if end < 0:
+                    self.pos = self.n
+                    return None
+                pos = end + 3
+                continue
+            if d.startswith(b"![CDATA[", lt + 1):
+                end = d.find(b"]]>", lt + 9)
+                if end < 0:
+                    self.pos = self.n
+                    return None
+                self.pos = end + 3
+                return (CDATA, d[lt + 9:end].strip(), lt)
+            gt = d.find(b">", lt + 1)
+            if gt < 0:
+                self.pos = self.n
+                return None
+            self.pos = gt + 1
+            raw = d[lt + 1:gt]
+            parts = raw.split(None, 1)
+            if not parts:
+                return (TAG, "", lt)
+            name = parts[0]
+            if len(parts) > 1 and b"/" in parts[1]:
+                name += b"/" * parts[1].count(b"/")
+            return (TAG, name.decode("latin-1"), lt)
+
+    def raw_until(self, close):
+        """Raw bytes up to the literal ``close`` (which is consumed); None if absent."""
+        end = self.d.find(close, self.pos)
+        if end < 0:
+            return None
+        raw = self.d[self.pos:end]
+        self.pos = end + len(close)
+        return raw
+
+
+class _Parser:
+    """Recursive descent over _Scanner tokens, one method per container."""
+
+    def __init__(self, data, max_results_accepted=0):
+        self.s = _Scanner(data)
+        self.max_results_accepted = max_results_accepted
+        self.req = SchedulerRequest()
+        self.open = []          # [(tag, offset)] containers being read, for errors
+
+    # -- errors and skipping -------------------------------------------------
+
+    def fail(self, message, offset=None):
+        raise RequestError(message, self.s.line(offset))
+
+    def eof(self):
+        """The input ended inside an element: name the innermost open one."""
+        if len(self.open) > 1:
+            tag, offset = self.open[-1]
+            self.fail("no end tag for <%s> (opened at line %d; input ends at line %d)"
+                      % (tag, self.s.line(offset), self.s.line(self.s.n)), offset)
+        self.fail("no end tag </scheduler_request> (input ends at line %d)"
+                  % self.s.line(self.s.n), self.s.n)
+
+    def token(self):
+        tok = self.s.next()
+        if tok is None:
+            self.eof()
+        return tok
+
+    def skip(self, tag, offset):
+        """Skip an element we don't use, with its subtree (BOINC's skip_unexpected)."""
+        if "/" in tag:
+            return
+        end = "/" + tag
+        self.open.append((tag, offset))
+        while True:
+            kind, value, start = self.token()
+            if kind != TAG:
+                continue
+            if value == end:
+                break
+            self.skip(value, start)
+        self.open.pop()
+
+    # -- leaves ----------------------------------------------------------------
+
+    def leaf(self, tag, offset):
+        """The raw text of <tag>text</tag> (b"" for <tag></tag>), or None when
+        the element is malformed (then skipped to its end tag)."""
+        if tag.endswith("/"):
+            return b""
+        tok = self.token()
+        end = "/" + tag
+        if tok[0] == TAG:
+            if tok[1] == end:
+                return b""
+            self.open.append((tag, offset))
+            self.skip(tok[1], tok[2])
+            self.skip_to(end)
+            self.open.pop()
+            return None
+        value = tok[1] if tok[0] == CDATA else xml_unescape(tok[1])
+        tok2 = self.token()
+        if tok2[0] == TAG and tok2[1] == end:
+            return value
+        self.open.append((tag, offset))
+        if tok2[0] == TAG:
+            self.skip(tok2[1], tok2[2])
+        self.skip_to(end)
+        self.open.pop()
+        return None
+
+    def skip_to(self, end):
+        while True:
+            kind, value, start = self.token()
+            if kind == TAG:
+                if value == end:
+                    return
+                self.skip(value, start)
+
+    def str_(self, tag, offset):
+        raw = self.leaf(tag, offset)
+        return None if raw is None else _text(raw)
+
+    def int_(self, tag, offset):
+        if tag.endswith("/"):
+            return None
+        raw = self.leaf(tag, offset)
+        if raw is None:
+            return None
+        return 0 if not raw else c_strtol(raw.decode("latin-1"))
+
+    def float_(self, tag, offset):
+        if tag.endswith("/"):
+            return None
+        raw = self.leaf(tag, offset)
+        if raw is None:
+            return None
+        return 0.0 if not raw else c_strtod(raw.decode("latin-1"))
+
+    def bool_(self, tag, offset):
+        if tag.endswith("/"):
+            return True
+        raw = self.leaf(tag, offset)
+        if not raw:
+            return None                          # <x></x> is not a boolean to BOINC
+        value = c_strtol(raw.decode("latin-1"))
+        return None if value is None else value != 0
+
+    def fields(self, obj, tag, offset, table):
+        """Read one leaf listed in ``table`` (tag -> (attribute, kind)) into ``obj``;
+        False when ``tag`` is not in the table."""
+        entry = table.get(tag.rstrip("/"))
+        if entry is None:
+            return False
+        attr, kind = entry
+        value = getattr(self, kind)(tag, offset)
+        if value is not None:
+            setattr(obj, attr, value)
+        return True
+
+    def container(self, tag, offset, on_child):
+        """Call ``on_child(tag, offset)`` for each child until </tag>; unknown
+        children (on_child returns False) are skipped with their subtree."""
+        end = "/" + tag
+        self.open.append((tag, offset))
+        while True:
+            kind, value, start = self.token()
+            if kind != TAG:
+                continue
+            if value == end:
+                break
+            if not on_child(value, start):
+                self.skip(value, start)
+        self.open.pop()
+
+    def raw_block(self, tag, offset):
+        """Bytes up to the literal </tag> (BOINC's copy_element_contents)."""
+        raw = self.s.raw_until(b"</" + tag.encode() + b">")
+        if raw is None:
+            self.fail("no </%s> for <%s> opened at line %d" % (tag, tag, self.s.line(offset)),
+                      offset)
+        return raw
+
+    # -- the document ------------------------------------------------------------
+
+    def parse(self):
+        s = self.s
+        tok = s.next()
+        if tok is not None and tok[0] == TAG and tok[1].startswith("?xml"):
+            tok = s.next()
+        if tok is None or tok[0] != TAG or tok[1] != "scheduler_request":
+            where = tok[2] if tok else 0
+            what = ("<%s>" % tok[1]) if tok and tok[0] == TAG else (
+                "text" if tok else "nothing")
+            self.fail("no start tag <scheduler_request> (found %s at line %d)"
+                      % (what, s.line(where)), where)
+        self.open.append(("scheduler_request", tok[2]))
+        req = self.req
+        top = _TOP_FIELDS
+        handlers = _TOP_HANDLERS
+        while True:
+            kind, tag, start = self.token()
+            if kind != TAG:
+                continue
+            if tag == "/scheduler_request":
+                break
+            if tag in top or tag.rstrip("/") in top:
+                self.fields(req, tag, start, top)
+                continue
+            handler = handlers.get(tag)
+            if handler is not None:
+                handler(self, tag, start)
+                continue
+            if tag in _IGNORED_TOP or tag.startswith("/"):
+                self.skip(tag, start)
+                continue
+            req.unexpected.append((tag, s.line(start)))
+            self.skip(tag, start)
+        self.open.pop()
+        if "'" in req.authenticator or '"' in req.authenticator:
+            # BOINC truncates at a quote (its SQL-safety measure)
+            auth = req.authenticator
+            cut = min(i for i in (auth.find("'"), auth.find('"')) if i >= 0)
+            req.authenticator = auth[:cut]
+        req.resources[0].count = req.host.p_ncpus
+        return req
+
+    # -- containers ----------------------------------------------------------------
+
+    def alt_platform(self, tag, offset):
+        box = {}
+
+        def child(t, o):
+            if t == "name":
+                value = self.str_(t, o)
+                if value is not None:
+                    box["name"] = value
+                return True
+            return False
+        if tag.endswith("/"):
+            return
+        self.container(tag, offset, child)
+        if box.get("name"):
+            self.req.alt_platforms.append(box["name"])
+
+    def host_info(self, tag, offset):
+        if tag.endswith("/"):
+            return
+        host = self.req.host
+        host.p_ncpus = 1            # BOINC's HOST::parse default
+        self.container(tag, offset, lambda t, o: self.fields(host, t, o, _HOST_INFO_FIELDS))
+
+    def time_stats(self, tag, offset):
+        if tag.endswith("/"):
+            return
+        host = self.req.host
+        self.container(tag, offset, lambda t, o: self.fields(host, t, o, _TIME_STATS_FIELDS))
+
+    def net_stats(self, tag, offset):
+        if tag.endswith("/"):
+            return
+        host = self.req.host
+        self.container(tag, offset, lambda t, o: self.fields(host, t, o, _NET_STATS_FIELDS))
+
+    def disk_usage(self, tag, offset):
+        if tag.endswith("/"):
+            return
+        host = self.req.host
+        self.container(tag, offset, lambda t, o: self.fields(host, t, o, _DISK_USAGE_FIELDS))
+
+    def global_preferences(self, tag, offset):
+        if tag.endswith("/"):
+            return
+        raw = self.s.raw_until(b"</global_preferences>")
+        if raw is None:
+            self.fail("error copying global prefs: no </global_preferences> for the "
+                      "element opened at line %d" % self.s.line(offset), offset)
+        self.req.global_prefs_xml = ("<global_preferences>\n" + _text(raw.strip())
+                                     + "\n</global_preferences>\n")
+
+    def working_global_preferences(self, tag, offset):
+        if tag.endswith("/"):
+            return
+        raw = self.s.raw_until(b"</working_global_preferences>")
+        if raw is None:
+            self.fail("error copying working global prefs: no "
+                      "</working_global_preferences> for the element opened at line %d"
+                      % self.s.line(offset), offset)
+        xml = _text(raw.strip())
+        self.req.working_global_prefs_xml = xml
+        self.req.global_prefs = parse_global_prefs(xml)
+
+    def code_sign_key(self, tag, offset):
+        if tag.endswith("/"):
+            return
+        self.req.code_sign_key = _text(self.raw_block(tag, offset).strip())
+
+    def result(self, tag, offset):
+        if tag.endswith("/"):
+            return
+        res = ReportedResult(line=self.s.line(offset))
+        file_infos = []
+
+        def child(t, o):
+            if self.fields(res, t, o, _RESULT_FIELDS):
+                return True
+            if t == "stderr_out":
+                res.stderr_out = _text(self.raw_block(t, o))
+                return True
+            if t == "file_info":
+                raw = self.raw_block(t, o)
+                file_infos.append("<file_info>" + _text(raw.strip()) + "</file_info>")
+                return True
+            return False
+        self.container(tag, offset, child)
+        res.file_info_xml = "".join(file_infos)
+        if not res.name:
+            return                      # BOINC drops a result without a name
+        req = self.req
+        if "download" in res.name or "upload" in res.name:
+            req.file_xfer_results.append(res)
+            return
+        if self.max_results_accepted and len(req.results) >= self.max_results_accepted:
+            req.results_truncated = True
+            return
+        if any(r.name == res.name for r in req.results):
+            return                      # reported twice in one request: once is enough
+        req.results.append(res)
+
+    def app_versions(self, tag, offset):
+        if tag.endswith("/"):
+            return
+
+        def child(t, o):
+            if t == "app_version":
+                self.req.app_versions.append(self.app_version(t, o))
+                return True
+            return False
+        self.container(tag, offset, child)
+
+    def app_version(self, tag, offset):
+        cav = ClientAppVersion()
+        if tag.endswith("/"):
+            return cav
+
+        def child(t, o):
+            if self.fields(cav, t, o, _APP_VERSION_FIELDS):
+                return True
+            if t == "coproc":
+                box = {}
+                self.container(t, o, lambda t2, o2: self._dict_leaf(box, t2, o2,
+                                                                     _COPROC_REQ_FIELDS))
+                ctype = box.get("type", "")
+                if ctype in COPROC_TYPE_NAMES:
+                    cav.coproc_type = ctype
+                    cav.coproc_count = box.get("count", 0.0)
+                    cav.proc_type = COPROC_TYPE_NAMES[ctype]
+                return True
+            return False
+        self.container(tag, offset, child)
+        if cav.avg_ncpus <= 0:
+            cav.avg_ncpus = 1.0
+        if cav.flops < 0:
+            cav.flops = 0.0
+        return cav
+
+    def _dict_leaf(self, box, tag, offset, table):
+        entry = table.get(tag.rstrip("/"))
+        if entry is None:
+            return False
+        key, kind = entry
+        value = getattr(self, kind)(tag, offset)
+        if value is not None:
+            box[key] = value
+        return True
+
+    def other_results(self, tag, offset):
+        self.req.have_other_results_list = True
+        if tag.endswith("/"):
+            return
+
+        def child(t, o):
+            if t == "other_result":
+                orr = OtherResult()
+
+                def leaf(t2, o2):
+                    if self.fields(orr, t2, o2, _OTHER_RESULT_FIELDS):
+                        if t2.rstrip("/") == "plan_class":
+                            orr.have_plan_class = True
+                        return True
+                    return False
+                if not t.endswith("/"):
+                    self.container(t, o, leaf)
+                if orr.name:
+                    self.req.other_results.append(orr)
+                return True
+            return False
+        self.container(tag, offset, child)
+
+    def in_progress_results(self, tag, offset):
+        self.req.have_ip_results_list = True
+        if tag.endswith("/"):
+            return
+
+        def child(t, o):
+            if t == "ip_result":
+                ipr = IpResult()
+                if not t.endswith("/"):
+                    self.container(t, o, lambda t2, o2: self.fields(ipr, t2, o2, _IP_RESULT_FIELDS))
+                if not ipr.name:
+                    ipr.name = "ip%d" % len(self.req.ip_results)
+                self.req.ip_results.append(ipr)
+                return True
+            return False
+        self.container(tag, offset, child)
+
+    def coprocs(self, tag, offset):
+        if tag.endswith("/"):
+            return
+
+        def child(t, o):
+            proc_type = COPROC_TAGS.get(t)
+            if proc_type is None and t != "coproc":
+                return False
+            start = o
+            rr = ResourceRequest(proc_type=proc_type or 0, estimated_delay=-1.0)
+            box = {}
+            self.container(t, o, lambda t2, o2: self._dict_leaf(box, t2, o2, _COPROC_FIELDS))
+            rr.xml = _text(self.s.d[start:self.s.pos])
+            if t == "coproc":
+                rr.proc_type = COPROC_TYPE_NAMES.get(box.get("type", ""), 0)
+                if not rr.proc_type:
+                    return True         # a coprocessor type BOINC doesn't schedule
+            for key, value in box.items():
+                if key != "type":
+                    setattr(rr, key, value)
+            if rr.count > 0 and not any(r.proc_type == rr.proc_type for r in self.req.resources):
+                self.req.resources.append(rr)
+            return True
+        self.container(tag, offset, child)
+
+    def sticky_file_info(self, tag, offset):
+        if tag.endswith("/"):
+            return
+        box = {}
+        self.container(tag, offset, lambda t, o: self._dict_leaf(box, t, o, _FILE_INFO_FIELDS))
+        if box.get("name"):
+            self.req.sticky_files.append((box["name"], box.get("nbytes", 0.0)))
+
+    def msg_from_host(self, tag, offset):
+        if tag.endswith("/"):
+            return
+        # BOINC reads this element line by line: every line up to the one
+        # holding </msg_from_host>, except <variety> lines, is the message.
+        raw = self.s.raw_until(b"</msg_from_host>")
+        if raw is None:
+            self.fail("no </msg_from_host> for <msg_from_host> opened at line %d"
+                      % self.s.line(offset), offset)
+        lines = raw.split(b"\n")
+        lines = [ln + b"\n" for ln in lines[:-1]]      # the last piece ends at the close tag
+        msg = MsgFromHost()
+        body = []
+        for ln in lines:
+            if b"<variety>" in ln:
+                msg.variety = _inner(ln, b"variety")
+                continue
+            if b"<result_name>" in ln:
+                msg.result_name = _inner(ln, b"result_name")
+            elif b"<time>" in ln:
+                msg.time = c_strtol(_inner(ln, b"time")) or 0
+            body.append(ln)
+        msg.xml = _text(b"".join(body))
+        self.req.msgs_from_host.append(msg)
+
+
+def _inner(line, tag):
+    start = line.find(b"<" + tag + b">") + len(tag) + 2
+    end = line.find(b"</" + tag + b">", start)
+    return _text(xml_unescape(line[start:end if end >= 0 else len(line)].strip()))
+
+
+_TOP_FIELDS = {
+    "authenticator": ("authenticator", "str_"),
+    "cross_project_id": ("cross_project_id", "str_"),
+    "hostid": ("hostid", "int_"),
+    "rpc_seqno": ("rpc_seqno", "int_"),
+    "uptime": ("uptime", "float_"),
+    "previous_uptime": ("previous_uptime", "float_"),
+    "platform_name": ("platform_name", "str_"),
+    "core_client_major_version": ("core_client_major_version", "int_"),
+    "core_client_minor_version": ("core_client_minor_version", "int_"),
+    "core_client_release": ("core_client_release", "int_"),
+    "work_req_seconds": ("work_req_seconds", "float_"),
+    "resource_share_fraction": ("resource_share_fraction", "float_"),
+    "rrs_fraction": ("rrs_fraction", "float_"),
+    "prrs_fraction": ("prrs_fraction", "float_"),
+    "duration_correction_factor": ("duration_correction_factor", "float_"),
+    "dont_send_work": ("dont_send_work", "bool_"),
+    "dont_use_docker": ("dont_use_docker", "bool_"),
+    "dont_use_wsl": ("dont_use_wsl", "bool_"),
+    "global_prefs_source_email_hash": ("global_prefs_source_email_hash", "str_"),
+    "client_cap_plan_class": ("client_cap_plan_class", "bool_"),
+    "sandbox": ("sandbox", "bool_"),
+    "allow_multiple_clients": ("allow_multiple_clients", "bool_"),
+    "client_brand": ("client_brand", "str_"),
+    "client_opaque": ("client_opaque", "str_"),
+}
+
+
+_CPU_FIELDS = {
+    "cpu_req_secs": ("req_secs", "float_"),
+    "cpu_req_instances": ("req_instances", "float_"),
+    "estimated_delay": ("estimated_delay", "float_"),
+}
+
+
+def _cpu_field(parser, tag, offset):
+    parser.fields(parser.req.resources[0], tag, offset, _CPU_FIELDS)
+
+
+_TOP_HANDLERS = {
+    "alt_platform": _Parser.alt_platform,
+    "host_info": _Parser.host_info,
+    "time_stats": _Parser.time_stats,
+    "net_stats": _Parser.net_stats,
+    "disk_usage": _Parser.disk_usage,
+    "global_preferences": _Parser.global_preferences,
+    "working_global_preferences": _Parser.working_global_preferences,
+    "code_sign_key": _Parser.code_sign_key,
+    "result": _Parser.result,
+    "app_versions": _Parser.app_versions,
+    "other_results": _Parser.other_results,
+    "in_progress_results": _Parser.in_progress_results,
+    "coprocs": _Parser.coprocs,
+    "file_info": _Parser.sticky_file_info,
+    "msg_from_host": _Parser.msg_from_host,
+    "cpu_req_secs": _cpu_field,
+    "cpu_req_instances": _cpu_field,
+    "estimated_delay": _cpu_field,
+}
+
+# Elements BOINC skips without a log line (legacy or unused).
+_IGNORED_TOP = frozenset((
+    "host_venue", "time_stats_log", "job_log", "user_keywords", "daily_xfer_history",
+    "active_task_set", "app", "app_version", "duration_variability",
+    "new_version_check_time", "newer_version", "project", "project_files", "proxy_info",
+    "user_network_request", "user_run_request", "master_url", "project_name",
+    "user_name", "team_name", "email_hash", "user_total_credit", "user_expavg_credit",
+    "user_create_time", "host_total_credit", "host_expavg_credit", "host_create_time",
+    "nrpc_failures", "master_fetch_failures", "min_rpc_time", "short_term_debt",
+    "long_term_debt", "resource_share", "scheduler_url", "?xml",
+))
+
+_HOST_INFO_FIELDS = {
+    "timezone": ("timezone", "int_"),
+    "domain_name": ("domain_name", "str_"),
+    "ip_addr": ("ip_addr", "str_"),
+    "host_cpid": ("host_cpid", "str_"),
+    "p_ncpus": ("p_ncpus", "int_"),
+    "p_vendor": ("p_vendor", "str_"),
+    "p_model": ("p_model", "str_"),
+    "p_features": ("p_features", "str_"),
+    "p_fpops": ("p_fpops", "float_"),
+    "p_iops": ("p_iops", "float_"),
+    "p_membw": ("p_membw", "float_"),
+    "p_calculated": ("p_calculated", "float_"),
+    "p_vm_extensions_disabled": ("p_vm_extensions_disabled", "bool_"),
+    "m_nbytes": ("m_nbytes", "float_"),
+    "m_cache": ("m_cache", "float_"),
+    "m_swap": ("m_swap", "float_"),
+    "d_total": ("d_total", "float_"),
+    "d_free": ("d_free", "float_"),
+    "os_name": ("os_name", "str_"),
+    "os_version": ("os_version", "str_"),
+    "product_name": ("product_name", "str_"),
+    "mac_address": ("mac_address", "str_"),
+    "virtualbox_version": ("virtualbox_version", "str_"),
+    "docker_version": ("docker_version", "str_"),
+    "docker_type": ("docker_type", "int_"),
+    "n_bwup": ("n_bwup", "float_"),
+    "n_bwdown": ("n_bwdown", "float_"),
+}
+
+_TIME_STATS_FIELDS = {
+    "on_frac": ("on_frac", "float_"),
+    "connected_frac": ("connected_frac", "float_"),
+    "active_frac": ("active_frac", "float_"),
+    "gpu_active_frac": ("gpu_active_frac", "float_"),
+    "cpu_and_network_available_frac": ("cpu_and_network_available_frac", "float_"),
+    "client_start_time": ("client_start_time", "float_"),
+    "previous_uptime": ("previous_uptime", "float_"),
+}
+
+_NET_STATS_FIELDS = {
+    "bwup": ("n_bwup", "float_"),
+    "bwdown": ("n_bwdown", "float_"),
+}
+
+_DISK_USAGE_FIELDS = {
+    "d_boinc_used_total": ("d_boinc_used_total", "float_"),
+    "d_boinc_used_project": ("d_boinc_used_project", "float_"),
+    "d_project_share": ("d_project_share", "float_"),
+}
+
+_RESULT_FIELDS = {
+    "name": ("name", "str_"),
+    "state": ("state", "int_"),
+    "final_cpu_time": ("final_cpu_time", "float_"),
+    "final_elapsed_time": ("final_elapsed_time", "float_"),
+    "final_peak_working_set_size": ("final_peak_working_set_size", "float_"),
+    "final_peak_swap_size": ("final_peak_swap_size", "float_"),
+    "final_peak_disk_usage": ("final_peak_disk_usage", "float_"),
+    "final_bytes_sent": ("final_bytes_sent", "float_"),
+    "final_bytes_received": ("final_bytes_received", "float_"),
+    "exit_status": ("exit_status", "int_"),
+    "app_version_num": ("app_version_num", "int_"),
+    "platform": ("platform", "str_"),
+    "version_num": ("version_num", "int_"),
+    "plan_class": ("plan_class", "str_"),
+}
+
+_APP_VERSION_FIELDS = {
+    "app_name": ("app_name", "str_"),
+    "platform": ("platform", "str_"),
+    "plan_class": ("plan_class", "str_"),
+    "version_num": ("version_num", "int_"),
+    "avg_ncpus": ("avg_ncpus", "float_"),
+    "flops": ("flops", "float_"),
+    "api_version": ("api_version", "str_"),
+    "cmdline": ("cmdline", "str_"),
+}
+
+_COPROC_REQ_FIELDS = {
+    "type": ("type", "str_"),
+    "count": ("count", "float_"),
+}
+
+_OTHER_RESULT_FIELDS = {
+    "name": ("name", "str_"),
+    "app_version": ("app_version", "int_"),
+    "plan_class": ("plan_class", "str_"),
+}
+
+_IP_RESULT_FIELDS = {
+    "name": ("name", "str_"),
+    "report_deadline": ("report_deadline", "float_"),
+    "cpu_time_remaining": ("cpu_time_remaining", "float_"),
+}
+
+_COPROC_FIELDS = {
+    "type": ("type", "str_"),
+    "count": ("count", "int_"),
+    "name": ("name", "str_"),
+    "peak_flops": ("peak_flops", "float_"),
+    "req_secs": ("req_secs", "float_"),
+    "req_instances": ("req_instances", "float_"),
+    "estimated_delay": ("estimated_delay", "float_"),
+    "available_ram": ("available_ram", "float_"),
+}
+
+_FILE_INFO_FIELDS = {
+    "name": ("name", "str_"),
+    "nbytes": ("nbytes", "float_"),
+}
+
+
+def parse_request(data, max_results_accepted=0):
+    """Parse a client's <scheduler_request> (bytes) into a SchedulerRequest.
+
+    Lenient where BOINC's parser is (unescaped text, unknown elements, bad
+    numbers are skipped); raises :class:`RequestError` (with ``line``) when
+    the document has no <scheduler_request> start tag or ends before its end
+    tag.  ``max_results_accepted`` (config option) caps the reported results
+    kept; the rest set ``results_truncated``.
+    """
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return _Parser(data, max_results_accepted).parse()
+
+
+# ---------------------------------------------------------------------------
+# Global preferences (BOINC's GLOBAL_PREFS::parse, venue-aware)
+
+def _find_double(text, tag):
+    """BOINC's parse_double(buf, "<tag>", x): the number after the first <tag>."""
+    start = text.find("<%s>" % tag)
+    if start < 0:
+        return None
+    start += len(tag) + 2
+    end = start
+    while end < len(text) and text[end] not in "<\n":
+        end += 1
+    value = text[start:end].strip()
+    # strtod reads a prefix; take the longest numeric prefix
+    while value:
+        try:
+            x = float(value)
+            return x if math.isfinite(x) else 0.0
+        except ValueError:
+            value = value[:-1]
+    return 0.0
+
+
+def extract_venue(text, venue):
+    """The <venue name="VENUE"> section of prefs if present, else the prefs
+    without any venue sections (BOINC's extract_venue)."""
+    if venue:
+        head = '<venue name="%s">' % venue
+        start = text.find(head)
+        if start >= 0:
+            start += len(head)
+            end = text.find("</venue>", start)
+            return text[start:end if end >= 0 else len(text)]
+    out = []
+    pos = 0
+    while True:
+        start = text.find("<venue", pos)
+        if start < 0:
+            out.append(text[pos:])
+            break
+        out.append(text[pos:start])
+        end = text.find("</venue>", start)
+        if end < 0:
+            break
+        pos = end + len("</venue>")
+    return "".join(out)
+
+
+def parse_global_prefs(xml, venue="", now=None):
+    """The GlobalPrefs in a <global_preferences> block (mod_time clamped to now)."""
+    import time
+    prefs = GlobalPrefs(xml=xml)
+    if not xml:
+        return prefs
+    now = time.time() if now is None else now
+    mod_time = _find_double(xml, "mod_time")
+    if mod_time is not None:
+        prefs.mod_time = min(mod_time, now)
+    section = extract_venue(xml, venue)
+    for name in ("disk_max_used_gb", "disk_max_used_pct", "disk_min_free_gb",
+                 "work_buf_min_days", "ram_max_used_busy_pct", "ram_max_used_idle_pct",
+                 "max_ncpus_pct"):
+        value = _find_double(section, name)
+        if value is not None:
+            setattr(prefs, name, value)
+    return prefs
+
+
+def prefs_mod_time(xml, now=None):
+    """The <mod_time> of a prefs block, clamped to now (0 when absent)."""
+    import time
+    value = _find_double(xml, "mod_time") if xml else None
+    if value is None:
+        return 0.0
+    now = time.time() if now is None else now
+    return min(value, now)

@@ -1,0 +1,735 @@
+#!/usr/bin/env python3
+"""Scheduler CGI throughput under Apache, as the C++ baseline was measured.
+
+Builds a throwaway project (under /var/tmp, readable by www-data) with its own
+database and database account, a private Apache (prefork + mod_cgi, children
+running as www-data, no keep-alive: a new TCP connection per RPC) on a free
+loopback port, and the feeder (bin/feeder); then replays the reference
+server's captured work-fetch request (other_results stripped) from many
+simulated hosts (authenticator, hostid, rpc_seqno and host CPID varied per
+host) and prints requests/s and p50/p95/p99 latency per scenario and
+concurrency, with the ratio to the C++ scheduler's figures
+(fixtures/reference-server/README.txt):
+
+    no work requested            work_req_seconds 0
+    work requested, none left    the array is empty
+    one result reported          no work requested
+    work sent, 100 slots         one job per reply, shmem_work_items 100
+    work sent, 2000 slots        shmem_work_items 2000
+
+``--profile`` prints where one request's time goes instead: interpreter
+start-up, imports, configuration, parsing, database, reply.
+
+    python bench/bench_sched.py [--requests N] [--hosts H] [--conc 1,2,4]
+                                [--scenarios a,b,...] [--profile] [--keep]
+
+Needs root (it creates the Apache config, a database account and files
+owned by www-data), Debian's apache2, and MariaDB reachable as in the tests.
+"""
+
+import argparse
+import http.client
+import os
+import pwd
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+sys.path.insert(0, os.path.join(REPO, "tests"))
+
+import MySQLdb  # noqa: E402
+
+from conftest import EXAMPLE_IN, EXAMPLE_OUT, root_db_params  # noqa: E402
+from sched_env import FIXTURES, reference_app_version_xml  # noqa: E402
+from boincpy.config import short_hostname, write_config  # noqa: E402
+from boincpy.db import schema  # noqa: E402
+
+# fixtures/reference-server/README.txt: C++ scheduler CGI, Apache prefork + mod_cgi,
+# same kind of 2-vCPU machine.  (req/s, p50, p95, p99 ms) by concurrency.
+CXX = {
+    "no_work": {1: (99.9, 9.3, 14.0, 15.2), 2: (155.2, 12.3, 17.0, 19.4),
+                4: (190.0, 20.7, 28.5, 33.2)},
+    "none_available": {1: (78.4, 12.1, 15.4, 16.5), 2: (140.9, 13.9, 19.3, 23.9),
+                       4: (159.5, 24.5, 35.4, 41.2)},
+    "report": {2: (134.9, 13.9, 20.9, 26.1), 4: (131.5, 28.9, 46.2, 55.2)},
+    "sent_100": {2: (87.7, 22.3, 30.4, 36.6), 3: (104.6, 27.9, 41.9, 53.4),
+                 4: (103.2, 38.5, 53.1, 60.9)},
+    "sent_2000": {2: (19.3, 97.7, 131.9, 170.0), 4: (27.4, 145.3, 198.6, 225.9)},
+}
+TITLES = {
+    "no_work": "no work requested",
+    "none_available": "work requested, none available",
+    "report": "one result reported (no work requested)",
+    "sent_100": "work sent, 1 job/reply, 100-slot array",
+    "sent_2000": "work sent, 1 job/reply, 2000-slot array",
+}
+SCENARIOS = ("no_work", "none_available", "report", "sent_100", "sent_2000")
+PLATFORM = "x86_64-pc-linux-gnu"
+
+
+# ---------------------------------------------------------------------------
+# the project
+
+class Project:
+    """A throwaway project readable by www-data, with its own database account."""
+
+    def __init__(self, hosts):
+        self.params = root_db_params()
+        self.root = tempfile.mkdtemp(prefix="boincpy_bench_", dir="/var/tmp")
+        os.chmod(self.root, 0o755)
+        self.db_name = "bpb_" + secrets.token_hex(4)
+        self.db_user = self.db_name
+        self.db_passwd = secrets.token_hex(12)
+        self.nhosts = hosts
+        self.www = pwd.getpwnam("www-data")
+        self.log_dir = os.path.join(self.root, "log_" + short_hostname())
+        self._build()
+
+    def _build(self):
+        root = self.root
+        for d in ("cgi-bin", "keys", "download", "upload", "templates", "html"):
+            os.makedirs(os.path.join(root, d), mode=0o755)
+        os.makedirs(self.log_dir, mode=0o775)
+        os.chown(self.log_dir, self.www.pw_uid, self.www.pw_gid)
+        with open(os.path.join(root, "templates", "example_app_in"), "w") as f:
+            f.write(EXAMPLE_IN)
+        with open(os.path.join(root, "templates", "example_app_out"), "w") as f:
+            f.write(EXAMPLE_OUT)
+        from boincpy.crypto import generate_key_pair
+        generate_key_pair(os.path.join(root, "keys", "code_sign_private"),
+                          os.path.join(root, "keys", "code_sign_public"))
+        with open(os.path.join(REPO, "cgi-bin", "cgi")) as f:
+            text = f.read().split("\n", 1)[1]
+        cgi = os.path.join(root, "cgi-bin", "cgi")
+        with open(cgi, "w") as f:
+            f.write("#!%s\n%s" % (sys.executable, text))
+        os.chmod(cgi, 0o755)
+        self.options = {
+            "long_name": "Bench Project", "master_url": "http://127.0.0.1/bench/",
+            "download_url": "http://127.0.0.1/bench/download",
+            "upload_url": "http://127.0.0.1/bench_cgi/file_upload_handler",
+            "db_name": self.db_name, "db_user": self.db_user, "db_passwd": self.db_passwd,
+            "db_host": "", "db_socket": self.params.get("unix_socket", ""),
+            "uldl_dir_fanout": 1024, "host": short_hostname(),
+            "shmem_key": int(secrets.token_hex(4), 16),
+            "min_sendwork_interval": 0, "daily_result_quota": 100000,
+            "max_wus_to_send": 50, "send_result_abort": 1,
+            "dont_generate_upload_certificates": 1, "ignore_upload_certificates": 1,
+            "sched_debug_level": 3, "shmem_work_items": 100,
+        }
+        write_config(root, self.options)
+        conn = MySQLdb.connect(**self.params)
+        schema.create_database(conn, self.db_name)
+        schema.load_schema(conn, self.db_name)
+        schema.grant_user(conn, self.db_name, self.db_user, self.db_passwd)
+        conn.close()
+        db = self.connect()
+        cur = db.cursor()
+        cur.execute("INSERT INTO platform (create_time, name, user_friendly_name) VALUES "
+                    "(0, %s, 'Linux on x86_64')", (PLATFORM,))
+        cur.execute("INSERT INTO app (create_time, name, user_friendly_name) VALUES "
+                    "(0, 'example_app', 'Example Application')")
+        cur.execute("INSERT INTO app_version (create_time, appid, version_num, platformid, "
+                    "xml_doc, plan_class) VALUES (0, 1, 100, 1, %s, '')",
+                    (reference_app_version_xml(),))
+        self.users = []
+        nusers = max(1, self.nhosts // 10)
+        for u in range(nusers):
+            auth = secrets.token_hex(16)
+            cur.execute("INSERT INTO user (create_time, email_addr, name, authenticator, "
+                        "passwd_hash, cross_project_id, global_prefs, project_prefs, venue) "
+                        "VALUES (1700000000, %s, %s, %s, 'x', %s, '', '', '')",
+                        ("u%d@example.com" % u, "user%d" % u, auth, secrets.token_hex(16)))
+            self.users.append((cur.lastrowid, auth))
+        self.hosts = []
+        for h in range(self.nhosts):
+            userid, auth = self.users[h % nusers]
+            cpid = secrets.token_hex(16)
+            cur.execute("INSERT INTO host (create_time, userid, rpc_seqno, p_ncpus, "
+                        "domain_name, misc, venue) VALUES (1700000000, %s, 0, 2, %s, '', '')",
+                        (userid, "bench%d" % h))
+            self.hosts.append([cur.lastrowid, auth, cpid, 1])
+        db.commit()
+        db.close()
+
+    def connect(self):
+        return MySQLdb.connect(db=self.db_name, autocommit=False, charset="utf8mb4",
+                               **self.params)
+
+    def set_option(self, **options):
+        self.options.update(options)
+        write_config(self.root, self.options)
+
+    def add_jobs(self, n, state=2, hosts=None):
+        """n workunits with one result each (UNSENT, or IN_PROGRESS on ``hosts``
+        in turn); returns the result names."""
+        db = self.connect()
+        cur = db.cursor()
+        cur.execute("SELECT COALESCE(MAX(id), 0) FROM workunit")
+        base = cur.fetchone()[0] + 1
+        now = int(time.time())
+        wus, results, names = [], [], []
+        for k in range(n):
+            wid = base + k
+            name = "bench_%d" % wid
+            xml = ("<file_info>\n    <name>in_%d</name>\n    <url>http://127.0.0.1/bench/"
+                   "download/1f/in_%d</url>\n    <md5_cksum>%s</md5_cksum>\n    <nbytes>75"
+                   "</nbytes>\n</file_info>\n<workunit>\n<file_ref>\n    <file_name>in_%d"
+                   "</file_name>\n    <open_name>in</open_name>\n</file_ref>\n</workunit>"
+                   % (wid, wid, "0" * 32, wid))
+            wus.append((wid, now, 1, name, xml, 3.6e12, 8.64e13, 5e8, 1e9, 604800, 1, 1, 3, 10,
+                        6, "templates/example_app_out", 2147483647))
+            out = "%s_0_r1_0" % name
+            rxml = ("<file_info>\n    <name>%s</name>\n    <generated_locally/>\n"
+                    "    <upload_when_present/>\n    <max_nbytes>5000000</max_nbytes>\n"
+                    "    <url>http://127.0.0.1/bench_cgi/file_upload_handler</url>\n"
+                    "</file_info>\n<result>\n    <file_ref>\n        <file_name>%s</file_name>"
+                    "\n        <open_name>out</open_name>\n    </file_ref>\n</result>"
+                    % (out, out))
+            hostid, userid = 0, 0
+            if hosts:
+                hostid = hosts[k % len(hosts)]
+                cur.execute("SELECT userid FROM host WHERE id = %s", (hostid,))
+                userid = cur.fetchone()[0]
+            results.append((now, wid, state, name + "_0", rxml, 1, hostid, userid,
+                            now - 60 if hosts else 0, now + 604800 if hosts else 0,
+                            1 if hosts else 0, k))
+            names.append((hostid, name + "_0", out))
+        cur.executemany(
+            "INSERT INTO workunit (id, create_time, appid, name, xml_doc, rsc_fpops_est, "
+            "rsc_fpops_bound, rsc_memory_bound, rsc_disk_bound, delay_bound, min_quorum, "
+            "target_nresults, max_error_results, max_total_results, max_success_results, "
+            "result_template_file, transition_time) VALUES "
+            "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", wus)
+        cur.executemany(
+            "INSERT INTO result (create_time, workunitid, server_state, name, xml_doc_in, "
+            "appid, hostid, userid, sent_time, report_deadline, app_version_id, random) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", results)
+        db.commit()
+        db.close()
+        return names
+
+    def count(self, sql):
+        db = self.connect()
+        cur = db.cursor()
+        cur.execute(sql)
+        n = cur.fetchone()[0]
+        db.close()
+        return n
+
+    def destroy(self):
+        conn = MySQLdb.connect(**self.params)
+        cur = conn.cursor()
+        cur.execute("DROP DATABASE IF EXISTS `%s`" % self.db_name)
+        for host in ("localhost", "127.0.0.1"):
+            cur.execute("DROP USER IF EXISTS %s@%s", (self.db_user, host))
+        conn.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------
+# Apache and the feeder
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Apache:
+    """A private Apache: prefork, mod_cgi, children as www-data, no keep-alive."""
+
+    MODULES = ("mpm_prefork", "authz_core", "alias", "mime", "cgi", "env")
+
+    def __init__(self, project, workers=8):
+        self.dir = os.path.join(project.root, "apache")
+        os.makedirs(self.dir)
+        self.port = free_port()
+        self.conf = os.path.join(self.dir, "httpd.conf")
+        mods = "\n".join("LoadModule %s_module /usr/lib/apache2/modules/mod_%s.so" % (m, m)
+                         for m in self.MODULES)
+        with open(self.conf, "w") as f:
+            f.write("""ServerRoot /etc/apache2
+ServerName 127.0.0.1
+Listen 127.0.0.1:%(port)d
+PidFile %(dir)s/httpd.pid
+Mutex file:%(dir)s default
+DefaultRuntimeDir %(dir)s
+User www-data
+Group www-data
+ErrorLog %(dir)s/error.log
+LogLevel warn
+%(mods)s
+StartServers %(workers)d
+MinSpareServers %(workers)d
+MaxSpareServers %(max)d
+MaxRequestWorkers 64
+KeepAlive Off
+Timeout 120
+TypesConfig /etc/mime.types
+ScriptAlias /bench_cgi/ %(root)s/cgi-bin/
+<Directory />
+    Require all denied
+</Directory>
+<Directory %(root)s/cgi-bin>
+    Options ExecCGI
+    Require all granted
+</Directory>
+""" % {"port": self.port, "dir": self.dir, "mods": mods, "workers": workers,
+                "max": workers * 2, "root": project.root})
+        subprocess.run(["apache2", "-f", self.conf, "-k", "start"], check=True,
+                       env={"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin")})
+        self.pid = None
+        for _ in range(100):
+            try:
+                with open(os.path.join(self.dir, "httpd.pid")) as f:
+                    self.pid = int(f.read())
+                socket.create_connection(("127.0.0.1", self.port), 1).close()
+                break
+            except (OSError, ValueError):
+                time.sleep(0.05)
+
+    def stop(self):
+        if self.pid:
+            try:
+                os.kill(self.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            for _ in range(100):
+                try:
+                    os.kill(self.pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.05)
+
+
+class Feeder:
+    """bin/feeder for the project (None if this checkout has no feeder)."""
+
+    def __init__(self, project):
+        self.project = project
+        self.proc = None
+
+    @staticmethod
+    def available():
+        return os.path.exists(os.path.join(REPO, "bin", "feeder")) and \
+            os.path.exists(os.path.join(REPO, "boincpy", "shmem.py"))
+
+    def start(self, slots):
+        self.stop()
+        self.project.set_option(shmem_work_items=slots)
+        log = open(os.path.join(self.project.log_dir, "feeder.log"), "a")
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.join(REPO, "bin", "feeder"), "-d", "2",
+             "--sleep_interval", "1"], cwd=self.project.root, stdout=log, stderr=log,
+            env=dict(os.environ, BOINC_PROJECT_DIR=self.project.root))
+        sys.path.insert(0, REPO)
+        from boincpy import shmem
+        from boincpy.config import load_config
+        cfg = load_config(self.project.root)
+        for _ in range(200):
+            try:
+                shmem.attach(cfg, wait_ready=0.1).close()
+                return
+            except Exception:
+                time.sleep(0.1)
+        raise RuntimeError("the feeder did not make its job array (see %s)" % log.name)
+
+    def wait_filled(self, n):
+        from boincpy import shmem
+        from boincpy.config import load_config
+        cfg = load_config(self.project.root)
+        for _ in range(300):
+            array = shmem.attach(cfg)
+            present = array.n_present
+            array.close()
+            if present >= n:
+                return
+            time.sleep(0.1)
+
+    def stop(self):
+        if self.proc is not None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+
+
+# ---------------------------------------------------------------------------
+# requests
+
+def template():
+    """The reference server's work-fetch request with its <other_results> removed."""
+    with open(os.path.join(FIXTURES, "reference-server", "sched",
+                           "02_work_fetch_job_sent.request.xml")) as f:
+        text = f.read()
+    return re.sub(r"<other_results>.*?</other_results>\n", "", text, flags=re.S)
+
+
+REPORT = """<result>
+    <name>%(name)s</name>
+    <final_cpu_time>29.874370</final_cpu_time>
+    <final_elapsed_time>31.084677</final_elapsed_time>
+    <exit_status>0</exit_status>
+    <state>5</state>
+    <platform>x86_64-pc-linux-gnu</platform>
+    <version_num>100</version_num>
+    <final_peak_working_set_size>2666496</final_peak_working_set_size>
+    <final_peak_swap_size>5115904</final_peak_swap_size>
+    <final_peak_disk_usage>14513</final_peak_disk_usage>
+    <app_version_num>100</app_version_num>
+<stderr_out>
+<core_client_version>7.20.5</core_client_version>
+<![CDATA[
+<stderr_txt>
+app started; called boinc_finish(0)
+</stderr_txt>
+]]>
+</stderr_out>
+<file_info>
+    <name>%(out)s</name>
+    <nbytes>75.000000</nbytes>
+    <max_nbytes>5000000.000000</max_nbytes>
+    <md5_cksum>8dc388b468905f99ad234e406283a250</md5_cksum>
+    <upload_url>http://127.0.0.1/bench_cgi/file_upload_handler</upload_url>
+</file_info>
+</result>
+"""
+
+
+class Requests:
+    """Request bodies from simulated hosts (round robin), each with its own
+    authenticator, hostid, CPID and rising rpc_seqno."""
+
+    def __init__(self, project, key, want_work):
+        text = template()
+        text = re.sub(r"<code_sign_key>.*?</code_sign_key>",
+                      "<code_sign_key>\n%s</code_sign_key>" % key, text, flags=re.S)
+        if not want_work:
+            text = re.sub(r"<work_req_seconds>[^<]*<", "<work_req_seconds>0.000000<", text)
+            text = re.sub(r"<cpu_req_secs>[^<]*<", "<cpu_req_secs>0.000000<", text)
+        self.text = text
+        self.hosts = project.hosts
+        self.reports = {}
+        self.lock = threading.Lock()
+        self.i = 0
+
+    def add_reports(self, names):
+        for hostid, name, out in names:
+            self.reports.setdefault(hostid, []).append((name, out))
+
+    def next(self):
+        with self.lock:
+            host = self.hosts[self.i % len(self.hosts)]
+            self.i += 1
+            hostid, auth, cpid, seqno = host
+            host[3] += 1
+            report = ""
+            pending = self.reports.get(hostid)
+            if pending:
+                name, out = pending.pop()
+                report = REPORT % {"name": name, "out": out}
+        text = self.text
+        text = text.replace("80b1ceedb8ec2b4333cf9040fb85d01a", auth, 1)
+        text = text.replace("<hostid>1</hostid>", "<hostid>%d</hostid>" % hostid, 1)
+        text = text.replace("<rpc_seqno>0</rpc_seqno>", "<rpc_seqno>%d</rpc_seqno>" % seqno, 1)
+        text = re.sub(r"<host_cpid>[0-9a-f]*</host_cpid>", "<host_cpid>%s</host_cpid>" % cpid,
+                      text, count=1)
+        if report:
+            text = text.replace("<app_versions>", report + "<app_versions>", 1)
+        return text.encode()
+
+
+def post(port, data):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    conn.request("POST", "/bench_cgi/cgi", data, {
+        "User-Agent": "BOINC client (x86_64-pc-linux-gnu 7.20.5)", "Accept": "*/*",
+        "Content-Type": "application/x-www-form-urlencoded"})
+    resp = conn.getresponse()
+    body = resp.read()
+    conn.close()
+    return resp.status, body
+
+
+def run_load(port, requests, n, conc, warmup=5):
+    for _ in range(warmup):
+        post(port, requests.next())
+    lat = []
+    stats = {"errors": 0, "jobs": 0, "acks": 0, "down": 0}
+    lock = threading.Lock()
+    left = [n]
+
+    def worker():
+        while True:
+            with lock:
+                if left[0] <= 0:
+                    return
+                left[0] -= 1
+            data = requests.next()
+            t = time.perf_counter()
+            try:
+                status, body = post(port, data)
+            except OSError:
+                status, body = 0, b""
+            dt = time.perf_counter() - t
+            with lock:
+                lat.append(dt)
+                if status != 200 or b"</scheduler_reply>" not in body:
+                    stats["errors"] += 1
+                if b"<project_is_down/>" in body:
+                    stats["down"] += 1
+                stats["jobs"] += body.count(b"<wu_name>")
+                stats["acks"] += body.count(b"<result_ack>")
+    threads = [threading.Thread(target=worker) for _ in range(conc)]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - start
+    lat.sort()
+
+    def pct(p):
+        return lat[min(len(lat) - 1, int(p / 100.0 * len(lat)))] * 1000
+    return {"rps": len(lat) / elapsed, "p50": pct(50), "p95": pct(95), "p99": pct(99),
+            **stats}
+
+
+def print_row(name, conc, r):
+    cxx = CXX.get(name, {}).get(conc)
+    ratio = "%5.2f" % (r["rps"] / cxx[0]) if cxx else "    -"
+    cxx_text = "%6.1f" % cxx[0] if cxx else "     -"
+    print("%-44s %4d %7.1f %7.1f %7.1f %7.1f   %s  %s   jobs %d acks %d err %d down %d"
+          % (TITLES[name], conc, r["rps"], r["p50"], r["p95"], r["p99"], cxx_text, ratio,
+             r["jobs"], r["acks"], r["errors"], r["down"]))
+    sys.stdout.flush()
+
+
+# ---------------------------------------------------------------------------
+# profile of one request
+
+def profile(project, key):
+    """Where one no-work request's time goes (printed)."""
+    env = dict(os.environ, CONTENT_LENGTH="0", REQUEST_METHOD="POST", REMOTE_ADDR="127.0.0.1")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    req = Requests(project, key, want_work=True).next()
+    env["CONTENT_LENGTH"] = str(len(req))
+    cgi = os.path.join(project.root, "cgi-bin", "cgi")
+    py = sys.executable
+
+    import resource
+    cpu = {}
+
+    def best(cmd, stdin=b"", n=15, cwd=None):
+        """Median wall time (ms); mean CPU time (user + system) in cpu[cmd]."""
+        times = []
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        for _ in range(n):
+            t = time.perf_counter()
+            subprocess.run(cmd, input=stdin, stdout=subprocess.DEVNULL, env=env, cwd=cwd)
+            times.append(time.perf_counter() - t)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu[tuple(cmd)] = ((after.ru_utime - before.ru_utime)
+                           + (after.ru_stime - before.ru_stime)) / n * 1000
+        times.sort()
+        return times[len(times) // 2] * 1000
+
+    t_bare = best([py, "-S", "-c", "pass"])
+    t_site = best([py, "-c", "pass"])
+    imports = ("import boincpy.sched.handler, boincpy.config, boincpy.log, boincpy.db.lite, "
+               "boincpy.sched.hosts, boincpy.sched.reports, boincpy.sched.reply")
+    if Feeder.available():
+        imports += ", boincpy.shmem"
+    imports += "; boincpy.db.lite._mysql_module()"
+    t_imports = best([py, "-c", imports])
+    t_cgi = best([py, cgi], stdin=req, cwd=os.path.join(project.root, "cgi-bin"))
+    out = subprocess.run([py, "-X", "importtime", "-c", imports], capture_output=True,
+                         text=True, env=env).stderr
+    per_module = []
+    for line in out.splitlines():
+        m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line)
+        if m and len(m.group(3)) <= 1:
+            per_module.append((int(m.group(2)) / 1000.0, m.group(4)))
+    per_module.sort(reverse=True)
+
+    # in-process phases, timed around the real functions
+    code = r"""
+import io, os, sys, time
+T = {}
+def timed(owner, name, key):
+    orig = getattr(owner, name)
+    def wrap(*a, **k):
+        s = time.perf_counter()
+        try:
+            return orig(*a, **k)
+        finally:
+            T[key] = T.get(key, 0.0) + time.perf_counter() - s
+            T[key + '#'] = T.get(key + '#', 0) + 1
+    setattr(owner, name, wrap)
+t0 = time.perf_counter()
+from boincpy.config import load_config
+cfg = load_config(%(root)r)
+t1 = time.perf_counter()
+from boincpy.sched import handler, request as rq, hosts, reports
+from boincpy.sched import reply as rp
+from boincpy.db import lite
+from boincpy.log import SchedLog
+data = open(%(req)r, 'rb').read()
+t2 = time.perf_counter()
+rq.parse_request(data)
+t3 = time.perf_counter()
+for name in ('execute', 'query', 'insert', 'query_value'):
+    timed(lite.LiteDatabase, name, 'queries')
+timed(lite, 'connect', 'connect')
+timed(handler, 'attach_job_array', 'attach')
+timed(rp, 'write_reply', 'reply')
+timed(handler, 'parse_request', 'parse')
+timed(hosts, 'authenticate', 'auth')
+timed(reports, 'handle_results', 'results')
+timed(handler, '_choose_module', 'choose_import')
+log = SchedLog(io.StringIO(), 3)
+t4 = time.perf_counter()
+out = handler.handle_request(cfg, data, {'REMOTE_ADDR': '127.0.0.1'}, log=log)
+t5 = time.perf_counter()
+ms = lambda x: '%%.2f' %% (x * 1000)
+print(ms(t1 - t0), ms(t3 - t2), ms(t5 - t4), ms(T.get('connect', 0)), ms(T.get('queries', 0)),
+      T.get('queries#', 0), ms(T.get('reply', 0)), ms(T.get('attach', 0)),
+      ms(T.get('choose_import', 0)), ms(T.get('auth', 0)))
+""" % {"root": project.root, "req": os.path.join(project.root, "profile_request.xml")}
+    with open(os.path.join(project.root, "profile_request.xml"), "wb") as f:
+        f.write(req)
+    runs = []
+    for _ in range(9):
+        p = subprocess.run([py, "-c", code], capture_output=True, text=True, env=env)
+        if p.returncode:
+            print(p.stderr)
+            return
+        runs.append([float(x) for x in p.stdout.split()])
+    runs.sort(key=lambda r: r[2])
+    cfg_t, parse_t, handle_t, conn_t, q_t, nq, rep_t, attach_t, choose_t, auth_t = \
+        runs[len(runs) // 2]
+    c_cgi = cpu[(py, cgi)]
+    c_site = cpu[(py, "-c", "pass")]
+    c_imports = cpu[(py, "-c", imports)]
+    print("Profile of one request (work requested, none available; wall medians and "
+          "mean CPU, ms):")
+    print("                                                     wall    CPU")
+    print("  whole CGI run (python cgi-bin/cgi < request)     %6.1f %6.1f" % (t_cgi, c_cgi))
+    print("  interpreter start-up, no site (-S)               %6.1f %6.1f"
+          % (t_bare, cpu[(py, "-S", "-c", "pass")]))
+    print("  interpreter start-up with site (venv .pth)       %6.1f %6.1f" % (t_site, c_site))
+    print("  imports the request needs (beyond start-up)      %6.1f %6.1f"
+          % (t_imports - t_site, c_imports - c_site))
+    print("  the rest: configuration, database, request, reply       %6.1f"
+          % (c_cgi - c_imports))
+    for ms_, name in per_module[:8]:
+        print("      %-40s %6.1f" % (name, ms_))
+    print("  load config.xml                                  %6.1f" % cfg_t)
+    print("  parse the request (%5d bytes)                   %6.1f" % (len(req), parse_t))
+    print("  handle_request, in process                       %6.1f" % handle_t)
+    print("      attach the feeder's job array                %6.1f" % attach_t)
+    print("      database connect (with loading _mysql)       %6.1f" % conn_t)
+    print("      %2d queries (user/host lookups included)      %6.1f" % (nq, q_t))
+    print("      importing job choice                         %6.1f" % choose_t)
+    print("      reply                                        %6.1f" % rep_t)
+
+
+# ---------------------------------------------------------------------------
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=int, default=400,
+                        help="measured requests per scenario and concurrency (default 400)")
+    parser.add_argument("--hosts", type=int, default=200, help="simulated hosts (default 200)")
+    parser.add_argument("--conc", default="1,2,4", help="concurrency levels (default 1,2,4)")
+    parser.add_argument("--scenarios", default=",".join(SCENARIOS),
+                        help="comma-separated subset of: " + ", ".join(SCENARIOS))
+    parser.add_argument("--profile", action="store_true", help="profile one request only")
+    parser.add_argument("--keep", action="store_true", help="keep the project and database")
+    args = parser.parse_args(argv)
+    if os.geteuid() != 0:
+        parser.error("run as root (Apache config, database account, www-data files)")
+    if not Feeder.available():
+        print("This checkout has no feeder (bin/feeder, boincpy/shmem.py): the scheduler "
+              "answers 'feeder not running' to everything; nothing to measure.")
+        return 1
+    subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(REPO, "boincpy")],
+                   check=True, stdout=subprocess.DEVNULL)
+    levels = [int(c) for c in args.conc.split(",")]
+    wanted = [s for s in args.scenarios.split(",") if s]
+    project = Project(args.hosts)
+    with open(os.path.join(project.root, "keys", "code_sign_public")) as f:
+        key = f.read()
+    apache = feeder = None
+    try:
+        feeder = Feeder(project)
+        feeder.start(100)
+        if args.profile:
+            profile(project, key)
+            return 0
+        apache = Apache(project, workers=max(levels) + 2)
+        print("%-44s %4s %7s %7s %7s %7s   %6s  %5s" % (
+            "scenario (Apache prefork + mod_cgi, new connection per RPC)", "conc", "req/s",
+            "p50", "p95", "p99", "C++", "ratio"))
+        for name in SCENARIOS:
+            if name not in wanted:
+                continue
+            for conc in levels:
+                if name.startswith("sent_"):
+                    slots = int(name.split("_")[1])
+                    project.add_jobs(args.requests + 5 + slots + 50)
+                    feeder.start(slots)
+                    feeder.wait_filled(min(slots, 100))
+                    reqs = Requests(project, key, want_work=True)
+                elif name == "report":
+                    reqs = Requests(project, key, want_work=False)
+                    reqs.add_reports(project.add_jobs(args.requests + 10, state=4,
+                                                      hosts=[h[0] for h in project.hosts]))
+                else:
+                    reqs = Requests(project, key, want_work=(name == "none_available"))
+                r = run_load(apache.port, reqs, args.requests, conc)
+                print_row(name, conc, r)
+                if name.startswith("sent_"):
+                    feeder.stop()
+                    db = project.connect()
+                    cur = db.cursor()
+                    cur.execute("UPDATE result SET server_state = 5, outcome = 5 "
+                                "WHERE server_state = 2")
+                    db.commit()
+                    db.close()
+                    feeder.start(100)
+        print("C++ figures: fixtures/reference-server/README.txt (same kind of 2-vCPU box). "
+              "Targets: >= 30 req/s no work at c=2 (goal 45).")
+        errors = os.path.join(apache.dir, "error.log")
+        if os.path.exists(errors) and os.path.getsize(errors):
+            with open(errors) as f:
+                tail = f.read().splitlines()[-5:]
+            print("Apache error.log (last lines):\n  " + "\n  ".join(tail))
+    finally:
+        if apache is not None:
+            apache.stop()
+        if feeder is not None:
+            feeder.stop()
+        if args.keep:
+            print("kept %s (database %s)" % (project.root, project.db_name))
+        else:
+            project.destroy()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Small data records for the scheduler, without the cost of ``dataclasses``.
+
+Every scheduler request is a new CGI process, and ``import dataclasses`` pulls
+in ``inspect`` (about 10 ms, a third of a no-work request).  A record class
+lists its fields once as ``FIELDS = (("name", default), ...)``; a default
+that is a class (``list``, ``dict``, another record) or a :class:`factory`
+is called for each instance, as ``field(default_factory=...)`` would be.  Instances take
+positional or keyword arguments in field order, compare equal field by
+field and print like dataclasses, so code written against the former
+dataclasses keeps working.
+"""
+
+
+class factory:
+    """Marks a default as a function to call for each new instance."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make):
+        self.make = make
+
+    def __call__(self):
+        return self.make()
+
+
+def _is_factory(default):
+    return isinstance(default, (type, factory))
+
+
+class RecordMeta(type):
+    """Derives ``__slots__`` and the defaults table from ``FIELDS``."""
+
+    def __new__(mcs, name, bases, ns):
+        fields = ns.get("FIELDS", ())
+        ns.setdefault("__slots__", tuple(f[0] for f in fields))
+        cls = super().__new__(mcs, name, bases, ns)
+        cls._names = tuple(f[0] for f in fields)
+        cls._plain = tuple((f[0], f[1]) for f in fields if not _is_factory(f[1]))
+        cls._factories = tuple((f[0], f[1]) for f in fields if _is_factory(f[1]))
+        return cls
+
+
+class Record(metaclass=RecordMeta):
+    """Base of the scheduler's records (see the module docstring)."""
+
+    __slots__ = ()
+    FIELDS = ()
+
+    def __init__(self, *args, **kwargs):
+        setter = object.__setattr__
+        for name, value in self._plain:
+            setter(self, name, value)
+        for name, factory in self._factories:
+            if name not in kwargs:
+                setter(self, name, factory())
+        if args:
+            if len(args) > len(self._names):
+                raise TypeError("%s takes at most %d arguments" % (
+                    type(self).__name__, len(self._names)))
+            for name, value in zip(self._names, args):
+                if name in kwargs:
+                    raise TypeError("%s got two values for %r" % (type(self).__name__, name))
+                setter(self, name, value)
+        for name, value in kwargs.items():
+            if name not in self._names:
+                raise TypeError("%s has no field %r" % (type(self).__name__, name))
+            setter(self, name, value)
+
+    def __eq__(self, other):
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self._names)
+
+    __hash__ = None
+
+    def __repr__(self):
+        return "%s(%s)" % (type(self).__name__, ", ".join(
+            "%s=%r" % (n, getattr(self, n)) for n in self._names))
+
+    def as_dict(self):
+        """The fields as a plain dict (shallow)."""
+        return {n: getattr(self, n) for n in self._names}

@@ -1,0 +1,350 @@
+"""Completed jobs the client reports, the jobs it should abort, and trickle messages.
+
+``handle_results`` is BOINC's handle_results (sched/sched_result.cpp,
+scheduler-protocol.md §8): every reported result is acknowledged
+(``<result_ack>``) unless its row could not be written, so the client
+forgets it; only a result that is in progress for this host (or this user),
+or came back late after a timeout, is written: outcome SUCCESS when the
+client uploaded its files and exited 0, else CLIENT_ERROR / INVALID; the
+host's daily quota for the app version doubles on success and shrinks on
+error.  A result reported again is acknowledged again and not processed
+twice.  All rows of one request are written in one transaction together
+with the workunits' ``transition_time``, so the transitioner sees every
+accepted report.
+"""
+
+import time
+
+# Values of boincpy.states (ServerState, Outcome, ValidateState, ClientState),
+# literal because importing enum costs every CGI request ~4 ms; a test checks
+# they agree.
+RESULT_UNSENT = 2
+RESULT_IN_PROGRESS = 4
+RESULT_OVER = 5
+OUTCOME_INIT = 0
+OUTCOME_SUCCESS = 1
+OUTCOME_COULDNT_SEND = 2
+OUTCOME_CLIENT_ERROR = 3
+OUTCOME_NO_REPLY = 4
+OUTCOME_DIDNT_NEED = 5
+OUTCOME_VALIDATE_ERROR = 6
+OUTCOME_CLIENT_DETACHED = 7
+VALIDATE_INVALID = 2
+CLIENT_FILES_UPLOADED = 5
+WU_ERROR_CANCELLED = 16
+ASSIMILATE_DONE = 2
+EXIT_ABORTED_BY_PROJECT = 202
+
+# Why a result that is already over is not taken again (BOINC's words).
+_OVER_REASONS = {
+    OUTCOME_INIT: "this result was never sent",
+    OUTCOME_SUCCESS: "result already reported as success",
+    OUTCOME_COULDNT_SEND: "this result couldn't be sent",
+    OUTCOME_CLIENT_ERROR: "result already reported as error",
+    OUTCOME_DIDNT_NEED: "this result wasn't sent (not needed)",
+    OUTCOME_VALIDATE_ERROR: "result already reported, validate error",
+}
+
+
+def generalized_app_version_id(app_version_id, appid):
+    """host_app_version.app_version_id of a result's version (anonymous
+    platform versions are appid*1000000 + resource code)."""
+    if app_version_id < 0:
+        return appid * 1000000 - app_version_id
+    return app_version_id
+
+
+def _got_good_result(ctx, row):
+    """A success: the host may have twice as many jobs a day (up to the quota)."""
+    quota = ctx.cfg.daily_result_quota
+    hav = ctx.host_app_versions.get(generalized_app_version_id(row["app_version_id"],
+                                                               row["appid"]))
+    if hav is None:
+        return
+    if hav["max_jobs_per_day"] < quota:
+        hav["max_jobs_per_day"] = min(hav["max_jobs_per_day"] * 2, quota)
+
+
+def _got_bad_result(ctx, row):
+    """An error: one job a day fewer (at least 1), and the valid streak ends."""
+    quota = ctx.cfg.daily_result_quota
+    hav = ctx.host_app_versions.get(generalized_app_version_id(row["app_version_id"],
+                                                               row["appid"]))
+    if hav is None:
+        return
+    n = min(hav["max_jobs_per_day"], quota) - 1
+    hav["max_jobs_per_day"] = max(n, 1)
+    hav["consecutive_valid"] = 0
+
+
+def _time_text(t):
+    return time.strftime("%d-%b-%Y %H:%M:%S", time.localtime(t))
+
+
+def handle_results(ctx):
+    """Write the reported results (see the module docstring); fills
+    reply.result_acks and sets ctx.resend_lost_results when a success is
+    reported again."""
+    req, db, log, reply = ctx.request, ctx.db, ctx.log, ctx.reply
+    host = ctx.host
+    hostid = host["id"]
+    for r in req.file_xfer_results:
+        # BOINC takes results named *download* / *upload* for file-transfer
+        # pseudo-jobs: acknowledged, never recorded
+        log.normal("completed file xfer %s" % r.name)
+        reply.result_acks.append(r.name)
+    reported = req.results
+    if not reported:
+        return
+    if ctx.cfg.report_max and len(reported) > ctx.cfg.report_max:
+        reported = reported[:ctx.cfg.report_max]
+    names = [r.name for r in reported]
+    rows = db.query(
+        "SELECT id, name, workunitid, appid, server_state, hostid, userid, sent_time, "
+        "received_time, validate_state, outcome, client_state, file_delete_state, "
+        "app_version_id FROM result WHERE name IN (%s)" % ", ".join(["%s"] * len(names)),
+        names)
+    by_name = {row["name"]: row for row in rows}
+    accepted = []           # (row, values)
+    debug = ctx.cfg.debug_handle_results
+    for r in reported:
+        row = by_name.get(r.name)
+        if row is None:
+            log.critical("[HOST#%d] [RESULT#? %s] reported result not in DB" % (hostid, r.name))
+            reply.result_acks.append(r.name)
+            continue
+        if debug:
+            log.normal("[handle] [HOST#%d] [RESULT#%d] [WU#%d] got result (DB: server_state=%d "
+                       "outcome=%d client_state=%d validate_state=%d delete_state=%d)"
+                       % (hostid, row["id"], row["workunitid"], row["server_state"],
+                          row["outcome"], row["client_state"], row["validate_state"],
+                          row["file_delete_state"]))
+        if row["server_state"] == RESULT_OVER:
+            outcome = row["outcome"]
+            if outcome not in (OUTCOME_NO_REPLY, OUTCOME_CLIENT_DETACHED):
+                reason = _OVER_REASONS.get(outcome,
+                                           "server logic bug; please alert BOINC developers")
+                if outcome == OUTCOME_SUCCESS:
+                    # the client never saw our ack: it may also have missed jobs
+                    ctx.resend_lost_results = True
+                if debug:
+                    log.normal("[handle][HOST#%d][RESULT#%d][WU#%d] result already over "
+                               "[outcome=%d validate_state=%d]: %s"
+                               % (hostid, row["id"], row["workunitid"], outcome,
+                                  row["validate_state"], reason))
+                reply.result_acks.append(r.name)
+                continue
+        if row["server_state"] == RESULT_UNSENT:
+            log.critical("[HOST#%d] [RESULT#%d] [WU#%d] got unexpected result: server state "
+                         "is %d" % (hostid, row["id"], row["workunitid"], row["server_state"]))
+            reply.result_acks.append(r.name)
+            continue
+        if row["received_time"]:
+            log.critical("[HOST#%d] [RESULT#%d] [WU#%d] already got result, at %s "
+                         % (hostid, row["id"], row["workunitid"],
+                            _time_text(row["received_time"])))
+            reply.result_acks.append(r.name)
+            continue
+        if row["hostid"] != hostid:
+            log.critical("[HOST#%d] [RESULT#%d] [WU#%d] got result from wrong host; "
+                         "expected [HOST#%d]" % (hostid, row["id"], row["workunitid"],
+                                                 row["hostid"]))
+            other = db.query_one("SELECT id, userid FROM host WHERE id = %s", (row["hostid"],))
+            if other is None:
+                log.critical("[RESULT#%d] [WU#%d] Can't lookup [HOST#%d]"
+                             % (row["id"], row["workunitid"], row["hostid"]))
+                reply.result_acks.append(r.name)
+                continue
+            if other["userid"] != host["userid"]:
+                log.critical("[USER#%d] [HOST#%d] [RESULT#%d] [WU#%d] Not even the same user; "
+                             "expected [USER#%d]" % (host["userid"], hostid, row["id"],
+                                                     row["workunitid"], other["userid"]))
+                reply.result_acks.append(r.name)
+                continue
+            log.critical("[HOST#%d] [RESULT#%d] [WU#%d] Allowing result because same USER#%d"
+                         % (hostid, row["id"], row["workunitid"], host["userid"]))
+        accepted.append((row, _accept(ctx, row, r)))
+
+    if not accepted:
+        return
+    written = []
+    try:
+        with db.transaction():
+            for row, v in accepted:
+                n = db.execute(
+                    "UPDATE result SET hostid = %s, received_time = %s, client_state = %s, "
+                    "cpu_time = %s, exit_status = %s, app_version_num = %s, "
+                    "server_state = %s, outcome = %s, stderr_out = %s, xml_doc_out = %s, "
+                    "validate_state = %s, teamid = %s, elapsed_time = %s, "
+                    "peak_working_set_size = %s, peak_swap_size = %s, peak_disk_usage = %s "
+                    "WHERE id = %s",
+                    (hostid, ctx.now, v["client_state"], v["cpu_time"], v["exit_status"],
+                     v["app_version_num"], RESULT_OVER, v["outcome"], v["stderr_out"],
+                     v["xml_doc_out"], v["validate_state"], ctx.user.get("teamid") or 0,
+                     v["elapsed_time"], round(v["peak_working_set_size"]),
+                     round(v["peak_swap_size"]), round(v["peak_disk_usage"]), row["id"]))
+                if n != 1:
+                    log.critical("[HOST#%d] [RESULT#%d] [WU#%d] can't update result: "
+                                 "row changed meanwhile" % (hostid, row["id"], row["workunitid"]))
+                written.append(row)
+            wu_ids = sorted({row["workunitid"] for row in written})
+            db.execute("UPDATE workunit SET transition_time = %s WHERE id IN (%s)"
+                       % ("%s", ", ".join(["%s"] * len(wu_ids))), [ctx.now] + wu_ids)
+    except Exception as exc:
+        # not acknowledged: the client reports them again next time
+        log.critical("[HOST#%d] can't update results: %s" % (hostid, exc))
+        for row, v in accepted:
+            v["undo"]()
+        return
+    for row in written:
+        reply.result_acks.append(row["name"])
+
+
+def _accept(ctx, row, r):
+    """The new column values of an accepted report, with BOINC's sanity fixes;
+    adjusts the host's quota for the app version (undone by ``undo`` if the
+    write fails)."""
+    log = ctx.log
+    hostid = ctx.host["id"]
+    cpu_time = r.final_cpu_time
+    elapsed = r.final_elapsed_time
+    if elapsed < cpu_time and row["app_version_id"] > 0:
+        # a single-thread app can't use more CPU than wall time
+        av = ctx.db.query_one("SELECT plan_class FROM app_version WHERE id = %s",
+                              (row["app_version_id"],))
+        if av is not None and "mt" not in (av["plan_class"] or ""):
+            log.normal("[HOST#%d] [RESULT#%d] elapsed time %f < CPU %f for seq app; "
+                       "setting to CPU" % (hostid, row["id"], elapsed, cpu_time))
+            elapsed = cpu_time
+    if elapsed < 0:
+        log.normal("[HOST#%d] [RESULT#%d] [WU#%d] negative elapsed time: %f"
+                   % (hostid, row["id"], row["workunitid"], elapsed))
+        elapsed = 0.0
+    if elapsed == 0 and cpu_time > 0:
+        elapsed = cpu_time
+        log.normal("[HOST#%d] [RESULT#%d] elapsed time is zero; setting to CPU time %f"
+                   % (hostid, row["id"], cpu_time))
+    turnaround = ctx.now - row["sent_time"]
+    if turnaround < 0:
+        log.critical("[HOST#%d] [RESULT#%d] [WU#%d] inconsistent sent/received times"
+                     % (hostid, row["id"], row["workunitid"]))
+    elif elapsed > turnaround:
+        log.normal("[HOST#%d] [RESULT#%d] [WU#%d] impossible elapsed time: reported %f > "
+                   "turnaround %f" % (hostid, row["id"], row["workunitid"], elapsed,
+                                      float(turnaround)))
+        elapsed = float(turnaround)
+    ncpus = ctx.host["p_ncpus"]
+    if cpu_time > elapsed * ncpus:
+        log.normal("[HOST#%d] [RESULT#%d] [WU#%d] impossible CPU time: %f > %f * %d"
+                   % (hostid, row["id"], row["workunitid"], cpu_time, elapsed, ncpus))
+        cpu_time = elapsed * ncpus
+    v = {
+        "client_state": r.state, "cpu_time": cpu_time, "elapsed_time": elapsed,
+        "exit_status": r.exit_status, "app_version_num": r.app_version_num,
+        "stderr_out": r.stderr_out, "xml_doc_out": r.file_info_xml,
+        "peak_working_set_size": r.final_peak_working_set_size,
+        "peak_swap_size": r.final_peak_swap_size,
+        "peak_disk_usage": r.final_peak_disk_usage,
+        "validate_state": row["validate_state"],
+    }
+    gavid = generalized_app_version_id(row["app_version_id"], row["appid"])
+    hav = ctx.host_app_versions.get(gavid)
+    saved = dict(hav) if hav is not None else None
+
+    def undo():
+        if saved is not None:
+            hav.update(saved)
+    v["undo"] = undo
+    if r.state == CLIENT_FILES_UPLOADED and r.exit_status == 0:
+        v["outcome"] = OUTCOME_SUCCESS
+        if ctx.cfg.debug_handle_results:
+            log.normal("[handle] [RESULT#%d] [WU#%d]: setting outcome SUCCESS"
+                       % (row["id"], row["workunitid"]))
+        _got_good_result(ctx, row)
+        if ctx.cfg.dont_store_success_stderr:
+            v["stderr_out"] = ""
+    else:
+        if ctx.cfg.debug_handle_results:
+            log.normal("[handle] [RESULT#%d] [WU#%d]: client_state %d exit_status %d; "
+                       "setting outcome ERROR" % (row["id"], row["workunitid"], r.state,
+                                                  r.exit_status))
+        v["outcome"] = OUTCOME_CLIENT_ERROR
+        v["validate_state"] = VALIDATE_INVALID
+        if r.exit_status != EXIT_ABORTED_BY_PROJECT:
+            _got_bad_result(ctx, row)
+    return v
+
+
+_ABORT_REASONS = {1: "result not in request", 2: "WU cancelled", 3: "WU assimilated",
+                  4: "result timed out"}
+
+
+def send_result_abort(ctx):
+    """Tell the client to abort the jobs it holds that are no longer wanted
+    (BOINC's send_result_abort): unknown to this host, cancelled -> abort;
+    assimilated or timed out -> abort if not started."""
+    req, reply, log = ctx.request, ctx.reply, ctx.log
+    others = req.other_results
+    if not others:
+        return
+    hostid = ctx.host["id"]
+    names = [o.name for o in others]
+    rows = ctx.db.query(
+        "SELECT result.name, workunit.error_mask, workunit.assimilate_state, "
+        "result.server_state, result.outcome FROM result, workunit "
+        "WHERE result.hostid = %%s AND workunit.id = result.workunitid "
+        "AND (result.server_state = %%s OR (result.server_state = %%s AND result.outcome = %%s)) "
+        "AND result.name IN (%s)" % ", ".join(["%s"] * len(names)),
+        [hostid, RESULT_IN_PROGRESS, RESULT_OVER, OUTCOME_NO_REPLY] + names)
+    by_name = {row["name"]: row for row in rows}
+    for o in others:
+        row = by_name.get(o.name)
+        if row is None:
+            action, reason = "abort", 1
+        elif row["error_mask"] & WU_ERROR_CANCELLED:
+            action, reason = "abort", 2
+        elif row["assimilate_state"] == ASSIMILATE_DONE:
+            action, reason = "if_not_started", 3
+        elif row["server_state"] == RESULT_OVER and row["outcome"] == OUTCOME_NO_REPLY:
+            action, reason = "if_not_started", 4
+        else:
+            continue
+        if action == "abort":
+            reply.result_aborts.append(o.name)
+            log.normal("[HOST#%d]: Send result_abort for result %s; reason: %s"
+                       % (hostid, o.name, _ABORT_REASONS[reason]))
+            reply.add_message("Result %s is no longer usable" % o.name, "low")
+        else:
+            reply.result_abort_if_not_starteds.append(o.name)
+            log.normal("[HOST#%d]: Send result_abort_if_unstarted for result %s; reason %d"
+                       % (hostid, o.name, reason))
+
+
+def handle_msgs_from_host(ctx):
+    """Store trickle-up messages (msg_from_host rows); ack them in the reply."""
+    req = ctx.request
+    if not req.msgs_from_host:
+        return
+    ctx.reply.send_msg_ack = True
+    try:
+        with ctx.db.transaction():
+            for m in req.msgs_from_host:
+                ctx.log.normal("got msg from host; variety %s " % m.variety)
+                ctx.db.execute("INSERT INTO msg_from_host (create_time, hostid, variety, "
+                               "handled, xml) VALUES (%s, %s, %s, 0, %s)",
+                               (ctx.now, ctx.host["id"], m.variety, m.xml))
+    except Exception as exc:
+        ctx.log.critical("[HOST#%d] message insert failed: %s" % (ctx.host["id"], exc))
+        ctx.reply.send_msg_ack = False
+
+
+def handle_msgs_to_host(ctx):
+    """Trickle-downs waiting for this host go into the reply and are marked handled."""
+    rows = ctx.db.query("SELECT id, xml FROM msg_to_host WHERE hostid = %s AND handled = 0",
+                        (ctx.host["id"],))
+    for row in rows:
+        xml = row["xml"]
+        if isinstance(xml, bytes):
+            xml = xml.decode("utf-8", "replace")
+        ctx.reply.msgs_to_host.append(xml)
+        ctx.db.execute("UPDATE msg_to_host SET handled = 1 WHERE id = %s", (row["id"],))

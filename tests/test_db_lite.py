@@ -1,0 +1,78 @@
+"""boincpy.db.lite: the scheduler's database layer on MySQLdb's C module."""
+
+import subprocess
+import sys
+
+import pytest
+
+from boincpy.db import connect, lite
+from boincpy.errors import DatabaseError
+
+
+@pytest.fixture
+def dbs(mini_project):
+    from boincpy.config import load_config
+    cfg = load_config(str(mini_project))
+    full, light = connect(cfg), lite.connect(cfg)
+    yield full, light
+    full.close()
+    light.close()
+
+
+def test_rows_and_types_are_those_of_the_full_layer(dbs):
+    full, light = dbs
+    light.execute("INSERT INTO user (create_time, email_addr, name, authenticator, "
+                  "total_credit, global_prefs, cross_project_id, country) "
+                  "VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                  (17, "a'b\\c@example.com", "n\u00e9\u4e2d", "k%s", 1.25,
+                   b"<x>\x00\xff</x>", "", None))
+    sql = "SELECT * FROM user WHERE authenticator = %s"
+    assert light.query(sql, ("k%s",)) == full.query(sql, ("k%s",))
+    row = light.query_one(sql, ("k%s",))
+    assert row["email_addr"] == "a'b\\c@example.com" and row["name"] == "n\u00e9\u4e2d"
+    assert row["create_time"] == 17 and row["total_credit"] == 1.25
+    assert row["global_prefs"] == b"<x>\x00\xff</x>" and row["country"] is None
+    assert light.query_value("SELECT COUNT(*) FROM user") == 1
+    assert light.query_value("SELECT id FROM user WHERE id = 99", default=-1) == -1
+
+
+def test_writes_transactions_and_errors(dbs):
+    _, db = dbs
+    new = db.insert("INSERT INTO platform (create_time, name) VALUES (1, %s)", ("p1",))
+    assert new > 1
+    assert db.execute("UPDATE platform SET deprecated = 1 WHERE name LIKE %s", ("p%",)) == 1
+    with pytest.raises(RuntimeError):
+        with db.transaction():
+            db.execute("UPDATE platform SET deprecated = 0 WHERE id = %s", (new,))
+            with db.transaction():          # joins the outer one
+                db.execute("DELETE FROM platform WHERE id = %s", (new,))
+            raise RuntimeError("roll back")
+    assert db.query_one("SELECT deprecated FROM platform WHERE id = %s", (new,)) \
+        == {"deprecated": 1}
+    with db.transaction():
+        db.execute("DELETE FROM platform WHERE id = %s", (new,))
+    assert db.query_one("SELECT id FROM platform WHERE id = %s", (new,)) is None
+    with pytest.raises(DatabaseError) as err:
+        db.query("SELECT * FROM no_such_table")
+    assert "schema" in str(err.value)
+    assert db.insert_many("platform", ("create_time", "name"), [(1, "q1"), (2, "q2")]) == 2
+
+
+def test_connect_errors_name_the_database(mini_project):
+    from boincpy.config import load_config
+    cfg = load_config(str(mini_project))
+    cfg.db_name = "bpt_does_not_exist"
+    with pytest.raises(DatabaseError) as err:
+        lite.connect(cfg)
+    assert "bpt_does_not_exist" in str(err.value)
+
+
+def test_light_layer_imports_none_of_the_heavy_modules(mini_project):
+    code = ("import sys; from boincpy.config import load_config; from boincpy.db import lite; "
+            "db = lite.connect(load_config(%r)); db.query('SELECT * FROM platform'); "
+            "print(' '.join(m for m in ('re', 'enum', 'decimal', 'datetime', 'contextlib', "
+            "'MySQLdb.connections') if m in sys.modules)); import MySQLdb; "
+            "print(MySQLdb.connect is not None)" % str(mini_project))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert out[0] == "" and out[1] == "True"    # and the full package still imports after
