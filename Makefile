@@ -28,3 +28,4 @@ bench: venv
 	$(VENV)/bin/python bench/bench_choose.py
 	$(VENV)/bin/python bench/bench_validate_assimilate.py
 	$(VENV)/bin/python bench/bench_sched.py
+	$(VENV)/bin/python bench/bench_web_rpc.py
