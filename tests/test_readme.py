@@ -52,7 +52,7 @@ PYTHON = os.path.join(REPO, ".venv", "bin", "python")
 BOINC_MIRROR = "/work/.mirror/BOINC+boinc/repo"
 
 # The names the documents use, replaced by the test's own (see Env.substitutions).
-PLACEHOLDERS = ("~/boincpy", "~/projects/myproj", "127.0.0.1:8080", "myproj", "/tmp/")
+PLACEHOLDERS = ("/opt/boincpy", "/srv/boincpy/myproj", "127.0.0.1:8080", "myproj", "/tmp/")
 
 # Blocks that don't run here: (exact text of the block's commands, one per
 # line) -> (file, text in that file) of what covers them elsewhere.
@@ -61,18 +61,20 @@ NOT_RUN = {
     "make demo": ("tests/test_end_to_end.py", "def test_demo_command_end_to_end_with_teardown"),
     # the whole suite, which CI runs
     "make test": (".ci/run", "make test"),
+    # installs Debian packages if missing; CI runs it on a fresh machine
+    "sh tools/setup_system.sh": (".ci/run", "sh tools/setup_system.sh"),
     # the system Apache: the private Apache includes the same snippet
-    "echo \"Include $HOME/projects/myproj/myproj.httpd.conf\" > "
+    "echo \"Include /srv/boincpy/myproj/myproj.httpd.conf\" > "
     "/etc/apache2/conf-available/myproj.conf\n"
     "a2enmod cgi\na2enconf myproj\napache2ctl graceful":
         ("tests/test_httpd.py", "def test_cgi_directory_runs_python_cgis_as_www_data"),
     # htpasswd asks for the password; make_project --ops_user writes the same file
-    "htpasswd -B -c ~/projects/myproj/html/ops/.htpasswd admin\n"
-    "chgrp www-data ~/projects/myproj/html/ops/.htpasswd\n"
-    "chmod 640 ~/projects/myproj/html/ops/.htpasswd":
+    "htpasswd -B -c /srv/boincpy/myproj/html/ops/.htpasswd admin\n"
+    "chgrp www-data /srv/boincpy/myproj/html/ops/.htpasswd\n"
+    "chmod 640 /srv/boincpy/myproj/html/ops/.htpasswd":
         ("tests/test_httpd.py", "def test_ops_pages_need_the_password"),
     # the operator's crontab: what the cron line runs is tested
-    "crontab -l 2>/dev/null | cat - ~/projects/myproj/myproj.cronjob | crontab -":
+    "crontab -l 2>/dev/null | cat - /srv/boincpy/myproj/myproj.cronjob | crontab -":
         ("tests/test_control.py", "def test_cron_restarts_a_daemon_that_died"),
 }
 
@@ -80,6 +82,9 @@ BLOCK_TIMEOUT = 180
 _MARKER_RE = re.compile(r"^<!--\s*doc-test:\s*(.*?)\s*-->\s*$")
 _FENCE_RE = re.compile(r"^```\s*([\w-]*)\s*$")
 _TAG_RE = re.compile(r"</?([A-Za-z_][\w]*)(?:\s[^<>]*)?/?>")
+# Never run from a document, whatever the lists say: the machine's own configuration.
+_SYSTEM_RE = re.compile(r"/etc/|\ba2en|\ba2dis|apache2ctl|\bcrontab\b|systemctl|apt-get|"
+                        r"\bservice\b|htpasswd")
 _PROXIES = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
 
 
@@ -558,6 +563,9 @@ def run_doc(doc, session):
             continue
         if "\n".join(commands(b.text)) in NOT_RUN:
             continue
+        if _SYSTEM_RE.search(b.text):
+            pytest.fail("%s: a block that changes the machine (%s) must be in NOT_RUN, "
+                        "whole" % (b.where(), _SYSTEM_RE.search(b.text).group(0)))
         text = session.substitute(b.text)
         expected = expected_lines(session.substitute(b.output.text, False)) if b.output else []
         retry = int(b.marker.split()[1]) if b.marker.startswith("retry ") else 0
@@ -605,9 +613,9 @@ def make_substitution(mapping, client_cmd=None):
 def test_readme_commands(tmp_path):
     """README.md's runnable blocks run from the source tree."""
     doc = read_doc(README)
-    subst = make_substitution({"~/boincpy": REPO})
+    subst = make_substitution({"/opt/boincpy": REPO})
     session = Session(REPO, subst, _env(), str(tmp_path))
-    run_doc(doc, session)
+    assert run_doc(doc, session) >= 1
 
 
 @pytest.fixture
@@ -629,7 +637,7 @@ def guide_env():
     client = StockClient()
     client.start()
     client_cmd = "boinccmd --host 127.0.0.1:%d --passwd %s" % (client.port, client.gui_password)
-    mapping = {"~/boincpy": REPO, "~/projects/myproj": root,
+    mapping = {"/opt/boincpy": REPO, "/srv/boincpy/myproj": root,
                "127.0.0.1:8080": "127.0.0.1:%d" % port, "myproj": short,
                "/tmp/": os.path.join(base, "tmp") + "/"}
     assert set(mapping) == set(PLACEHOLDERS)
