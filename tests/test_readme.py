@@ -384,6 +384,10 @@ def test_tools_options_and_tags_exist():
             check_text(span, where)
             if span.startswith("<"):
                 check_tags(span, where)
+            elif re.fullmatch(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*_[a-z]+", span):
+                # an identifier (option, column, log reason): the code must have it
+                if not re.search(r"\b%s\b" % span, package):
+                    problems.append("%s: %s appears nowhere in boincpy" % (where, span))
         for lineno, rows in _tables(doc):
             where = "%s table at line %d" % (os.path.relpath(doc.path, REPO), lineno)
             head = rows[0][0]
