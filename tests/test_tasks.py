@@ -642,16 +642,17 @@ def test_every_configured_command_is_in_the_projects_bin(made_project):
         for word in words[1:]:
             if word.startswith("-") and not re.fullmatch(r"-\d+", word):
                 assert word.lstrip("-") in proc.stdout, (cmd, word)
-    assert os.path.isfile(p.path("db_dump_spec.xml"))
+    assert os.path.isfile(p.path("db_dump_spec.xml")) and os.path.isdir(p.path("html/stats"))
     assert parse_dump_spec(open(p.path("db_dump_spec.xml"), "rb").read()).enumerations
     conf = open(p.path(p.short_name + ".httpd.conf")).read()
     assert 'Alias "/%s/stats" "%s/html/stats"' % (p.short_name, p.root) in conf
     assert conf.index("/%s/stats" % p.short_name) < conf.index('Alias "/%s" ' % p.short_name)
 
 
-def test_start_cron_runs_the_daily_tasks_of_a_made_project(made_project):
+def test_start_cron_runs_the_daily_tasks_of_a_made_project(made_project, apache):
     """bin/start --cron in a new project runs update_stats, antique_file_deleter
-    and (once enabled) db_dump, each finishing without an error."""
+    and (once enabled) db_dump, each finishing without an error; Apache serves
+    the statistics."""
     p = made_project
     cfg = p.cfg
     host = cfg.local_host
@@ -706,3 +707,11 @@ def test_start_cron_runs_the_daily_tasks_of_a_made_project(made_project):
     state = open(p.path("run_state_%s.xml" % host)).read()
     for t in tasks:
         assert "<cmd>%s</cmd>" % t.cmd in state
+    # what stats sites fetch, at MASTER_URL/stats/
+    import urllib.request
+    with urllib.request.urlopen(p.master_url + "stats/tables.xml", timeout=30) as r:
+        assert b"<nusers_total>1</nusers_total>" in r.read()
+    with urllib.request.urlopen(p.master_url + "stats/user.gz", timeout=30) as r:
+        body = r.read()
+    users = etree.fromstring(gzip.decompress(body))
+    assert users.xpath("/users/user/name/text()") == ["volunteer"]

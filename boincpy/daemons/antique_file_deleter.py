@@ -34,7 +34,7 @@ import re
 import stat
 import time
 
-from boincpy.daemons.base import Daemon, _option_names
+from boincpy.daemons.base import Daemon, _option_names, progress
 from boincpy.db.bulk import select_in
 from boincpy.errors import ToolError
 
@@ -102,13 +102,16 @@ class AntiqueFileDeleter(Daemon):
                        "userid %d" % (limit, time.ctime(limit), uid))
         self.deleted = 0
         failed = []
-        for d in upload_dirs(cfg):
-            if self.stop_requested():
-                self.log.normal("Exiting: %s" % self._stop_reason())
-                break
-            self.log.debug("delete_antiques(): scanning upload directory '%s'" % d)
-            if not self.delete_antiques_from_dir(d, limit, uid):
-                failed.append(d)
+        dirs = upload_dirs(cfg)
+        with progress(len(dirs), "upload dirs") as bar:
+            for d in dirs:
+                if self.stop_requested():
+                    self.log.normal("Exiting: %s" % self._stop_reason())
+                    break
+                self.log.debug("delete_antiques(): scanning upload directory '%s'" % d)
+                if not self.delete_antiques_from_dir(d, limit, uid):
+                    failed.append(d)
+                bar.update(1)
         self.log.normal("%s %d antique file%s" % (
             "Would delete" if self.args.dry_run else "Deleted", self.deleted,
             "" if self.deleted == 1 else "s"))

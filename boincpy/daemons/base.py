@@ -153,6 +153,33 @@ class Daemon:
         return "found trigger file %s" % STOP_DAEMONS_FILE
 
 
+class _NoProgress:
+    """What :func:`progress` gives when nobody is watching: does nothing."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self, n, current_item=None):
+        pass
+
+
+def progress(length, label):
+    """A click progress bar on stdout when stdout is a terminal (an operator
+    running a task by hand), else a silent stand-in (bin/start, cron); use as
+    ``with progress(n, "hosts") as bar: ... bar.update(k)``."""
+    try:
+        tty = sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if not tty:
+        return _NoProgress()
+    import click
+    return click.progressbar(length=max(int(length), 1), label=label, file=sys.stdout)
+
+
 def build_parser(daemon_class):
     """The daemon's argument parser: the common options plus its own."""
     parser = DaemonArgumentParser(prog=daemon_class.name, allow_abbrev=False,

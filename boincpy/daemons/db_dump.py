@@ -35,7 +35,8 @@ is given, and their hosts.  ``tables.xml`` holds the update time, the totals,
 the applications and the badges; ``db_dump.xml`` is a copy of the spec.
 
 Publishing: the previous ``final_output_dir`` is renamed to
-``FINAL_YYYY_M_D_H_M_S`` (or ``ARCHIVE_DIR/stats_...``), then
+``FINAL_YYYY_M_D_H_M_S`` (or ``ARCHIVE_DIR/stats_...``; an empty one, as
+make_project leaves it, is just removed), then
 ``output_dir`` becomes ``final_output_dir``: stats sites never see half a
 dump.  As in BOINC, those dated copies are kept; remove old ones (or point
 ``archive_dir`` somewhere with room).  The whole dump reads one consistent
@@ -58,7 +59,7 @@ import zipfile
 from dataclasses import dataclass, field
 from xml.etree import ElementTree
 
-from boincpy.daemons.base import Daemon, _option_names
+from boincpy.daemons.base import Daemon, _option_names, progress
 from boincpy.daemons.db_purge import xml_escape_bytes
 from boincpy.errors import BoincpyError, ToolError
 
@@ -443,7 +444,6 @@ class DbDump(Daemon):
 
     def initialise(self):
         args = self.args
-        self.log.normal("db_dump starting")
         if not args.dump_spec:
             raise ToolError("no spec file given (--dump_spec FILE)")
         try:
@@ -455,7 +455,6 @@ class DbDump(Daemon):
         self.spec = parse_dump_spec(data, args.dump_spec)
         # one run at a time (BOINC locks a file in the working directory too)
         self.lock_fd = self._lock(LOCK_FILE)
-        self.log.normal("Starting")
         self.db = self._connect()
         self.counts = {}
         self.member_db = None
@@ -561,11 +560,14 @@ class DbDump(Daemon):
                 join, jparams = CONSENT_JOIN.format(owner="user.id"), [ctid]
             rows = self.db.stream("SELECT %s FROM user%s%s%s" % (USER_COLUMNS, join, where, order),
                                   jparams + params)
-            for row in rows:
-                text = user_record(row, cfg)
-                for o in outputs:
-                    o.write(n, text)
-                n += 1
+            with progress(totals["n"], e.filename) as bar:
+                for row in rows:
+                    text = user_record(row, cfg)
+                    for o in outputs:
+                        o.write(n, text)
+                    n += 1
+                    if not n % 1000:
+                        bar.update(1000)
         elif e.table == "host":
             where = " WHERE host.total_credit > 0 AND host.domain_name != 'deleted'" \
                     " AND host.userid != 0"
@@ -579,17 +581,19 @@ class DbDump(Daemon):
                 "SELECT host.*, owner.id AS owner_id, owner.show_hosts AS owner_show_hosts"
                 " FROM host%s LEFT JOIN user owner ON owner.id = host.userid%s%s"
                 % (join, where, order), jparams)
-            plain = detailed = None
-            for row in rows:
-                for o in outputs:
-                    if o.out.detail:
-                        detailed = detailed or host_record(row, True, self.log)
-                        o.write(n, detailed)
-                    else:
-                        plain = plain or host_record(row, False)
-                        o.write(n, plain)
-                plain = detailed = None
-                n += 1
+            with progress(self.counts["nhosts_total"], e.filename) as bar:
+                for row in rows:
+                    plain = detailed = None
+                    for o in outputs:
+                        if o.out.detail:
+                            detailed = detailed or host_record(row, True, self.log)
+                            o.write(n, detailed)
+                        else:
+                            plain = plain or host_record(row, False)
+                            o.write(n, plain)
+                    n += 1
+                    if not n % 1000:
+                        bar.update(1000)
         elif e.table == "team":
             detail = any(o.detail for o in e.outputs)
             rows = self.db.stream(
@@ -686,7 +690,9 @@ class DbDump(Daemon):
         """Move the previous final_output_dir aside (dated), then output_dir into its place."""
         spec = self.spec
         final = spec.final_output_dir.rstrip("/")
-        if os.path.exists(final):
+        if os.path.isdir(final) and not os.path.islink(final) and not os.listdir(final):
+            os.rmdir(final)         # nothing worth keeping (make_project's empty one)
+        if os.path.lexists(final):
             t = time.localtime()
             base = os.path.join(spec.archive_dir, "stats") if spec.archive_dir else final
             dated = "%s_%d_%d_%d_%d_%d_%d" % (base, t.tm_year, t.tm_mon, t.tm_mday,
@@ -700,7 +706,7 @@ class DbDump(Daemon):
             except OSError as exc:
                 raise ToolError("Can't rename old stats %s to %s: %s"
                                 % (final, target, exc.strerror or exc)) from None
-            self.log.normal("Previous statistics moved to %s" % target)
+            self.log.normal("Previous statistics moved to %s" % os.path.abspath(target))
         try:
             os.rename(spec.output_dir, final)
         except OSError as exc:

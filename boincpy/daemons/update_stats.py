@@ -31,7 +31,7 @@ and its fresh average is not overwritten by a decayed stale one.
 import time
 
 from boincpy.credit import CREDIT_HALF_LIFE, update_average
-from boincpy.daemons.base import Daemon, _option_names
+from boincpy.daemons.base import Daemon, _option_names, progress
 from boincpy.db.bulk import placeholders, update_by_id
 from boincpy.errors import ToolError
 
@@ -70,12 +70,13 @@ class UpdateStats(Daemon):
         max_update_time = int(time.time()) - args.min_age
         wanted = [t for t in TABLES if getattr(args, "update_" + t[0])] or list(TABLES)
         for what, table, threshold in wanted:
-            if self.stop_requested():
-                self.log.normal("Exiting: %s" % self._stop_reason())
-                return False
             if table == "team":
                 self.update_team_nusers(threshold)
             n = self.decay(table, threshold, max_update_time)
+            if self.stop_requested():
+                # what is done stays done; tomorrow's run does the rest
+                self.log.normal("Exiting: %s" % self._stop_reason())
+                return False
             self.log.normal("Updated %s (%d %s decayed)"
                             % ("app versions" if what == "avs" else what, n,
                                "row" if n == 1 else "rows"))
@@ -89,31 +90,40 @@ class UpdateStats(Daemon):
         db = self.db
         last_id = 0
         written = 0
-        while True:
-            rows = db.query("SELECT id, expavg_credit, expavg_time FROM " + table +
-                            " WHERE id > %s AND expavg_credit > %s AND expavg_time < %s"
-                            " ORDER BY id LIMIT %s",
-                            (last_id, threshold, max_update_time, BATCH))
-            if not rows:
-                return written
-            last_id = rows[-1]["id"]
-            now = time.time()
-            new = {}
-            for r in rows:
-                avg, avg_time = update_average(now, 0, 0, CREDIT_HALF_LIFE,
-                                               r["expavg_credit"], r["expavg_time"])
-                # keyed by the expavg_time read: a row credited since is left alone
-                new[(r["id"], r["expavg_time"])] = (avg, avg_time)
-                self.log.debug("[%s#%d] expavg_credit %f -> %f"
-                               % (table.upper(), r["id"], r["expavg_credit"], avg))
-            n = update_by_id(db, table, ("expavg_credit", "expavg_time"), new,
-                             key=("id", "expavg_time"))
-            if n < len(rows):
-                self.log.debug("%d %s rows were credited meanwhile and left alone"
-                               % (len(rows) - n, table))
-            written += n
-            if len(rows) < BATCH:
-                return written
+        top = db.query_value("SELECT MAX(id) FROM " + table, default=0)
+        with progress(top, "%-11s" % table) as bar:
+            while not self.stop_requested():
+                rows = db.query("SELECT id, expavg_credit, expavg_time FROM " + table +
+                                " WHERE id > %s AND expavg_credit > %s AND expavg_time < %s"
+                                " ORDER BY id LIMIT %s",
+                                (last_id, threshold, max_update_time, BATCH))
+                if not rows:
+                    break
+                bar.update(rows[-1]["id"] - last_id)
+                last_id = rows[-1]["id"]
+                written += self._decay_rows(table, rows)
+                if len(rows) < BATCH:
+                    break
+            bar.update(max(top, 1))       # done (the bar stops at 100%)
+        return written
+
+    def _decay_rows(self, table, rows):
+        """Write one batch of decayed averages; return how many rows changed."""
+        now = time.time()
+        new = {}
+        for r in rows:
+            avg, avg_time = update_average(now, 0, 0, CREDIT_HALF_LIFE,
+                                           r["expavg_credit"], r["expavg_time"])
+            # keyed by the expavg_time read: a row credited since is left alone
+            new[(r["id"], r["expavg_time"])] = (avg, avg_time)
+            self.log.debug("[%s#%d] expavg_credit %f -> %f"
+                           % (table.upper(), r["id"], r["expavg_credit"], avg))
+        n = update_by_id(self.db, table, ("expavg_credit", "expavg_time"), new,
+                         key=("id", "expavg_time"))
+        if n < len(rows):
+            self.log.debug("%d %s rows were credited meanwhile and left alone"
+                           % (len(rows) - n, table))
+        return n
 
     def update_team_nusers(self, threshold):
         """Set ``nusers`` of teams with ``expavg_credit > threshold`` to their
@@ -121,11 +131,11 @@ class UpdateStats(Daemon):
         db = self.db
         last_id = 0
         changed = 0
-        while True:
+        while not self.stop_requested():
             teams = db.query("SELECT id, nusers FROM team WHERE id > %s AND expavg_credit > %s"
                              " ORDER BY id LIMIT %s", (last_id, threshold, BATCH))
             if not teams:
-                return changed
+                break
             last_id = teams[-1]["id"]
             ids = [t["id"] for t in teams]
             counts = {r["teamid"]: r["n"] for r in db.query(
@@ -141,4 +151,5 @@ class UpdateStats(Daemon):
             if new:
                 changed += update_by_id(db, "team", ("nusers",), new)
             if len(teams) < BATCH:
-                return changed
+                break
+        return changed
