@@ -649,20 +649,35 @@ def test_every_configured_command_is_in_the_projects_bin(made_project):
     assert conf.index("/%s/stats" % p.short_name) < conf.index('Alias "/%s" ' % p.short_name)
 
 
+def _wait_for_logs(log_dir, finished, timeout=120):
+    """Wait until each log file holds its final line; return the logs."""
+    def read():
+        return {name: open(os.path.join(log_dir, name)).read()
+                for name in finished if os.path.exists(os.path.join(log_dir, name))}
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        logs = read()
+        if all(last in logs.get(name, "") for name, last in finished.items()):
+            break
+        time.sleep(0.3)
+    logs = read()
+    for name, last in finished.items():
+        assert last in logs.get(name, ""), logs
+        assert "CRITICAL" not in logs[name] and "Traceback" not in logs[name], logs[name]
+    return logs
+
+
 def test_start_cron_runs_the_daily_tasks_of_a_made_project(made_project, apache):
-    """bin/start --cron in a new project runs update_stats, antique_file_deleter
-    and (once enabled) db_dump, each finishing without an error; Apache serves
+    """bin/start --cron in a new project runs update_stats and
+    antique_file_deleter, and skips the disabled db_dump without a word; once
+    enabled, db_dump runs too.  Each finishes without an error; Apache serves
     the statistics."""
     p = made_project
     cfg = p.cfg
     host = cfg.local_host
-    tasks = []
-    for t in cfg.tasks:
-        t.disabled = False                   # db_dump too
-        tasks.append(t)
     for d in cfg.daemons:
         d.disabled = True                    # tasks only: no feeder etc.
-    write_config(p.path("config.xml"), cfg.as_options(), cfg.daemons, tasks, mode=0o640)
+    write_config(p.path("config.xml"), cfg.as_options(), cfg.daemons, cfg.tasks, mode=0o640)
     db = p.connect()
     now = time.time()
     user = make_user(db, "volunteer", total_credit=20.0, expavg_credit=10.0,
@@ -671,46 +686,44 @@ def test_start_cron_runs_the_daily_tasks_of_a_made_project(made_project, apache)
     db.close()
     env = dict(os.environ)
     env.pop("BOINC_PROJECT_DIR", None)
-    proc = subprocess.run([p.bin("start")], cwd=p.root, capture_output=True, text=True,
-                          env=env, timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    proc = subprocess.run([p.bin("start"), "--cron", "-v"], cwd=p.root, capture_output=True,
-                          text=True, env=env, timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    for t in tasks:
-        assert "Running task: %s" % t.cmd in proc.stdout
+
+    def start(*args):
+        proc = subprocess.run([p.bin("start")] + list(args), cwd=p.root, capture_output=True,
+                              text=True, env=env, timeout=120)
+        assert proc.returncode == 0 and not proc.stderr, proc.stdout + proc.stderr
+        return proc.stdout
+
+    start()
+    out = start("--cron", "-v")
+    assert "Running task: update_stats" in out
+    assert "Running task: antique_file_deleter -d 2" in out
+    assert "db_dump" not in out                      # disabled: not run, no complaint
     log_dir = p.path("log_" + host)
-    finished = {"update_stats.out": "[normal] Finished",
-                "antique_file_deleter.out": "[normal] Done",
-                "db_dump.out": "db_dump finished"}
-
-    def all_done():
-        for name, last in finished.items():
-            path = os.path.join(log_dir, name)
-            if not os.path.exists(path) or last not in open(path).read():
-                return False
-        return True
-
-    deadline = time.time() + 120
-    while not all_done() and time.time() < deadline:
-        time.sleep(0.3)
-    logs = {name: open(os.path.join(log_dir, name)).read()
-            for name in finished if os.path.exists(os.path.join(log_dir, name))}
-    assert all_done(), logs
-    for name, text in logs.items():
-        assert "CRITICAL" not in text and "Traceback" not in text, (name, text)
+    _wait_for_logs(log_dir, {"update_stats.out": "[normal] Finished",
+                             "antique_file_deleter.out": "[normal] Done"})
+    assert not os.path.exists(os.path.join(log_dir, "db_dump.out"))
     with p.connect() as db:
         assert db.query_value("SELECT expavg_credit FROM user WHERE id = %s",
                               (user,)) == pytest.approx(5.0, abs=0.01)
-    assert os.path.isfile(p.path("html", "stats", "tables.xml"))
-    assert "<nusers_total>1</nusers_total>" in open(p.path("html", "stats", "tables.xml")).read()
+
+    for t in cfg.tasks:
+        t.disabled = False
+    write_config(p.path("config.xml"), cfg.as_options(), cfg.daemons, cfg.tasks, mode=0o640)
+    out = start("--cron", "-v")
+    assert "Running task: db_dump -d 2 --dump_spec ../db_dump_spec.xml" in out
+    assert "Not running task because not time yet: update_stats" in out
+    _wait_for_logs(log_dir, {"db_dump.out": "db_dump finished"})
+    tables = open(p.path("html", "stats", "tables.xml")).read()
+    assert "<nusers_total>1</nusers_total>" in tables
+    # make_project's empty html/stats was replaced, not archived
+    assert [d for d in os.listdir(p.path("html")) if d.startswith("stats")] == ["stats"]
     state = open(p.path("run_state_%s.xml" % host)).read()
-    for t in tasks:
+    for t in cfg.tasks:
         assert "<cmd>%s</cmd>" % t.cmd in state
     # what stats sites fetch, at MASTER_URL/stats/
     import urllib.request
     with urllib.request.urlopen(p.master_url + "stats/tables.xml", timeout=30) as r:
-        assert b"<nusers_total>1</nusers_total>" in r.read()
+        assert r.read() == tables.encode()
     with urllib.request.urlopen(p.master_url + "stats/user.gz", timeout=30) as r:
         body = r.read()
     users = etree.fromstring(gzip.decompress(body))
