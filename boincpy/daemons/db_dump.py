@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from xml.etree import ElementTree
 
 from boincpy.daemons.base import Daemon, _option_names, progress
-from boincpy.daemons.db_purge import xml_escape_bytes
+from boincpy.xml import xml_escape_bytes
 from boincpy.errors import BoincpyError, ToolError
 
 CONSENT_TO_STATISTICS_EXPORT = "STATSEXPORT"
