@@ -405,6 +405,36 @@ def test_tools_options_and_tags_exist():
     assert not problems, "\n".join(problems)
 
 
+def _slug(heading):
+    """GitHub's anchor for a heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower().replace("`", ""))
+    return text.replace(" ", "-")
+
+
+def test_links_resolve():
+    """Relative links point at files that exist, #anchors at headings."""
+    docs = load_docs()
+    anchors = {}
+    for doc in docs:
+        anchors[doc.path] = {_slug(t.lstrip("#")) for _, t in doc.prose if t.startswith("#")}
+    problems = []
+    for doc in docs:
+        for lineno, text in doc.prose:
+            for target in re.findall(r"\]\(([^)\s]+)\)", text):
+                if re.match(r"https?:", target):
+                    continue
+                path, _, anchor = target.partition("#")
+                full = os.path.normpath(os.path.join(os.path.dirname(doc.path), path)) \
+                    if path else doc.path
+                where = "%s line %d" % (os.path.relpath(doc.path, REPO), lineno)
+                if not os.path.exists(full):
+                    problems.append("%s: %s doesn't exist" % (where, path))
+                elif anchor and anchor not in anchors.get(full, ()):
+                    problems.append("%s: no heading for #%s in %s" % (where, anchor, path or
+                                                                        "this file"))
+    assert not problems, "\n".join(problems)
+
+
 def _format(value):
     if isinstance(value, bool):
         return "1" if value else "0"
