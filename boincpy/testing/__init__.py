@@ -1,0 +1,1 @@
+"""Clients for tests, load tests and demos: simulated BOINC clients (simclient)."""
