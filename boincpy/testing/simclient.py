@@ -437,7 +437,8 @@ def _file_refs(el, where):
     refs = []
     for ref in el.findall("file_ref"):
         refs.append((_req_text(ref, "file_name", where + " file_ref"),
-                     (ref.findtext("open_name") or "").strip(), ref.find("main_program") is not None))
+                     (ref.findtext("open_name") or "").strip(),
+                     ref.find("main_program") is not None))
     return refs
 
 
@@ -739,7 +740,7 @@ class SimHost:
     def __init__(self, scheduler_url, authenticator, name="simhost", seed=None,
                  ncpus=2, p_fpops=1e9, behaviour=None, compute=None, work_req_seconds=3600.0,
                  max_tasks=8, abort_rpc_prob=0.0, abort_upload_prob=0.0, delay_cap=None,
-                 timeout=120.0, clock=time.time):
+                 idle_delay=60.0, timeout=120.0, clock=time.time):
         self.scheduler_url = scheduler_url
         self.authenticator = authenticator
         self.name = name
@@ -751,6 +752,7 @@ class SimHost:
         self.abort_rpc_prob = abort_rpc_prob
         self.abort_upload_prob = abort_upload_prob
         self.delay_cap = delay_cap
+        self.idle_delay = idle_delay
         self.timeout = timeout
         self.clock = clock
         self.hostid = 0
@@ -761,7 +763,8 @@ class SimHost:
         self.host_info = {"p_ncpus": ncpus, "p_fpops": p_fpops, "p_iops": p_fpops,
                           "domain_name": name, "host_cpid": self.host_cpid}
         self.start_time = clock()
-        self.next_rpc_time = 0.0
+        self.next_rpc_time = 0.0       # request_delay, failures: no RPC before this
+        self.next_fetch_time = 0.0     # asked for work and got none: no fetch before this
         self.app_versions = {}        # key -> AppVersion (files downloaded and verified)
         self.app_files = {}           # file name -> bytes
         self.tasks = {}               # result name -> Task, in arrival order
@@ -918,6 +921,8 @@ class SimHost:
                 self._abort_task(name)
         self.reported.extend(r.name for r in req.results)
         now = self.clock()
+        if req.work_req_seconds and not reply.jobs:
+            self.next_fetch_time = now + self.idle_delay
         for job, wu, av in jobs:
             self.received.append(job.name)
             if job.name in self.tasks:
@@ -1119,8 +1124,15 @@ class SimHost:
     # -- the loop ------------------------------------------------------------------
 
     def due(self):
-        """True when the host should contact the scheduler again."""
-        return self.clock() >= self.next_rpc_time
+        """True when the host should contact the scheduler again: not before
+        the request delay, and, after a work request that got nothing, not
+        before ``idle_delay`` unless it has something to report (a much
+        simplified work-fetch backoff)."""
+        now = self.clock()
+        if now < self.next_rpc_time:
+            return False
+        return now >= self.next_fetch_time or any(t.ready_to_report
+                                                  for t in self.tasks.values())
 
     def cycle(self, want_work=True):
         """One round of the client's life: an RPC (reporting what is done,
