@@ -172,7 +172,7 @@ class Run:
         cfg = p.cfg
         opts = cfg.as_options()
         opts.update(min_sendwork_interval=0, resend_lost_results=1, max_wus_to_send=10,
-                    daily_result_quota=10000, debug_handle_results=1)
+                    daily_result_quota=10000, debug_handle_results=1, debug_resend=1)
         write_config(p.root, opts, [{"cmd": c} for c in DAEMONS], cfg.tasks)
         p.reload()
         with open(p.bin("assimilate_test"), "w") as f:
@@ -295,9 +295,9 @@ class Run:
 
     def cgi_faults(self):
         """At random moments a running scheduler or upload handler CGI is SIGKILLed,
-        or a scheduler CGI caught talking to the database is paused (3-9 s:
-        longer than the clients wait, so they report again while it holds
-        the rows it read)."""
+        or one is paused (3-9 s: longer than the clients wait, so they try again
+        while it holds what it read) -- mostly a scheduler caught talking to the
+        database, where reports are read and written."""
         rng = random.Random(self.rng.getrandbits(32))
         while not self.stop_faults.wait(rng.uniform(0.1, 0.6)):
             if rng.random() < 0.5:
@@ -306,7 +306,7 @@ class Run:
                     time.sleep(rng.uniform(0.0, 0.03))
                     self._signal(proc, "cgi", signal.SIGKILL)
             else:
-                proc = self._running_cgi(rng, in_database=True)
+                proc = self._running_cgi(rng, in_database=rng.random() < 0.7)
                 if proc is not None:
                     self._pause(proc, "cgi", rng.uniform(3.0, 9.0))
 
@@ -593,6 +593,12 @@ def check_outcome(run):
                 r["name"], r["validate_state"], r["granted_credit"],
                 "\n".join(log_lines(run, r["name"])[-30:]), why())
     assert sum(host_sum.values()) > 0, why()
+    per_wu = defaultdict(set)
+    for r in results:
+        if r["validate_state"] == 1:
+            per_wu[r["workunitid"]].add(r["granted_credit"])
+    uneven = {w: c for w, c in per_wu.items() if len(c) > 1}
+    assert not uneven, "valid results of a job credited differently: %s\n%s" % (uneven, why())
     for table, sums in (("host", host_sum), ("user", user_sum)):
         for row in run.rows("SELECT id, total_credit FROM %s" % table):
             expected = sums.get(row["id"], 0.0)
@@ -624,6 +630,14 @@ def check_outcome(run):
     assert run.log_problems() == [], why()
 
 
+def count_lines(run, log, text):
+    path = os.path.join(run.p.cfg.log_dir, log)
+    if not os.path.exists(path):
+        return 0
+    with open(path, errors="replace") as f:
+        return sum(1 for line in f if text in line)
+
+
 def summary(run):
     kills = Counter(k[1] for k in run.kills)
     reruns = sum(len(p) - 1 for p in assimilations(run).values())
@@ -631,11 +645,15 @@ def summary(run):
                        "GROUP BY outcome, validate_state")
     return ("seed %d: %d jobs in %.0f s; kills %s (CGI hunts %d); aborted RPCs %d, "
             "cut uploads %d, "
-            "RPC errors %d; assimilation re-runs after a kill %d; results %s"
+            "RPC errors %d; stale reports refused %d; uploads completed meanwhile %d; "
+            "lost jobs found %d; assimilation re-runs after a kill %d; results %s"
             % (run.seed, NJOBS, run.elapsed(), dict(kills), run.cgi_hunts,
                sum(h.aborted_rpcs for h in run.hosts),
                sum(h.aborted_uploads for h in run.hosts),
-               sum(len(h.rpc_errors) for h in run.hosts), reruns,
+               sum(len(h.rpc_errors) for h in run.hosts),
+               count_lines(run, "scheduler.log", "row changed meanwhile"),
+               count_lines(run, "file_upload_handler.log", "completed by another upload"),
+               count_lines(run, "scheduler.log", "found lost"), reruns,
                {(r["outcome"], r["validate_state"]): r["n"] for r in results}))
 
 
