@@ -355,21 +355,25 @@ class Run:
         return None
 
     def live_inputs_check(self):
-        """Every workunit with an unsent or in-progress result has its input files
-        (a missing one is re-checked against the result states, read again)."""
+        """Every workunit whose files are not to be deleted yet (file_delete_state
+        INIT), and every one with an unsent or in-progress result, has its input
+        files; a missing one is checked again against the rows, read again."""
         cfg = self.p.cfg
-        rows = self.rows("SELECT DISTINCT w.id, w.name, w.xml_doc FROM workunit w "
-                         "JOIN result r ON r.workunitid = w.id WHERE r.server_state IN (2, 4)")
+        rows = self.rows("SELECT id, name, xml_doc FROM workunit WHERE file_delete_state = 0 "
+                         "OR id IN (SELECT workunitid FROM result WHERE server_state IN (2, 4))")
         for w in rows:
             for fi in file_infos(w["xml_doc"]):
                 path = dir_hier_path(cfg.download_dir, fi.name, cfg.uldl_dir_fanout)
                 if os.path.exists(path):
                     continue
+                wu = self.rows("SELECT file_delete_state FROM workunit WHERE id = %s",
+                               (w["id"],))[0]
                 live = self.rows("SELECT name, server_state FROM result WHERE workunitid = %s "
                                  "AND server_state IN (2, 4)", (w["id"],))
-                if live:
-                    self.violations.append("%.1f s: %s deleted while %s of %s live"
-                                           % (self.elapsed(), fi.name, live, w["name"]))
+                if live or wu["file_delete_state"] == 0:
+                    self.violations.append(
+                        "%.1f s: %s of %s missing (file_delete_state %d, live results %s)"
+                        % (self.elapsed(), fi.name, w["name"], wu["file_delete_state"], live))
 
     def progress(self):
         return self.rows("SELECT SUM(assimilate_state = 2) AS assimilated, "
@@ -615,7 +619,11 @@ def check_outcome(run):
     stray = []
     for top, _, files in os.walk(cfg.upload_dir):
         stray += [os.path.join(top, f) for f in files]
-    assert stray == [], (stray[:10], why())
+    assert stray == [], "files left in upload/:\n%s\n%s" % (
+        "\n".join("%s (written %s)\n    %s" % (
+            f, time.strftime("%H:%M:%S", time.localtime(os.stat(f).st_mtime)),
+            "\n    ".join(log_lines(run, os.path.basename(f).lstrip(".").replace(".part", ""))))
+            for f in stray[:5]), why())
     for r in results:
         if r["outcome"] in (1, 3):
             assert r["file_delete_state"] == 2, (r["name"], why())
@@ -692,5 +700,22 @@ def test_daemons_and_cgis_killed_at_random_lose_nothing(apache):
         run.stop_daemons()
         check_outcome(run)
         print(summary(run), flush=True)
+    except BaseException:
+        keep_logs(run)
+        raise
     finally:
         _cleanup(run)
+
+
+def keep_logs(run):
+    """Copy the project's logs somewhere that outlives the test (named in the output)."""
+    import shutil
+    dest = "/tmp/boincpy-fault-logs-%d-%d" % (run.seed, int(time.time()))
+    try:
+        shutil.copytree(run.p.cfg.log_dir, dest)
+        for name in ("assimilated.log", "config.xml"):
+            if os.path.exists(run.p.path(name)):
+                shutil.copy(run.p.path(name), dest)
+        print("logs of the failed run kept in %s" % dest, flush=True)
+    except OSError as exc:
+        print("could not keep the logs: %s" % exc, flush=True)
