@@ -541,6 +541,42 @@ def credit_trail(run, table, rowid):
         twice, "\n".join(l for l in lines if any(n in l for n in twice))[-6000:])
 
 
+def left_in_upload(run):
+    """Files in upload/ -> why they may be there, or None if nothing explains it.
+
+    Two causes are BOINC's design, not a fault: outputs uploaded for results the
+    server had given up on (NO_REPLY, CLIENT_DETACHED: the transitioner never
+    marks them for deletion; BOINC leaves them to its antique file deleter),
+    and an upload that a stalled upload handler completed after the file
+    deleter had removed the output (the handler doesn't look at the database).
+    """
+    cfg = run.p.cfg
+    outcome = {}
+    for r in run.rows("SELECT outcome, xml_doc_in FROM result"):
+        for fi in file_infos(r["xml_doc_in"]):
+            outcome[fi.name] = r["outcome"]
+    paused = {k[2] for k in run.kills if k[1] == "pause cgi"}
+    out = {}
+    for top, _, files in os.walk(cfg.upload_dir):
+        for f in files:
+            path = os.path.join(top, f)
+            out[path] = None
+            if outcome.get(f) in (4, 7):
+                out[path] = "output of a result the server gave up on (outcome %d)" % outcome[f]
+                continue
+            lines = log_lines(run, f)
+            unlinked = [l for l in lines if l.startswith("file_deleter.log") and "unlinked" in l]
+            late = [l for l in lines if "Uploaded %s " % f in l
+                    and int(re.search(r"\[PID=(\d+)\]", l).group(1)) in paused]
+            if unlinked and late and max(late, key=_stamp) > min(unlinked, key=_stamp):
+                out[path] = "re-created by a stalled upload handler after its deletion"
+    return out
+
+
+def _stamp(line):
+    return line.split(": ", 1)[1][:24]
+
+
 def check_outcome(run):
     """Every assertion of the fault test (see the module docstring)."""
     why = run.diagnosis
@@ -616,9 +652,7 @@ def check_outcome(run):
         for fi in file_infos(w["xml_doc"]):
             path = dir_hier_path(cfg.download_dir, fi.name, cfg.uldl_dir_fanout)
             assert not os.path.exists(path) and not os.path.exists(path + ".md5"), (path, why())
-    stray = []
-    for top, _, files in os.walk(cfg.upload_dir):
-        stray += [os.path.join(top, f) for f in files]
+    stray = [f for f, why_left in left_in_upload(run).items() if why_left is None]
     assert stray == [], "files left in upload/:\n%s\n%s" % (
         "\n".join("%s (written %s)\n    %s" % (
             f, time.strftime("%H:%M:%S", time.localtime(os.stat(f).st_mtime)),
@@ -651,10 +685,12 @@ def summary(run):
     reruns = sum(len(p) - 1 for p in assimilations(run).values())
     results = run.rows("SELECT outcome, validate_state, COUNT(*) AS n FROM result "
                        "GROUP BY outcome, validate_state")
+    left = Counter(v for v in left_in_upload(run).values() if v)
     return ("seed %d: %d jobs in %.0f s; kills %s (CGI hunts %d); aborted RPCs %d, "
             "cut uploads %d, "
             "RPC errors %d; stale reports refused %d; uploads completed meanwhile %d; "
-            "lost jobs found %d; assimilation re-runs after a kill %d; results %s"
+            "lost jobs found %d; assimilation re-runs after a kill %d; results %s; "
+            "left in upload/: %s"
             % (run.seed, NJOBS, run.elapsed(), dict(kills), run.cgi_hunts,
                sum(h.aborted_rpcs for h in run.hosts),
                sum(h.aborted_uploads for h in run.hosts),
@@ -662,7 +698,7 @@ def summary(run):
                count_lines(run, "scheduler.log", "row changed meanwhile"),
                count_lines(run, "file_upload_handler.log", "completed by another upload"),
                count_lines(run, "scheduler.log", "found lost"), reruns,
-               {(r["outcome"], r["validate_state"]): r["n"] for r in results}))
+               {(r["outcome"], r["validate_state"]): r["n"] for r in results}, dict(left)))
 
 
 def _cleanup(run):
