@@ -322,6 +322,24 @@ _TABLE = (
     ("remote_submission_log", "str", "", "web", "Log file of remote job submission."),
     ("remote_submit_log", "str", "", "web", "Log file of remote job submission RPCs."),
     ("remote_submit_request_log", "str", "", "web", "Log file of remote submission requests."),
+    ("secure_url_base", "str", "", "web",
+     "URL base of the account web RPCs, sent as <web_rpc_url_base> by "
+     "get_project_config.php (BOINC's SECURE_URL_BASE in project.inc; empty: master_url)."),
+    ("invite_codes", "str", "", "web",
+     "If set, new accounts need an invitation code matching this regular expression "
+     "(BOINC's INVITE_CODES in project.inc; PHP form /.../flags or a plain regex)."),
+    ("invite_codes_rpc", "str", "", "web",
+     "Regular expression for invitation codes of create_account.php only; the code "
+     "is stored in user.signature (BOINC's INVITE_CODES_RPC)."),
+    ("banned_email_domain", "list", (), "web",
+     "New accounts may not use an e-mail address ending in this text "
+     "(repeatable; BOINC's $banned_email_domains)."),
+    ("enable_am_set_info_rpc", "bool", False, "web",
+     "boincpy extension: serve am_set_info.php (account managers changing account "
+     "attributes); BOINC answers 'not supported'."),
+    ("enable_create_team_rpc", "bool", False, "web",
+     "boincpy extension: serve create_team.php; BOINC disabled this RPC (spam) and "
+     "answers 'Nope'."),
 
     # -- obsolete options still found in old files (accepted, ignored) ----------------
     ("debug_array", "bool", False, "obsolete", "Obsolete; ignored."),

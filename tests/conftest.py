@@ -336,3 +336,18 @@ def shared_apache(shared_project):
     server.start()
     yield RunningApache(shared_project, server)
     server.stop(graceful=False)
+
+
+# ---------------------------------------------------------------------------
+# The stock BOINC client (boincpy.testing.client).
+
+@pytest.fixture
+def stock_client(request):
+    """A started stock client (boinc + boinccmd) in a throwaway data directory
+    on a free port; stopped afterwards, its directory kept (path printed) if
+    the test failed."""
+    from boincpy.testing.client import StockClient
+    failed_before = request.session.testsfailed
+    client = StockClient().start()
+    yield client
+    client.close(failed=request.session.testsfailed > failed_before)

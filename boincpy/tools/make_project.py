@@ -40,7 +40,6 @@ BOINC_PROJECT_DIR, set by PROJECT/SHORT.httpd.conf.
 """
 
 import argparse
-import grp
 import html
 import os
 import pwd

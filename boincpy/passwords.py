@@ -1,0 +1,168 @@
+"""BOINC's account secrets: password hashes, authenticators, weak authenticators, CPIDs.
+
+What a client sends is never the password itself but
+``passwd_hash = md5(password + lower-cased e-mail)`` (32 hex).  BOINC's web
+code stores that value in ``user.passwd_hash`` in one of two forms:
+
+* legacy: the 32-hex MD5 itself;
+* current: PHP's ``password_hash(md5, PASSWORD_DEFAULT)``, a bcrypt string
+  ``$2y$10$<22 salt chars><31 hash chars>`` (60 characters).
+
+New accounts get the bcrypt form.  A successful login with a legacy (or
+outdated bcrypt) value rewrites it in the current form, as BOINC's
+``check_passwd_hash`` does; both forms are accepted, so a database moved
+from a PHP BOINC site keeps working.  bcrypt comes from the system's
+``crypt(3)`` (libxcrypt on Debian), which writes exactly PHP's ``$2y$``
+strings.
+
+Hashes that depend on the stored value (``weak_auth``) change when it is
+rewritten, exactly as in BOINC.
+"""
+
+# Light on purpose: the scheduler CGI imports this module on every request, so
+# hashlib (OpenSSL bindings, ~5 ms), secrets, base64 and hmac are imported
+# only by the functions that need them.
+try:
+    from _md5 import md5 as _md5        # CPython's own MD5
+except ImportError:                     # an interpreter built without it
+    from hashlib import md5 as _md5
+
+# PHP's PASSWORD_DEFAULT up to PHP 8.3 (the reference server's PHP 8.2).
+BCRYPT_COST = 10
+_BCRYPT_PREFIX = "$2y$%02d$" % BCRYPT_COST
+_BCRYPT_LENGTH = 60
+
+_STD_B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+_BCRYPT_B64 = b"./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_TO_BCRYPT = bytes.maketrans(_STD_B64, _BCRYPT_B64)
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+_libcrypt = None
+
+
+def _crypt(secret, setting):
+    """crypt(3) of ``secret`` with ``setting`` (a salt or a whole stored hash); None on failure."""
+    global _libcrypt
+    import ctypes
+    if _libcrypt is None:
+        lib = ctypes.CDLL("libcrypt.so.1")
+        lib.crypt.restype = ctypes.c_char_p
+        lib.crypt.argtypes = (ctypes.c_char_p, ctypes.c_char_p)
+        _libcrypt = lib
+    out = _libcrypt.crypt(secret.encode("utf-8"), setting.encode("ascii", "replace"))
+    if not out or out.startswith(b"*"):
+        return None
+    return out.decode("ascii", "replace")
+
+
+def ascii_lower(text):
+    """Lower-case ASCII letters only, as PHP's strtolower and the client's downcase_string."""
+    return text.translate(_ASCII_LOWER)
+
+
+def md5_hex(text):
+    """Lower-case hex MD5 of a str (UTF-8) or bytes."""
+    if isinstance(text, str):
+        text = text.encode("utf-8")
+    return _md5(text).hexdigest()
+
+
+def client_passwd_hash(password, email_addr):
+    """What a client sends as passwd_hash: md5(password + lower-cased e-mail)."""
+    return md5_hex(password + ascii_lower(email_addr))
+
+
+def random_string():
+    """32 random hex characters (authenticators, cross-project ids)."""
+    import secrets
+    return secrets.token_hex(16)
+
+
+def password_hash(passwd_hash):
+    """The stored form of a client passwd_hash: bcrypt ``$2y$10$...``, fresh salt."""
+    import base64
+    import secrets
+    salt = base64.b64encode(secrets.token_bytes(16)).rstrip(b"=").translate(_TO_BCRYPT)
+    out = _crypt(passwd_hash, _BCRYPT_PREFIX + salt.decode("ascii"))
+    if out is None or len(out) != _BCRYPT_LENGTH:
+        raise RuntimeError("the system's crypt(3) cannot make bcrypt ($2y$) hashes")
+    return out
+
+
+def is_crypt_hash(stored):
+    """True for a crypt(3)-style stored value ($id$...), as PHP's password_verify accepts."""
+    return stored.startswith("$") and len(stored) > 20
+
+
+def password_verify(passwd_hash, stored):
+    """True if ``stored`` is a crypt-style hash of ``passwd_hash`` (PHP's password_verify)."""
+    import hmac
+    if not stored or not is_crypt_hash(stored):
+        return False
+    out = _crypt(passwd_hash, stored)
+    return out is not None and hmac.compare_digest(out, stored)
+
+
+def needs_rehash(stored):
+    """True unless ``stored`` is bcrypt with the current cost (PHP's password_needs_rehash)."""
+    return not (stored.startswith(_BCRYPT_PREFIX) and len(stored) == _BCRYPT_LENGTH)
+
+
+def check_passwd_hash(passwd_hash, stored):
+    """Does a client's passwd_hash match the stored value?
+
+    Returns ``(ok, new_stored)``: ``new_stored`` is the value to write back
+    (the current bcrypt form) when the stored one is legacy or outdated, else
+    None -- BOINC's check_passwd_hash and do_passwd_rehash.
+    """
+    import hmac
+    if password_verify(passwd_hash, stored):
+        return True, (password_hash(passwd_hash) if needs_rehash(stored) else None)
+    if stored and hmac.compare_digest(passwd_hash.encode("utf-8"), stored.encode("utf-8")):
+        return True, password_hash(passwd_hash)
+    return False, None
+
+
+def matches_stored(passwd_hash, stored):
+    """True if ``passwd_hash`` equals the stored value or verifies against it (no rehash)."""
+    import hmac
+    if stored and hmac.compare_digest(passwd_hash.encode("utf-8"), stored.encode("utf-8")):
+        return True
+    return password_verify(passwd_hash, stored)
+
+
+def weak_auth(userid, authenticator, stored_passwd_hash):
+    """BOINC's weak account key ``ID_md5(authenticator + stored passwd_hash)``."""
+    return "%d_%s" % (userid, md5_hex(authenticator + stored_passwd_hash))
+
+
+def rss_auth(userid, authenticator, stored_passwd_hash):
+    """The notices feed key ``ID_md5(authenticator + stored passwd_hash + "notify_rss")``."""
+    return "%d_%s" % (userid, md5_hex(authenticator + stored_passwd_hash + "notify_rss"))
+
+
+def check_weak_auth(weak, lookup_user):
+    """The user a weak authenticator ``ID_HASH`` belongs to, or None.
+
+    ``lookup_user(id)`` returns an object with id, authenticator and
+    passwd_hash (or None).
+    """
+    import hmac
+    head, sep, tail = weak.partition("_")
+    if not sep or not head.isdigit():
+        return None
+    user = lookup_user(int(head))
+    if user is None:
+        return None
+    expect = md5_hex(user.authenticator + user.passwd_hash)
+    return user if hmac.compare_digest(expect, tail) else None
+
+
+def external_cpid(cross_project_id, email_addr):
+    """The public cross-project id: md5(cross_project_id + e-mail)."""
+    return md5_hex(cross_project_id + email_addr)
+
+
+def email_hash(email_addr):
+    """md5 of the e-mail address as stored."""
+    return md5_hex(email_addr)

@@ -1,0 +1,5 @@
+#!/usr/bin/env python3
+"""BOINC web RPC am_get_info.php, a Python CGI (see boincpy.web.rpc.am_get_info)."""
+from boincpy.web.rpc import cgi_main
+
+cgi_main("am_get_info")

@@ -1,0 +1,5 @@
+#!/usr/bin/env python3
+"""BOINC web RPC get_project_config.php, a Python CGI (see boincpy.web.rpc.get_project_config)."""
+from boincpy.web.rpc import cgi_main
+
+cgi_main("get_project_config")
