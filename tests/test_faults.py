@@ -185,16 +185,10 @@ class Run:
             f.write(SCRIPT_APP)
         os.chmod(os.path.join(app_dir, APP_FILE), 0o755)
         run_tool(p, "update_versions", "--noconfirm")
-        db = self.db()
-        self.users = []
-        for name, nhosts in USERS:
-            auth = "%032x" % self.rng.getrandbits(128)
-            db.execute("INSERT INTO user (create_time, email_addr, name, authenticator, "
-                       "passwd_hash, global_prefs, project_prefs, venue, cross_project_id) "
-                       "VALUES (%s, %s, %s, %s, 'x', '', '', '', '')",
-                       (int(time.time()), name + "@example.com", name, auth))
-            self.users.append((name, auth, nhosts))
-        db.close()
+        # the volunteers sign up through the web RPC, as the stock client does
+        self.users = [(name, sc.create_account(self.apache.master_url, name + "@example.com",
+                                               "pw-" + name, name), nhosts)
+                      for name, nhosts in USERS]
         self.make_jobs()
 
     def make_jobs(self):

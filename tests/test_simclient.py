@@ -176,11 +176,12 @@ def site(apache):
     with open(os.path.join(app_dir, APP_FILE), "w") as f:
         f.write(SCRIPT_APP)
     run_tool(p, "update_versions", "--noconfirm")
-    for n in (1, 2):
-        s.execute("INSERT INTO user (create_time, email_addr, name, authenticator, passwd_hash,"
-                  " global_prefs, project_prefs, venue, cross_project_id) VALUES (1700000000,"
-                  " %s, %s, %s, 'x', '', '', '', '')",
-                  ("u%d@example.com" % n, "user%d" % n, "auth%d" % n))
+    # two volunteers, signed up through the web RPC as the stock client does it
+    s.auths = [sc.create_account(apache.master_url, "u%d@example.com" % n, "pw%d" % n,
+                                 "user%d" % n) for n in (1, 2)]
+    assert sc.lookup_account(apache.master_url, "u2@example.com", "pw2") == s.auths[1]
+    with pytest.raises(sc.ProtocolError, match="error -206"):
+        sc.lookup_account(apache.master_url, "u2@example.com", "wrong")
     yield s
     s.stop_feeder()
 
@@ -223,7 +224,7 @@ def test_a_simulated_host_runs_jobs_end_to_end(site):
     add_job(s, "big", big)
     s.start_feeder()
     s.wait_present(2)
-    host = sc.SimHost(url, "auth1", name="h1", seed=1, delay_cap=0, work_req_seconds=1e6)
+    host = sc.SimHost(url, s.auths[0], name="h1", seed=1, delay_cap=0, work_req_seconds=1e6)
     reply = host.cycle()
     assert reply is not None and host.hostid > 0
     assert reply.code_sign_key == open(s.p.path("keys", "code_sign_public")).read().strip()
@@ -248,7 +249,7 @@ def test_lost_replies_cut_uploads_wrong_outputs_and_404s(site):
     s.start_feeder()
     s.wait_present(3)
     url = s.apache.scheduler_url
-    host = sc.SimHost(url, "auth1", name="h1", seed=2, delay_cap=0, work_req_seconds=1e6,
+    host = sc.SimHost(url, s.auths[0], name="h1", seed=2, delay_cap=0, work_req_seconds=1e6,
                       abort_upload_prob=0.5,
                       behaviour=lambda t: sc.WRONG if t.name == "lost1_0" else sc.GOOD)
     host.cycle()                        # attach: one job
@@ -270,7 +271,7 @@ def test_lost_replies_cut_uploads_wrong_outputs_and_404s(site):
     add_job(s, "gone", "gone\n")
     os.unlink(dir_hier_path(s.p.cfg.download_dir, "in_gone", s.p.cfg.uldl_dir_fanout))
     s.wait_present(1)
-    other = sc.SimHost(url, "auth2", name="h2", seed=3, delay_cap=0)
+    other = sc.SimHost(url, s.auths[1], name="h2", seed=3, delay_cap=0)
     run_until(other, lambda: "gone_0" in other.acked)
     assert [(e["file"], e["status"], e["result"]) for e in other.download_errors] == \
         [("in_gone", 404, "gone_0")]

@@ -31,7 +31,8 @@ it, and never sees the reply), ``abort_upload_prob`` (an upload cut off
 half-way).  Everything random comes from the host's own ``random.Random``,
 seeded by the caller.  One SimHost is used by one thread at a time.
 
-    host = SimHost(scheduler_url, authenticator, name="h1", seed=1)
+    auth = create_account(master_url, "me@example.org", "secret", "Me")
+    host = SimHost(discover_scheduler(master_url), auth, name="h1", seed=1)
     host.cycle()        # report, fetch work, download, compute, upload
 """
 
@@ -629,6 +630,42 @@ def discover_scheduler(master_url, timeout=30.0):
     if not m:
         raise ProtocolError("master page %s declares no scheduler" % master_url)
     return m.group(1)
+
+
+def _account_rpc(master_url, script, params, timeout):
+    from urllib.parse import quote
+    query = "&".join("%s=%s" % (k, quote(v, safe="")) for k, v in params)
+    status, body = http_get(master_url.rstrip("/") + "/" + script + "?" + query, timeout)
+    text = cgi_body(body).decode("utf-8", "replace")
+    if status != 200:
+        raise ProtocolError("%s: HTTP %d" % (script, status))
+    m = re.search(r"<error_num>\s*(-?\d+)\s*</error_num>", text)
+    if m:
+        msg = re.search(r"<error_msg>(.*?)</error_msg>", text, re.S)
+        raise ProtocolError("%s: error %s: %s" % (script, m.group(1),
+                                                  msg.group(1).strip() if msg else text))
+    m = re.search(r"<authenticator>\s*([^<\s]+)\s*</authenticator>", text)
+    if not m:
+        raise ProtocolError("%s: no authenticator in %r" % (script, text[:300]))
+    return m.group(1)
+
+
+def create_account(master_url, email_addr, password, user_name, timeout=30.0):
+    """A new account through the project's create_account.php, as the stock
+    client (boinccmd --create_account) asks for it; returns the authenticator."""
+    from boincpy.passwords import client_passwd_hash
+    return _account_rpc(master_url, "create_account.php",
+                        (("email_addr", email_addr),
+                         ("passwd_hash", client_passwd_hash(password, email_addr)),
+                         ("user_name", user_name)), timeout)
+
+
+def lookup_account(master_url, email_addr, password, timeout=30.0):
+    """The authenticator of an existing account (lookup_account.php)."""
+    from boincpy.passwords import client_passwd_hash
+    return _account_rpc(master_url, "lookup_account.php",
+                        (("email_addr", email_addr),
+                         ("passwd_hash", client_passwd_hash(password, email_addr))), timeout)
 
 
 # ---------------------------------------------------------------------------
