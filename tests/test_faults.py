@@ -1,6 +1,7 @@
-"""Fault test of the back end: daemons SIGKILLed at random moments while a batch
-of jobs goes through simulated clients; every job must end assimilated once,
-with its credit granted once and no file a live job needs deleted.
+"""Fault test of the back end: daemons and CGIs SIGKILLed or stalled at random
+moments while a batch of jobs goes through simulated clients; every job must
+end assimilated once, with its credit granted once and no file a live job
+needs deleted.
 
 The project is a real one: make_project, a private Apache (scheduler CGI,
 upload handler, download directory), the example app registered with
@@ -13,26 +14,35 @@ script_assimilator running bin/assimilate_test, which copies the canonical
 output to sample_results/WUNAME and appends "done WUNAME PID" to
 assimilated.log (PID: the assimilator's).
 
-Six simulated hosts of four users (``one_result_per_user_per_wu`` is on, and
-a quorum-2 job with a wrong or failed replica needs a third user) run the
-jobs over HTTP (boincpy.testing.simclient).  Some of their scheduler RPCs
-are abandoned after the request was sent or half-way through it, some
-uploads are cut off; some results are wrong (quorum-2 jobs) or compute
-errors.  Meanwhile a killer thread SIGKILLs, at random moments, a random
-daemon -- then runs ``bin/start --cron`` as BOINC's cron entry does -- or a
-running scheduler / upload handler CGI process.  A monitor thread checks,
-all along, that every workunit with an unsent or in-progress result still
-has its input files.
+Six simulated hosts of four users, signed up through create_account.php
+(``one_result_per_user_per_wu`` is on, and a quorum-2 job with a wrong or
+failed replica needs a third user), run the jobs over HTTP
+(boincpy.testing.simclient).  Some of their scheduler RPCs are abandoned
+after the request was sent or half-way through it, some uploads are cut
+off, and they give up on any transfer that takes over 5 s; some results are
+wrong (quorum-2 jobs) or compute errors.  Meanwhile two fault threads act at
+random moments: one SIGKILLs a random daemon -- then runs ``bin/start
+--cron`` as BOINC's cron entry does -- or pauses it (SIGSTOP, 1-5 s,
+SIGCONT: a stalled process that carries on with what it had read); the
+other SIGKILLs a running scheduler or upload handler CGI, or pauses one for
+3-10 s (mostly a scheduler caught with its database connection open), so
+that its client tries again while it still holds what it read.  A monitor
+thread checks, all along, that every workunit not yet due for deletion, and
+every one with an unsent or in-progress result, still has its input files.
 
-When every job is assimilated the killing stops and the run drains (the
-last results reported, files deleted).  Then: every workunit DONE with a
-VALID canonical result and its output, correct, in sample_results; the
+When every job is assimilated the faults stop and the run drains (the last
+results reported, files deleted).  Then: every workunit DONE with a VALID
+canonical result and its output, correct, in sample_results; the
 assimilation handler re-run for a workunit only after the assimilator that
 ran it before was killed; no result name twice, no result sent to two hosts;
-host and user credit equal to the granted credit of their valid results and
-nothing granted to others; every file deleted that should be, none earlier;
-no download answered 404; no reply the client could not use; no daemon
-traceback and no scheduler failure in the logs.
+host and user credit equal to the granted credit of their valid results, the
+valid results of a job credited alike, nothing granted to others; every file
+deleted that should be, none earlier; nothing left in upload/ but what
+BOINC's design leaves there (outputs of results the server had given up on,
+an upload a stalled handler finished after the deletion -- named in the
+summary); no download answered 404; no reply the client could not use; no
+daemon traceback and no scheduler failure in the logs.  A failed run's logs
+are copied to /tmp/boincpy-fault-logs-SEED-TIME.
 
 Randomness comes from one seed, printed (and in every failure message);
 ``BOINCPY_FAULT_SEED=N`` replays a run's choices (thread timing still
@@ -140,7 +150,7 @@ class Run:
         self.stop_faults = threading.Event()
         self.stop_clients = threading.Event()
         self.kills = []               # (seconds, "[pause ]NAME" or "[pause ]cgi", pid, cmdline)
-        self.violations = []          # live jobs whose input files were missing
+        self.violations = []          # input files missing while still needed
         self.thread_errors = []
         self.cgi_hunts = 0
         self.inputs = {}              # workunit name -> expected output bytes
@@ -261,7 +271,7 @@ class Run:
                     self.apache.scheduler_url, auth, name="%s-host%d" % (name, n),
                     seed=self.rng.getrandbits(32), behaviour=behaviour,
                     work_req_seconds=40.0, max_tasks=6, abort_rpc_prob=0.08,
-                    abort_upload_prob=0.05, delay_cap=1.0, idle_delay=1.0, timeout=3.0))
+                    abort_upload_prob=0.05, delay_cap=1.0, idle_delay=1.0, timeout=5.0))
 
     def client_loop(self, host):
         while not self.stop_clients.is_set():
@@ -289,9 +299,9 @@ class Run:
 
     def cgi_faults(self):
         """At random moments a running scheduler or upload handler CGI is SIGKILLed,
-        or one is paused (3-9 s: longer than the clients wait, so they try again
-        while it holds what it read) -- mostly a scheduler caught talking to the
-        database, where reports are read and written."""
+        or one is paused (3-10 s: mostly longer than the clients wait, so they try
+        again while it holds what it read) -- mostly a scheduler caught talking
+        to the database, where reports are read and written."""
         rng = random.Random(self.rng.getrandbits(32))
         while not self.stop_faults.wait(rng.uniform(0.1, 0.6)):
             if rng.random() < 0.5:
@@ -302,7 +312,7 @@ class Run:
             else:
                 proc = self._running_cgi(rng, in_database=rng.random() < 0.7)
                 if proc is not None:
-                    self._pause(proc, "cgi", rng.uniform(3.0, 9.0))
+                    self._pause(proc, "cgi", rng.uniform(3.0, 10.0))
 
     def _signal(self, proc, name, sig):
         if proc is None:
