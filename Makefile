@@ -31,3 +31,4 @@ bench: venv
 	$(VENV)/bin/python bench/bench_sched.py
 	$(VENV)/bin/python bench/bench_web_rpc.py
 	$(VENV)/bin/python bench/bench_ops_pages.py
+	$(VENV)/bin/python bench/bench_tasks.py
