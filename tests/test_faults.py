@@ -550,9 +550,10 @@ def left_in_upload(run):
 
     Two causes are BOINC's design, not a fault: outputs uploaded for results the
     server had given up on (NO_REPLY, CLIENT_DETACHED: the transitioner never
-    marks them for deletion; BOINC leaves them to its antique file deleter),
-    and an upload that a stalled upload handler completed after the file
-    deleter had removed the output (the handler doesn't look at the database).
+    marks them for deletion), and an upload that a stalled upload handler
+    completed after the file deleter had removed the output (the handler
+    doesn't look at the database).  bin/antique_file_deleter removes both
+    kinds once they are old (32 days) and their result rows purged.
     """
     cfg = run.p.cfg
     outcome = {}
