@@ -675,20 +675,17 @@ def guide_env():
                "127.0.0.1:8080": "127.0.0.1:%d" % port, "myproj": short,
                "/tmp/": os.path.join(base, "tmp") + "/"}
     assert set(mapping) == set(PLACEHOLDERS)
-    failed = True
     try:
         yield {"base": base, "root": root, "short": short, "port": port,
                "subst": make_substitution(mapping, client_cmd), "client": client}
-        failed = False
     finally:
-        client.close(failed=failed)
+        client.close()
         if os.path.exists(os.path.join(root, "config.xml")):
             subprocess.run([os.path.join(root, "bin", "stop"), "-q", "--stop-timeout=10"],
                            cwd=root, capture_output=True, timeout=60)
             PrivateApache(root).stop()
         drop_db_and_user(root_db_params(), short, short)
-        if not failed:
-            shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_operator_guide_walkthrough(guide_env):
