@@ -658,6 +658,9 @@ def guide_env():
     pytest.importorskip("MySQLdb")
     if os.geteuid() != 0:
         pytest.skip("the guide runs as root (Apache's children as www-data)")
+    for program in ("boinc", "boinccmd", "apache2", "mysql", "curl", "g++"):
+        if not shutil.which(program, path=os.environ.get("PATH", "") + ":/usr/sbin"):
+            pytest.skip("%s is not installed (tools/setup_system.sh)" % program)
     from boincpy.testing.client import StockClient
     from boincpy.tools.httpd import PrivateApache, free_port
     os.makedirs(TEST_BASE, exist_ok=True)
