@@ -405,6 +405,17 @@ def test_tools_options_and_tags_exist():
     assert not problems, "\n".join(problems)
 
 
+def test_readme_lists_what_setup_system_installs():
+    """The README's package list is tools/setup_system.sh's."""
+    with open(README, encoding="utf-8") as f:
+        readme = f.read()
+    with open(os.path.join(REPO, "tools", "setup_system.sh"), encoding="utf-8") as f:
+        script = f.read()
+    listed = readme.split("Debian packages:", 1)[1].split("it also starts", 1)[0]
+    installed = re.search(r"for pkg in ([^;]+);", script).group(1).split()
+    assert sorted(re.findall(r"`([\w.+-]+)`", listed)) == sorted(installed)
+
+
 def _slug(heading):
     """GitHub's anchor for a heading."""
     text = re.sub(r"[^\w\- ]", "", heading.strip().lower().replace("`", ""))
