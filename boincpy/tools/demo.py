@@ -607,8 +607,8 @@ class Demo:
         last_line = None
         bar = None
         if self.tty:
-            bar = click.progressbar(length=self.s.njobs, label="waiting", file=self.out,
-                                    show_pos=True, width=30)
+            bar = click.progressbar(length=self.s.njobs, label=self.counts().line(),
+                                    file=self.out, show_pos=True, width=30)
             bar.__enter__()
         try:
             shown = 0
