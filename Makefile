@@ -26,6 +26,9 @@ test: venv
 bench: venv
 	$(VENV)/bin/python bench/bench_create_work.py
 	$(VENV)/bin/python bench/bench_choose.py
+	$(VENV)/bin/python bench/bench_backend.py
 	$(VENV)/bin/python bench/bench_validate_assimilate.py
 	$(VENV)/bin/python bench/bench_sched.py
 	$(VENV)/bin/python bench/bench_web_rpc.py
+	$(VENV)/bin/python bench/bench_ops_pages.py
+	$(VENV)/bin/python bench/bench_tasks.py

@@ -37,7 +37,7 @@ import MySQLdb  # noqa: E402
 
 from conftest import EXAMPLE_IN, EXAMPLE_OUT, root_db_params  # noqa: E402
 from boincpy import crypto  # noqa: E402
-from boincpy.config import load_config, write_config  # noqa: E402
+from boincpy.config import write_config  # noqa: E402
 from boincpy.db import schema  # noqa: E402
 
 CXX_TRANSITIONER_WUS_PER_SEC = 1800.0

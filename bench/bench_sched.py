@@ -52,6 +52,7 @@ from conftest import EXAMPLE_IN, EXAMPLE_OUT, root_db_params  # noqa: E402
 from sched_env import FIXTURES, reference_app_version_xml  # noqa: E402
 from boincpy.config import short_hostname, write_config  # noqa: E402
 from boincpy.db import schema  # noqa: E402
+from boincpy.testing.simclient import ReportedResult, UploadedFile  # noqa: E402
 
 # fixtures/reference-server/README.txt: C++ scheduler CGI, Apache prefork + mod_cgi,
 # same kind of 2-vCPU machine.  (req/s, p50, p95, p99 ms) by concurrency.
@@ -380,35 +381,15 @@ def template():
     return re.sub(r"<other_results>.*?</other_results>\n", "", text, flags=re.S)
 
 
-REPORT = """<result>
-    <name>%(name)s</name>
-    <final_cpu_time>29.874370</final_cpu_time>
-    <final_elapsed_time>31.084677</final_elapsed_time>
-    <exit_status>0</exit_status>
-    <state>5</state>
-    <platform>x86_64-pc-linux-gnu</platform>
-    <version_num>100</version_num>
-    <final_peak_working_set_size>2666496</final_peak_working_set_size>
-    <final_peak_swap_size>5115904</final_peak_swap_size>
-    <final_peak_disk_usage>14513</final_peak_disk_usage>
-    <app_version_num>100</app_version_num>
-<stderr_out>
-<core_client_version>7.20.5</core_client_version>
-<![CDATA[
-<stderr_txt>
-app started; called boinc_finish(0)
-</stderr_txt>
-]]>
-</stderr_out>
-<file_info>
-    <name>%(out)s</name>
-    <nbytes>75.000000</nbytes>
-    <max_nbytes>5000000.000000</max_nbytes>
-    <md5_cksum>8dc388b468905f99ad234e406283a250</md5_cksum>
-    <upload_url>http://127.0.0.1/bench_cgi/file_upload_handler</upload_url>
-</file_info>
-</result>
-"""
+def report_xml(name, out):
+    """A reported success as the stock client writes it (boincpy.testing.simclient)."""
+    return ReportedResult(
+        name=name, final_cpu_time=29.87437, final_elapsed_time=31.084677, exit_status=0,
+        state=5, version_num=100, final_peak_working_set_size=2666496,
+        final_peak_swap_size=5115904, final_peak_disk_usage=14513, app_version_num=100,
+        stderr_out="<stderr_txt>\napp started; called boinc_finish(0)\n</stderr_txt>\n",
+        files=[UploadedFile(out, 75, 5000000, "8dc388b468905f99ad234e406283a250",
+                            "http://127.0.0.1/bench_cgi/file_upload_handler")]).xml()
 
 
 class Requests:
@@ -442,7 +423,7 @@ class Requests:
             pending = self.reports.get(hostid)
             if pending:
                 name, out = pending.pop()
-                report = REPORT % {"name": name, "out": out}
+                report = report_xml(name, out)
         text = self.text
         text = text.replace("80b1ceedb8ec2b4333cf9040fb85d01a", auth, 1)
         text = text.replace("<hostid>1</hostid>", "<hostid>%d</hostid>" % hostid, 1)

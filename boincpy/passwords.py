@@ -19,10 +19,13 @@ Hashes that depend on the stored value (``weak_auth``) change when it is
 rewritten, exactly as in BOINC.
 """
 
-import base64
-import hashlib
-import hmac
-import secrets
+# Light on purpose: the scheduler CGI imports this module on every request, so
+# hashlib (OpenSSL bindings, ~5 ms), secrets, base64 and hmac are imported
+# only by the functions that need them.
+try:
+    from _md5 import md5 as _md5        # CPython's own MD5
+except ImportError:                     # an interpreter built without it
+    from hashlib import md5 as _md5
 
 # PHP's PASSWORD_DEFAULT up to PHP 8.3 (the reference server's PHP 8.2).
 BCRYPT_COST = 10
@@ -61,7 +64,7 @@ def md5_hex(text):
     """Lower-case hex MD5 of a str (UTF-8) or bytes."""
     if isinstance(text, str):
         text = text.encode("utf-8")
-    return hashlib.md5(text).hexdigest()
+    return _md5(text).hexdigest()
 
 
 def client_passwd_hash(password, email_addr):
@@ -71,11 +74,14 @@ def client_passwd_hash(password, email_addr):
 
 def random_string():
     """32 random hex characters (authenticators, cross-project ids)."""
+    import secrets
     return secrets.token_hex(16)
 
 
 def password_hash(passwd_hash):
     """The stored form of a client passwd_hash: bcrypt ``$2y$10$...``, fresh salt."""
+    import base64
+    import secrets
     salt = base64.b64encode(secrets.token_bytes(16)).rstrip(b"=").translate(_TO_BCRYPT)
     out = _crypt(passwd_hash, _BCRYPT_PREFIX + salt.decode("ascii"))
     if out is None or len(out) != _BCRYPT_LENGTH:
@@ -90,6 +96,7 @@ def is_crypt_hash(stored):
 
 def password_verify(passwd_hash, stored):
     """True if ``stored`` is a crypt-style hash of ``passwd_hash`` (PHP's password_verify)."""
+    import hmac
     if not stored or not is_crypt_hash(stored):
         return False
     out = _crypt(passwd_hash, stored)
@@ -108,6 +115,7 @@ def check_passwd_hash(passwd_hash, stored):
     (the current bcrypt form) when the stored one is legacy or outdated, else
     None -- BOINC's check_passwd_hash and do_passwd_rehash.
     """
+    import hmac
     if password_verify(passwd_hash, stored):
         return True, (password_hash(passwd_hash) if needs_rehash(stored) else None)
     if stored and hmac.compare_digest(passwd_hash.encode("utf-8"), stored.encode("utf-8")):
@@ -117,6 +125,7 @@ def check_passwd_hash(passwd_hash, stored):
 
 def matches_stored(passwd_hash, stored):
     """True if ``passwd_hash`` equals the stored value or verifies against it (no rehash)."""
+    import hmac
     if stored and hmac.compare_digest(passwd_hash.encode("utf-8"), stored.encode("utf-8")):
         return True
     return password_verify(passwd_hash, stored)
@@ -127,12 +136,18 @@ def weak_auth(userid, authenticator, stored_passwd_hash):
     return "%d_%s" % (userid, md5_hex(authenticator + stored_passwd_hash))
 
 
+def rss_auth(userid, authenticator, stored_passwd_hash):
+    """The notices feed key ``ID_md5(authenticator + stored passwd_hash + "notify_rss")``."""
+    return "%d_%s" % (userid, md5_hex(authenticator + stored_passwd_hash + "notify_rss"))
+
+
 def check_weak_auth(weak, lookup_user):
     """The user a weak authenticator ``ID_HASH`` belongs to, or None.
 
     ``lookup_user(id)`` returns an object with id, authenticator and
     passwd_hash (or None).
     """
+    import hmac
     head, sep, tail = weak.partition("_")
     if not sep or not head.isdigit():
         return None

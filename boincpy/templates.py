@@ -121,7 +121,6 @@ def parse_xml(text, path):
     root = Node("", 0)
     stack = [(root, 0)]  # (node, offset just after its start tag)
     i = 0
-    n = len(text)
 
     def line_of(pos):
         return text.count("\n", 0, pos) + 1

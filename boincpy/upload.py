@@ -225,6 +225,16 @@ def check_certificate(cfg, info, public_key):
         raise UploadError(PERMANENT, "invalid signature")
 
 
+def _still_named(fd, path):
+    """True if ``path`` is the file open as ``fd`` (not renamed or replaced since)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    own = os.fstat(fd)
+    return (st.st_ino, st.st_dev) == (own.st_ino, own.st_dev)
+
+
 def receive_file(cfg, info, inp, log):
     """Write the upload's bytes; the file appears under its name when complete."""
     name = info["name"]
@@ -256,6 +266,11 @@ def receive_file(cfg, info, inp, log):
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             raise UploadError(TRANSIENT, "can't lock file %s" % name) from None
+        if not _still_named(fd, part):
+            # another handler completed the upload (renamed the .part) between our
+            # open and our lock: that file is NAME now and must not be touched
+            raise UploadError(TRANSIENT, "%s was completed by another upload meanwhile"
+                              % name)
         os.fchmod(fd, mode)
         have = os.fstat(fd).st_size
         if have < offset:

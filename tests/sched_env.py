@@ -14,19 +14,9 @@ import MySQLdb
 import MySQLdb.cursors
 import pytest
 
+from tests.shared_fixtures import FIXTURES
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _fixtures_dir():
-    """The captured fixtures: next to the repository, or /work/shared."""
-    for d in (os.path.join(os.path.dirname(REPO), "shared", "fixtures"),
-              "/work/shared/fixtures"):
-        if os.path.isdir(d):
-            return d
-    return "/work/shared/fixtures"
-
-
-FIXTURES = _fixtures_dir()
 CLIENT = os.path.join(FIXTURES, "client-7.20.5")
 REFERENCE = os.path.join(FIXTURES, "reference-server")
 

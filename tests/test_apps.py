@@ -17,6 +17,8 @@ import sys
 
 import pytest
 
+from tests.shared_fixtures import fixture_path
+
 from boincpy import crypto
 from boincpy.config import load_config
 from boincpy.db import connect
@@ -65,11 +67,8 @@ PROJECT_XML = """<boinc>
 
 
 def _fixtures():
-    """The reference server's captured fixtures (next to the repository, or /work/shared)."""
-    for d in (os.path.join(os.path.dirname(REPO), "shared", "fixtures"), "/work/shared/fixtures"):
-        if os.path.isdir(d):
-            return os.path.join(d, "reference-server")
-    pytest.skip("captured fixtures (shared/fixtures) not present")
+    """The reference server's captured fixtures."""
+    return fixture_path("reference-server")
 
 
 def tool(name, *args, cwd=None, input=""):

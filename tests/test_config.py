@@ -6,13 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.shared_fixtures import FIXTURES
+
 from boincpy import config as C
 from boincpy.config import (DaemonSpec, TaskSpec, load_config, parse_period,
                             write_config)
 from boincpy.errors import BoincpyError, ConfigError
 
 REPO = Path(__file__).resolve().parent.parent
-FIXTURE = REPO.parent / "shared" / "fixtures" / "reference-server" / "project"
+FIXTURE = Path(FIXTURES) / "reference-server" / "project"
 
 
 def make(tmp_path, body, daemons="", tasks="", name="proj"):

@@ -14,6 +14,8 @@ import sys
 
 import pytest
 
+from tests.shared_fixtures import fixture_path
+
 from boincpy import crypto
 from boincpy.errors import KeyFileError
 from cxx_crypt import boinc_crypt  # noqa: F401  (fixture)
@@ -22,11 +24,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _fixtures():
-    """The shared captured fixtures (next to the repository, or /work/shared)."""
-    for d in (os.path.join(os.path.dirname(REPO), "shared", "fixtures"), "/work/shared/fixtures"):
-        if os.path.isdir(d):
-            return d
-    pytest.skip("captured fixtures (shared/fixtures) not present")
+    """The shared captured fixtures."""
+    return fixture_path()
 
 
 def tool(name, *args, cwd=None, input=None):

@@ -12,7 +12,8 @@ import zipfile
 import pytest
 
 from backend_rows import add_result, add_workunit, app_id, db_of, row, run_pass
-from boincpy.daemons.db_purge import DbPurge, xml_escape_bytes
+from boincpy.daemons.db_purge import DbPurge
+from boincpy.xml import xml_escape_bytes
 
 
 @pytest.fixture

@@ -527,7 +527,12 @@ def test_add_user(ops_project, db_root_params):
     user = rows(ops_project, db_root_params, "SELECT * FROM user WHERE name = 'carol'")[0]
     import hashlib
     assert user["email_addr"] == "carol@example.org"
-    assert user["passwd_hash"] == hashlib.md5(b"secretcarol@example.org").hexdigest()
+    # stored as create_account.php stores it: bcrypt of md5(password + e-mail)
+    from boincpy import passwords
+    assert passwords.matches_stored(hashlib.md5(b"secretcarol@example.org").hexdigest(),
+                                    user["passwd_hash"])
+    assert not passwords.matches_stored(hashlib.md5(b"wrongcarol@example.org").hexdigest(),
+                                        user["passwd_hash"])
     assert len(user["authenticator"]) == 32 and user["authenticator"] in body
     resp = call(ops_project, "add_user.php", "POST",
                 form={"name": "carol2", "email": "carol@example.org", "csrf_token": token})

@@ -437,6 +437,46 @@ def test_result_reported_twice_is_acked_twice_and_processed_once(sched_env):
     assert env.snapshot(("result", "workunit", "host_app_version")) == snap
 
 
+def test_stale_report_does_not_undo_a_validation(sched_env, monkeypatch):
+    """Bug found by the fault test: a client gave up on a stalled RPC and
+    reported again; both requests read the result IN_PROGRESS, the retry
+    wrote it, the validator validated and credited it, and then the stalled
+    request wrote its stale row (validate_state INIT) over it -- so the
+    transitioner asked for validation again and the credit was granted twice.
+    The report's UPDATE must only apply to the row as it was read; a report
+    that finds the row changed is not acknowledged (the client sends it again
+    and it is then handled against the row as it is)."""
+    from boincpy.sched import reports
+    env = sched_env
+    wuid, rid = _reporting_host(env, hav_quota=100)
+    data = body("cycle", "08_sched_report_result.body.xml")
+    accept = reports._accept
+    retried = []
+
+    def meanwhile(ctx, row, r):
+        if not retried:
+            retried.append(None)
+            retried[0] = call(env, data)              # the retry, handled in full
+            env.execute("UPDATE result SET validate_state = 1, granted_credit = 25 "
+                        "WHERE id = %s", (rid,))     # ... and then the validator
+        return accept(ctx, row, r)
+
+    monkeypatch.setattr(reports, "_accept", meanwhile)
+    stalled = call(env, data)
+    assert retried[0].acks() == ["wu1_0"], retried[0].log
+    res = env.row("SELECT * FROM result WHERE id = %s", (rid,))
+    assert (res["server_state"], res["outcome"], res["validate_state"],
+            res["granted_credit"]) == (5, 1, 1, 25)
+    assert stalled.acks() == []
+    assert "row changed meanwhile" in stalled.log
+    # the quota was doubled once, by the report that was written
+    assert env.row("SELECT max_jobs_per_day FROM host_app_version")["max_jobs_per_day"] == 200
+    monkeypatch.setattr(reports, "_accept", accept)
+    again = call(env, data)                          # the client reports it once more
+    assert again.acks() == ["wu1_0"]
+    assert env.row("SELECT validate_state FROM result WHERE id = %s", (rid,))["validate_state"] == 1
+
+
 @pytest.mark.parametrize("fixture,state,exit_status", [
     ("report_exit_status_3.body.xml", 3, 3),
     ("report_missing_signature.body.xml", 1, -186),

@@ -580,6 +580,41 @@ def test_result_changed_between_read_and_write_is_not_clobbered(proj, monkeypatc
     assert len(results_of(db, other)) == 1
 
 
+def test_report_meanwhile_is_not_lost_when_it_wrote_the_same_transition_time(proj, monkeypatch):
+    """Bug found by the fault test: a result was reported while the transitioner
+    held the workunit as read, and the report set transition_time to the very
+    value the transitioner had read (the scheduler writes its request's start
+    time: a stalled request, or two reports in one second).  The compare-and-set
+    on transition_time then let the stale plan through -- transition_time =
+    the result's deadline, a day ahead -- and the reported result waited that
+    long to be validated.  A workunit whose results changed since they were
+    read is transitioned again."""
+    project, db = proj
+    now = int(time.time())
+    stamp = now - 3
+    wuid = make_wu(db, "wu_same_tt", transition_time=stamp)
+    rid = make_result(db, wuid, "wu_same_tt_0", server_state=IN_PROGRESS,
+                      sent_time=now - 100, report_deadline=now + 86400)
+    real = tr.Transitioner.enumerate
+
+    def enumerate_then_report(self, when):
+        batch = real(self, when)
+        if batch:   # reported, with the transition_time the transitioner just read
+            self.db.execute("UPDATE result SET server_state = 5, outcome = 1, "
+                            "received_time = %s WHERE id = %s", (now, rid))
+            self.db.execute("UPDATE workunit SET transition_time = %s WHERE id = %s",
+                            (stamp, wuid))
+        return batch
+    monkeypatch.setattr(tr.Transitioner, "enumerate", enumerate_then_report)
+    log = one_pass(project)
+    assert wu_row(db, wuid)["transition_time"] <= int(time.time()), log   # due again
+    assert "will transition again" in log
+    monkeypatch.setattr(tr.Transitioner, "enumerate", real)
+    time.sleep(1.1)
+    one_pass(project)
+    assert wu_row(db, wuid)["need_validate"] == 1
+
+
 def test_transition_time_changed_meanwhile_makes_it_due_now(proj, monkeypatch):
     project, db = proj
     wuid = make_wu(db, "wu_cas")

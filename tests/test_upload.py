@@ -134,6 +134,36 @@ def test_bad_names_and_requests(project):
     assert walked == []
 
 
+def test_stalled_upload_does_not_truncate_a_file_another_upload_completed(project, monkeypatch):
+    """Bug found while building the fault test: a handler stalled between
+    opening NAME.part and locking it; meanwhile the client's retry uploaded
+    the whole file and renamed NAME.part to NAME.  The stalled handler then
+    took the lock on what had become NAME, cut it to its offset and wrote
+    what it still had -- corrupting a complete output.  A handler that gets
+    its lock on a file no longer named NAME.part must leave it alone."""
+    cfg = _cfg(project)
+    name = "wu_9_0_r5_0"
+    data = b"COMPLETE OUTPUT\n" * 50
+    sig = _certificate(project, name, 5000000)
+    stalled = _body(name, data, sig)[:-len(data) + 10]      # the client gave up on it
+    lockf = upload.fcntl.lockf
+    retried = []
+
+    def lock_meanwhile(fd, flags, *args):
+        if not retried:
+            retried.append(None)
+            retried[0] = _serve(cfg, _body(name, data, sig))   # the retry, in full
+        return lockf(fd, flags, *args)
+
+    monkeypatch.setattr(upload.fcntl, "lockf", lock_meanwhile)
+    reply = _serve(cfg, stalled, length=len(_body(name, data, sig)))
+    assert _status(retried[0]) == 0
+    assert _status(reply) == 1                      # transient: the client may ask again
+    path = dir_hier_path(cfg.upload_dir, name, cfg.uldl_dir_fanout)
+    assert open(path, "rb").read() == data
+    assert sorted(os.listdir(os.path.dirname(path))) == [name]
+
+
 def test_stop_upload_trigger(project):
     cfg = _cfg(project)
     (project / "stop_upload").write_text("")

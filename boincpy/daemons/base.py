@@ -58,6 +58,11 @@ class Daemon:
     sleep_interval = 5.0
     #: whether --mod N I is offered (the daemon splits rows by id)
     supports_mod = True
+    #: a periodic task (config.xml's <tasks>, run by bin/start --cron): one
+    #: pass per run, no --one_pass or --sleep_interval
+    one_shot = False
+    #: what --help says the program does
+    description = None
 
     def __init__(self, args, cfg, log):
         self.args = args
@@ -134,7 +139,7 @@ class Daemon:
                     self.log.normal("Exiting: %s" % self._stop_reason())
                     return
                 did_work = self.one_pass()
-                if self.args.one_pass:
+                if self.one_shot or self.args.one_pass:
                     return
                 if not did_work:
                     self.log.debug("No work; sleeping %g s" % self.sleep_interval)
@@ -148,17 +153,46 @@ class Daemon:
         return "found trigger file %s" % STOP_DAEMONS_FILE
 
 
+class _NoProgress:
+    """What :func:`progress` gives when nobody is watching: does nothing."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def update(self, n, current_item=None):
+        pass
+
+
+def progress(length, label):
+    """A click progress bar on stdout when stdout is a terminal (an operator
+    running a task by hand), else a silent stand-in (bin/start, cron); use as
+    ``with progress(n, "hosts") as bar: ... bar.update(k)``."""
+    try:
+        tty = sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        tty = False
+    if not tty:
+        return _NoProgress()
+    import click
+    return click.progressbar(length=max(int(length), 1), label=label, file=sys.stdout)
+
+
 def build_parser(daemon_class):
     """The daemon's argument parser: the common options plus its own."""
-    parser = DaemonArgumentParser(prog=daemon_class.name, allow_abbrev=False)
+    parser = DaemonArgumentParser(prog=daemon_class.name, allow_abbrev=False,
+                                  description=daemon_class.description)
     parser.add_argument(*_option_names("debug_level", "-d", "--d"), dest="debug_level",
                         type=int, default=3, metavar="N",
                         help="log verbosity: 1 critical, 2-3 normal, 4 debug")
-    parser.add_argument(*_option_names("one_pass"), action="store_true",
-                        help="do one pass, then exit")
-    parser.add_argument(*_option_names("sleep_interval"), type=float, default=None,
-                        metavar="S", help="seconds to sleep when idle (default %g)"
-                        % daemon_class.sleep_interval)
+    if not daemon_class.one_shot:
+        parser.add_argument(*_option_names("one_pass"), action="store_true",
+                            help="do one pass, then exit")
+        parser.add_argument(*_option_names("sleep_interval"), type=float, default=None,
+                            metavar="S", help="seconds to sleep when idle (default %g)"
+                            % daemon_class.sleep_interval)
     parser.add_argument(*_option_names("project_dir"), default=None,
                         help="project directory (default: found as BOINC finds it)")
     if daemon_class.supports_mod:

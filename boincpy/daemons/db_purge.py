@@ -38,6 +38,7 @@ import zlib
 from boincpy.daemons.base import Daemon, _option_names
 from boincpy.db.bulk import chunks, placeholders, select_in
 from boincpy.errors import ToolError
+from boincpy.xml import xml_escape_bytes
 from boincpy.states import BatchState, FileDeleteState
 
 DB_QUERY_LIMIT = 1000
@@ -63,33 +64,6 @@ RESULT_FIELDS = (("id", "d"), ("create_time", "d"), ("workunitid", "d"), ("serve
                  ("opaque", "f"), ("random", "d"), ("app_version_num", "d"),
                  ("app_version_id", "d"), ("appid", "d"), ("exit_status", "d"), ("teamid", "d"),
                  ("priority", "d"), ("mod_time", "s"))
-
-
-def xml_escape_bytes(data):
-    """BOINC's xml_escape (lib/parse.cpp), byte by byte: ``<`` ``&`` and bytes
-    above 127 as entities, tab/LF/CR as ``&#N;``, other control bytes dropped,
-    ``]]>`` as ``]]&gt;``."""
-    out = bytearray()
-    i, n = 0, len(data)
-    while i < n:
-        x = data[i]
-        if x == 0x3C:
-            out += b"&lt;"
-        elif x == 0x26:
-            out += b"&amp;"
-        elif x > 127:
-            out += b"&#%d;" % x
-        elif x < 32:
-            if x in (9, 10, 13):
-                out += b"&#%d;" % x
-        elif x == 0x5D and data[i:i + 3] == b"]]>":
-            out += b"]]&gt;"
-            i += 3
-            continue
-        else:
-            out.append(x)
-        i += 1
-    return bytes(out)
 
 
 def _as_bytes(value):

@@ -34,11 +34,12 @@ results, and the transitioner decides, in this order:
 ``plan_workunit`` holds those rules and touches no database; the
 :class:`Transitioner` daemon reads due workunits in batches (one query for
 the workunits, one for all their results), and writes the plans of a group
-of workunits in one transaction: result updates conditional on the row being
-unchanged since it was read (a row changed meanwhile - a report, a send -
-undoes that workunit's changes and makes it due again at once), new results
-in one multi-row INSERT, workunit updates grouped by identical change sets,
-with ``transition_time`` compare-and-set as BOINC does. A kill at any moment
+of workunits in one transaction: the group's results are locked first and
+compared with what was read (a workunit whose results changed meanwhile - a
+report, a send, a validation - is left as it is and made due again at once),
+result updates conditional on the row being unchanged, new results in one
+multi-row INSERT, workunit updates grouped by identical change sets, with
+``transition_time`` compare-and-set as BOINC does. A kill at any moment
 leaves either all or none of a group's changes; result names are unique, so
 a pass repeated after a crash cannot create a result twice.
 
@@ -431,7 +432,11 @@ class Transitioner(Daemon):
         redo = []                        # workunits changed under us: transition again
         penalties = []
         with db.transaction():
+            changed = self._results_changed(group)
             for plan in plans:
+                if plan.wu["id"] in changed:
+                    redo.append(plan)
+                    continue
                 if plan.result_changes:
                     db.execute("SAVEPOINT wu")
                     if not self._update_results(plan):
@@ -466,6 +471,21 @@ class Transitioner(Daemon):
         for text in penalties:
             if text:
                 log.normal(text)
+
+    def _results_changed(self, group):
+        """Ids of the group's workunits whose results are not as they were read
+        (a report, a send, the validator, since).  The results are locked, so
+        they stay as they are until this transaction ends; the compare-and-set
+        on transition_time alone misses a change that wrote the same time."""
+        key = ("id",) + RESULT_STATE_COLUMNS
+        ids = [wu["id"] for wu, _ in group]
+        now = defaultdict(set)
+        for r in self.db.query("SELECT %s, workunitid FROM result WHERE workunitid IN (%s) "
+                               "FOR UPDATE" % (", ".join(key), ", ".join(["%s"] * len(ids))),
+                               ids):
+            now[r["workunitid"]].add(tuple(r[c] for c in key))
+        return {wu["id"] for wu, results in group
+                if now.get(wu["id"], set()) != {tuple(r[c] for c in key) for r in results}}
 
     def _update_results(self, plan):
         """Write the plan's result changes, each only if the row is as it was read."""

@@ -757,7 +757,7 @@ class Validator(Daemon):
                 credit = a.max_granted_credit
         n_viable = 0
         for r, hav in zip(viable, havs):
-            update_result = update_host = False
+            update_result = False
             if r.outcome != Outcome.SUCCESS or r.validate_state == ValidateState.INVALID:
                 transition = IMMEDIATE
                 update_result = True
@@ -770,7 +770,7 @@ class Validator(Daemon):
                     self.log.critical("[RESULT#%d] lookup of host %d failed" % (r.id, r.hostid))
                     continue
             if r.validate_state == ValidateState.VALID:
-                update_result = update_host = True
+                update_result = True
                 self._is_valid(batch, host, r, wu, hav)
                 if not self.args.no_credit:
                     r.granted_credit = credit
@@ -778,7 +778,7 @@ class Validator(Daemon):
                     self.log.normal("[RESULT#%d %s] Valid; granted %f credit [HOST#%d]"
                                     % (r.id, r.name, r.granted_credit, r.hostid))
             elif r.validate_state == ValidateState.INVALID:
-                update_result = update_host = True
+                update_result = True
                 self.log.normal("[RESULT#%d %s] Invalid [HOST#%d]" % (r.id, r.name, r.hostid))
                 self._is_invalid(hav)
             elif r.validate_state == ValidateState.INIT and r.id not in sc.transient:

@@ -182,6 +182,26 @@ class Database:
         finally:
             cur.close()
 
+    def stream(self, sql, params=None):
+        """Run a SELECT and yield its rows (dicts) as the server sends them,
+        without holding the whole result in memory (for tables of millions of
+        rows).  No other statement may run on this connection until the
+        iteration ends."""
+        import MySQLdb.cursors
+        cur = self.conn.cursor(MySQLdb.cursors.SSDictCursor)
+        try:
+            try:
+                cur.execute(sql, params)
+                while True:
+                    rows = cur.fetchmany(1000)
+                    if not rows:
+                        return
+                    yield from rows
+            except MySQLdb.Error as exc:
+                raise self._wrap(exc, sql) from None
+        finally:
+            cur.close()
+
     def query_one(self, sql, params=None):
         """Run a SELECT expected to match at most one row; return it or None."""
         rows = self.query(sql, params)

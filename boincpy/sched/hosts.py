@@ -17,12 +17,8 @@ handle_global_prefs (sched/handle_request.cpp), scheduler-protocol.md §7:
 
 import time
 
-try:
-    # CPython's own MD5: hashlib would load OpenSSL's bindings, ~5 ms per CGI start
-    from _md5 import md5 as _md5
-except ImportError:         # an interpreter built without it
-    from hashlib import md5 as _md5
-
+from boincpy import passwords
+from boincpy.passwords import md5_hex
 from boincpy.sched.request import extract_venue, parse_global_prefs, prefs_mod_time
 
 DELAY_MISSING_KEY = 3600
@@ -38,13 +34,6 @@ RESULT_OVER = 5
 OUTCOME_CLIENT_DETACHED = 7
 
 
-def md5_hex(text):
-    """Lowercase MD5 hex of a str (UTF-8) or bytes."""
-    if isinstance(text, str):
-        text = text.encode("utf-8")
-    return _md5(text).hexdigest()
-
-
 def _s(value):
     """A text column as str ("" for NULL, bytes decoded)."""
     if value is None:
@@ -56,13 +45,12 @@ def _s(value):
 
 def weak_auth(user):
     """``USERID_MD5(authenticator + passwd_hash)`` (BOINC's get_weak_auth)."""
-    return "%d_%s" % (user["id"], md5_hex(_s(user["authenticator"]) + _s(user["passwd_hash"])))
+    return passwords.weak_auth(user["id"], _s(user["authenticator"]), _s(user["passwd_hash"]))
 
 
 def rss_auth(user):
     """The notices feed key (BOINC's get_rss_auth)."""
-    return "%d_%s" % (user["id"], md5_hex(_s(user["authenticator"]) + _s(user["passwd_hash"])
-                                          + "notify_rss"))
+    return passwords.rss_auth(user["id"], _s(user["authenticator"]), _s(user["passwd_hash"]))
 
 
 def _host_by_id(db, hostid):

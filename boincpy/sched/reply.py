@@ -15,41 +15,11 @@ version_num and plan_class appended) -- scheduler-protocol.md §6.
 
 import os
 
+from boincpy.xml import xml_escape
+
 SCHEDULER_VERSION = 803     # major*100+minor of the BOINC server this one matches (8.3)
 
 PROC_TYPE_XML_NAMES = ("CPU", "NVIDIA", "ATI", "intel_gpu", "apple_gpu")
-
-
-def xml_escape(text):
-    """BOINC's xml_escape: ``<`` and ``&`` as entities, each byte above 127 as
-    ``&#N;``, TAB/LF/CR as ``&#9;``/``&#10;``/``&#13;``, other control bytes
-    dropped, ``]]>`` as ``]]&gt;``."""
-    if text.isascii() and text.isprintable() and "<" not in text and "&" not in text \
-            and "]]>" not in text:
-        return text
-    out = []
-    raw = text.encode("utf-8")
-    i = 0
-    n = len(raw)
-    while i < n:
-        x = raw[i]
-        if x == 60:
-            out.append("&lt;")
-        elif x == 38:
-            out.append("&amp;")
-        elif x > 127:
-            out.append("&#%d;" % x)
-        elif x < 32:
-            if x in (9, 10, 13):
-                out.append("&#%d;" % x)
-        elif x == 93 and raw.startswith(b"]]>", i):
-            out.append("]]&gt;")
-            i += 3
-            continue
-        else:
-            out.append(chr(x))
-        i += 1
-    return "".join(out)
 
 
 def escape_text(text):

@@ -171,39 +171,52 @@ def handle_results(ctx):
     try:
         with db.transaction():
             for row, v in accepted:
+                # Only the row as it was read: another request reporting the same
+                # result (a client retrying a stalled RPC) may have written it since,
+                # and the validator validated and credited it -- writing our stale
+                # validate_state over that would have it validated and credited again.
                 n = db.execute(
                     "UPDATE result SET hostid = %s, received_time = %s, client_state = %s, "
                     "cpu_time = %s, exit_status = %s, app_version_num = %s, "
                     "server_state = %s, outcome = %s, stderr_out = %s, xml_doc_out = %s, "
                     "validate_state = %s, teamid = %s, elapsed_time = %s, "
                     "peak_working_set_size = %s, peak_swap_size = %s, peak_disk_usage = %s "
-                    "WHERE id = %s",
+                    "WHERE id = %s AND server_state = %s AND outcome = %s "
+                    "AND validate_state = %s AND received_time = %s AND hostid = %s",
                     (hostid, ctx.now, v["client_state"], v["cpu_time"], v["exit_status"],
                      v["app_version_num"], RESULT_OVER, v["outcome"], v["stderr_out"],
                      v["xml_doc_out"], v["validate_state"], ctx.user.get("teamid") or 0,
                      v["elapsed_time"], round(v["peak_working_set_size"]),
-                     round(v["peak_swap_size"]), round(v["peak_disk_usage"]), row["id"]))
+                     round(v["peak_swap_size"]), round(v["peak_disk_usage"]), row["id"],
+                     row["server_state"], row["outcome"], row["validate_state"],
+                     row["received_time"], row["hostid"]))
                 if n != 1:
+                    # not acknowledged: the client reports it again, and that report
+                    # is judged against the row as it is then
                     log.critical("[HOST#%d] [RESULT#%d] [WU#%d] can't update result: "
                                  "row changed meanwhile" % (hostid, row["id"], row["workunitid"]))
-                written.append(row)
-            wu_ids = sorted({row["workunitid"] for row in written})
-            db.execute("UPDATE workunit SET transition_time = %s WHERE id IN (%s)"
-                       % ("%s", ", ".join(["%s"] * len(wu_ids))), [ctx.now] + wu_ids)
+                    continue
+                written.append((row, v))
+            wu_ids = sorted({row["workunitid"] for row, _ in written})
+            if wu_ids:
+                db.execute("UPDATE workunit SET transition_time = %s WHERE id IN (%s)"
+                           % ("%s", ", ".join(["%s"] * len(wu_ids))), [ctx.now] + wu_ids)
     except Exception as exc:
         # not acknowledged: the client reports them again next time
         log.critical("[HOST#%d] can't update results: %s" % (hostid, exc))
-        for row, v in accepted:
-            v["undo"]()
         return
-    for row in written:
+    for row, v in written:
+        # the quota follows the reports that were recorded, and only those
+        if v["outcome"] == OUTCOME_SUCCESS:
+            _got_good_result(ctx, row)
+        elif v["exit_status"] != EXIT_ABORTED_BY_PROJECT:
+            _got_bad_result(ctx, row)
         reply.result_acks.append(row["name"])
 
 
 def _accept(ctx, row, r):
-    """The new column values of an accepted report, with BOINC's sanity fixes;
-    adjusts the host's quota for the app version (undone by ``undo`` if the
-    write fails)."""
+    """The new column values of an accepted report, with BOINC's sanity fixes
+    (the host's quota is adjusted once the row is written)."""
     log = ctx.log
     hostid = ctx.host["id"]
     cpu_time = r.final_cpu_time
@@ -247,20 +260,11 @@ def _accept(ctx, row, r):
         "peak_disk_usage": r.final_peak_disk_usage,
         "validate_state": row["validate_state"],
     }
-    gavid = generalized_app_version_id(row["app_version_id"], row["appid"])
-    hav = ctx.host_app_versions.get(gavid)
-    saved = dict(hav) if hav is not None else None
-
-    def undo():
-        if saved is not None:
-            hav.update(saved)
-    v["undo"] = undo
     if r.state == CLIENT_FILES_UPLOADED and r.exit_status == 0:
         v["outcome"] = OUTCOME_SUCCESS
         if ctx.cfg.debug_handle_results:
             log.normal("[handle] [RESULT#%d] [WU#%d]: setting outcome SUCCESS"
                        % (row["id"], row["workunitid"]))
-        _got_good_result(ctx, row)
         if ctx.cfg.dont_store_success_stderr:
             v["stderr_out"] = ""
     else:
@@ -270,8 +274,6 @@ def _accept(ctx, row, r):
                                                   r.exit_status))
         v["outcome"] = OUTCOME_CLIENT_ERROR
         v["validate_state"] = VALIDATE_INVALID
-        if r.exit_status != EXIT_ABORTED_BY_PROJECT:
-            _got_bad_result(ctx, row)
     return v
 
 

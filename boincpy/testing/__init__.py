@@ -1,1 +1,2 @@
-"""Support for tests and demos that drive real programs (the stock BOINC client)."""
+"""Support for tests, load tests and demos: the stock BOINC client driven for
+real (client.py) and simulated BOINC clients speaking the protocol (simclient.py)."""

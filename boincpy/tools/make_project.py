@@ -40,7 +40,6 @@ BOINC_PROJECT_DIR, set by PROJECT/SHORT.httpd.conf.
 """
 
 import argparse
-import grp
 import html
 import os
 import pwd
@@ -734,7 +733,7 @@ def build_tree(spec, stage, undo, say):
     say(1, "Creating directories")
     os.chmod(stage, 0o755)
     for d in ("bin", "cgi-bin", "templates", "apps", "download", "html", "html/user",
-              "html/ops", "sample_results", pid_dir, tmp_dir):
+              "html/ops", "html/stats", "sample_results", pid_dir, tmp_dir):
         _mkdir(S(d), 0o755)
     # Written by the CGIs (Apache's group) and by the operator's daemons:
     # setgid so files keep the group, group-writable.
@@ -776,6 +775,9 @@ def build_tree(spec, stage, undo, say):
     _write(S("html", "user", "index.html"), master_page(spec))
     _write(S("html", "user", "schedulers.txt"), schedulers_txt(spec))
     _write(S("project.xml"), project_xml(spec))
+    # the db_dump task's spec (its command names ../db_dump_spec.xml from tmp_HOST)
+    from boincpy.daemons.db_dump import DEFAULT_SPEC
+    _write(S("db_dump_spec.xml"), DEFAULT_SPEC)
     if spec.test_app:
         _write(S("templates", TEST_APP[0] + "_in"), TEST_APP_IN)
         _write(S("templates", TEST_APP[0] + "_out"), TEST_APP_OUT)
@@ -831,6 +833,7 @@ def httpd_conf(spec):
     root = spec.project_root
     user_path = _url_path(spec.master_url)
     download_path = _url_path(spec.download_url)
+    stats_path = user_path.rstrip("/") + "/stats"
     ops_path = _url_path(spec.ops_url)
     cgi_path = _url_path(spec.cgi_url)
     key_deny = ""
@@ -845,10 +848,12 @@ def httpd_conf(spec):
 ##
 ##   {master_url}  html/user (master page; *.php files are Python CGIs)
 ##   {download_url}/  download/ (static files; byte ranges)
+##   {master_url}stats/  html/stats (db_dump's statistics export)
 ##   {cgi_url}cgi  the scheduler, {cgi_url}file_upload_handler
 ##   {ops_url}  html/ops (HTTP basic auth: html/ops/.htpasswd)
 
 Alias "{download_path}" "{root}/download"
+Alias "{stats_path}" "{root}/html/stats"
 Alias "{ops_path}" "{root}/html/ops"
 ScriptAlias "{cgi_path}" "{root}/cgi-bin"
 Alias "{user_path}" "{root}/html/user"
@@ -874,6 +879,13 @@ Alias "{user_path}" "{root}/html/user"
     SetHandler none
     SetEnv no-gzip 1
     SetEnv no-brotli 1
+    Require all granted
+</Directory>
+
+# Statistics export (the db_dump task): static files only.
+<Directory "{root}/html/stats">
+    Options None
+    SetHandler none
     Require all granted
 </Directory>
 
@@ -920,7 +932,7 @@ Alias "{user_path}" "{root}/html/user"
 """.format(long=spec.long_name, short=spec.short_name, root=root,
            master_url=spec.master_url, download_url=spec.download_url,
            cgi_url=spec.cgi_url, ops_url=spec.ops_url, user_path=user_path,
-           download_path=download_path, ops_path=ops_path, cgi_path=cgi_path,
+           download_path=download_path, stats_path=stats_path, ops_path=ops_path, cgi_path=cgi_path,
            key_deny=key_deny)
 
 
@@ -955,6 +967,10 @@ def readme(spec):
                   "      bin/update_versions",
                   ""]
     steps += ["Start, check and stop the project: bin/start, bin/status, bin/stop",
+              "The cron line runs the daily tasks of config.xml (update_stats,",
+              "antique_file_deleter; db_dump, the statistics export to",
+              "%sstats/ described by db_dump_spec.xml, is disabled until you set" % spec.master_url,
+              "its <disabled> to 0).",
               "",
               "Master URL (home page): %s" % spec.master_url,
               "Scheduler:              %s" % spec.scheduler_url,

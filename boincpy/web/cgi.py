@@ -10,7 +10,6 @@ Parameters are read like PHP's ``$_GET`` / ``$_POST``: URL-decoded, ``+``
 is a space, the last of repeated names wins.
 """
 
-import os
 import re
 import sys
 from dataclasses import dataclass, field

@@ -364,7 +364,6 @@ def am_get_info(ctx):
     user = accounts.lookup_user_by_auth(db, req.get_str("account_key"))
     if not user:
         raise XmlError(ERR_DB_NOT_FOUND)
-    cfg = ctx.cfg
     weak = passwords.weak_auth(user.id, user.authenticator, user.passwd_hash)
     cpid = passwords.external_cpid(user.cross_project_id, user.email_addr)
     ret = ("<id>%d</id>\n<name>%s</name>\n<country>%s</country>\n<weak_auth>%s</weak_auth>\n"

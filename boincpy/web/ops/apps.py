@@ -5,15 +5,13 @@ After a change the page creates the ``reread_db`` trigger file, so a running
 feeder reloads apps and versions (BOINC's pages leave that to the operator).
 """
 
-import os
 import re
 
 from boincpy.errors import DatabaseError
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.ops import names as N
 from boincpy.web.ops.lookups import Catalog
-from boincpy.web.ops.page import (PageError, checkbox, hidden, notice, render, table,
-                                  text_input)
+from boincpy.web.ops.page import (PageError, hidden, notice, render, table)
 
 NAME_RE = re.compile(r"[A-Za-z0-9_.+-]{1,191}")
 PLAN_CLASS_RE = re.compile(r"[A-Za-z0-9_.+-]{0,128}")

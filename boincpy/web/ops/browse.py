@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass
 
 from boincpy.states import ClientState, Outcome, ServerState, ValidateState
-from boincpy.web.markup import Markup, esc, fmt, join, link, text_of, url
+from boincpy.web.markup import Markup, fmt, join, link, text_of, url
 from boincpy.web.ops import names as N
 from boincpy.web.ops.lookups import Catalog, names_by_id
-from boincpy.web.ops.page import (PageError, checkbox, hidden, kv_table, num, render,
+from boincpy.web.ops.page import (PageError, hidden, kv_table, num, render,
                                   select, table, text_input)
 from boincpy.web.ops.summary import state_counts, summary_panels
 

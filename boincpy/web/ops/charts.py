@@ -7,7 +7,7 @@ carries an SVG ``<title>``, which browsers show on hover.
 
 import math
 
-from boincpy.web.markup import Markup, esc, fmt, join
+from boincpy.web.markup import fmt, join
 
 WIDTH, HEIGHT = 900, 220
 LEFT, RIGHT, TOP, BOTTOM = 48, 150, 14, 34

@@ -14,7 +14,7 @@ import time
 from boincpy.db import connect
 from boincpy.errors import BoincpyError
 from boincpy.web.ops.request import Response
-from boincpy.web.markup import Markup, esc, fmt, join, link
+from boincpy.web.markup import Markup, fmt, join, link
 from boincpy.web.ops import csrf
 
 
