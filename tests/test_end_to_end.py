@@ -133,6 +133,20 @@ def _output_name(result):
     return re.search(r"<file_name>([^<]+)</file_name>", xml).group(1)
 
 
+def _http_status(url, user, password):
+    import base64
+    import urllib.error
+    import urllib.request
+    req = urllib.request.Request(url, headers={"Authorization": "Basic " + base64.b64encode(
+        ("%s:%s" % (user, password)).encode()).decode()})
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(req, timeout=30) as resp:
+            return resp.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
 def _check_client_logs(run):
     for number, text in run.client_logs().items():
         for bad in CLIENT_LOG_PROBLEMS:
@@ -260,9 +274,19 @@ def test_backend_quorum_credit_assimilation_deletion_and_a_wrong_host(fullrun):
             assert host["expavg_credit"] > 0 and host["expavg_time"] > 0
     assert (summary.done, summary.failed, summary.invalid) == (3, 0, len(bad))
     assert summary.valid == 6
+    # the ops pages the summary points at, with the user and password it prints
+    assert _http_status(summary.ops_url, summary.ops_user, summary.ops_passwd) == 200
+    assert _http_status(summary.ops_url, summary.ops_user, "wrong") == 401
     _check_client_logs(run)
-    assert "app_info.xml" not in wrong.client.log_text() or \
-        "Syntax error in app_info.xml" not in wrong.client.log_text()
+    wrong_log = wrong.client.log_text()
+    assert "Found app_info.xml; using anonymous platform" in wrong_log
+    assert "Syntax error in app_info.xml" not in wrong_log
+    assert "does not exist" not in wrong_log
+    # the app ran with app_info.xml's --wrong there, and only there (its stderr)
+    for r in results:
+        stderr = r["stderr_out"]
+        stderr = stderr.decode() if isinstance(stderr, bytes) else stderr
+        assert ("(wrong mode)" in stderr) == (r["userid"] == wrong.userid), r["name"]
 
 
 def test_demo_command_end_to_end_with_teardown():

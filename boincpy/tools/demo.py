@@ -262,6 +262,8 @@ class Demo:
             self.reused = True
             self.cfg = load_config(self.root)
             self.say("Reusing the project in %s (%s)" % (self.root, self.cfg.master_url))
+            if self.s.port and ":%d/" % self.s.port not in self.cfg.master_url:
+                self.say("(--port %d ignored: the project's URLs keep their port)" % self.s.port)
             self._read_secrets()
             return self.cfg
         from boincpy.tools.make_project import plan
@@ -1002,7 +1004,9 @@ def format_summary(s, teardown=False):
 # Command line
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--project_root", default=default_project_root, show_default=True,
+@click.option("--project_root", default=default_project_root,
+              show_default="~/projects/boincpy_demo, or /srv/boincpy/boincpy_demo when "
+                           "the web server's user can't enter ~",
               help="Where the demo project lives (reused if it exists).")
 @click.option("--jobs", "njobs", default=20, show_default=True, type=int,
               help="Jobs to create in this run (0: none, e.g. with --teardown).")
