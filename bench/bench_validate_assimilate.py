@@ -153,7 +153,8 @@ def main():
         dt = timed(root, [validator, "--app", "example_app"], args.d)
         print("%s: %d workunits in %.1f s = %.0f workunits/s (%.0f results/s)"
               % (validator, args.jobs, dt, args.jobs / dt, args.jobs * args.quorum / dt))
-        dt2 = timed(root, ["sample_dummy_assimilator", "--app", "example_app"], args.d)
+        dt2 = timed(root, ["sample_dummy_assimilator", "--app", "example_app",
+                                   "--record_interval", "2"], args.d)
         print("sample_dummy_assimilator: %d workunits in %.1f s = %.0f workunits/s"
               % (args.jobs, dt2, args.jobs / dt2))
         db = connect(load_config(root))

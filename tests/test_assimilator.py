@@ -75,6 +75,37 @@ def test_sample_assimilator_is_idempotent(proj):
     assert open(os.path.join(out, "job_rep"), "rb").read() == b"data\n"
 
 
+class _WatchingAssimilator(DummyAssimilator):
+    """Records, when each handler runs, which earlier jobs are already DONE."""
+
+    seen = []
+
+    def assimilate_handler(self, wu, results, canonical_result):
+        db = db_of(self.cfg.project_dir)
+        try:
+            done = db.query_value("SELECT COUNT(*) FROM workunit WHERE assimilate_state = 2")
+        finally:
+            db.close()
+        type(self).seen.append((wu.name, done))
+        return super().assimilate_handler(wu, results, canonical_result)
+
+
+def test_each_job_is_recorded_before_the_next_handler_runs(proj):
+    """As BOINC: a kill between two handlers repeats at most one handler call;
+    --record_interval trades that for fewer writes."""
+    for k in range(3):
+        done_job(proj, "job_rec_%d" % k, [b"x"])
+    _WatchingAssimilator.seen = []
+    run_pass(_WatchingAssimilator, proj["root"], "--app", "example_app", "--one_pass")
+    assert [n for _, n in _WatchingAssimilator.seen] == [0, 1, 2]
+    proj["db"].execute("UPDATE workunit SET assimilate_state = 1")
+    _WatchingAssimilator.seen = []
+    run_pass(_WatchingAssimilator, proj["root"], "--app", "example_app", "--one_pass",
+             "--record_interval", "60")
+    assert [n for _, n in _WatchingAssimilator.seen] == [0, 0, 0]
+    assert proj["db"].query_value("SELECT COUNT(*) FROM workunit WHERE assimilate_state = 2") == 3
+
+
 def test_script_assimilator_arguments(proj):
     db, root = proj["db"], proj["root"]
     log = os.path.join(str(root), "assim.log")

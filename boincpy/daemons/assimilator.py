@@ -19,13 +19,15 @@ Return values, as in BOINC:
   marks a job done.
 
 A pass takes the app's READY workunits in batches of :data:`BATCH`
-(ordered by id), runs the handler on each, and marks the handled workunits
-in one UPDATE (conditional on ``assimilate_state`` still being READY) at
-the end of the batch or after :data:`RECORD_INTERVAL` seconds of handler
-work, whichever comes first (each UPDATE is a disk flush; one per job
-would cap the rate at the disk's flushes per second).  If the process dies
-between a handler and that UPDATE, the handler runs again for those
-workunits on the next pass -- BOINC has the same window, one job wide.  **Handlers must therefore be idempotent**:
+(ordered by id), runs the handler on each, and records each handled
+workunit (conditional on ``assimilate_state`` still being READY) right
+after its handler, as BOINC does: if the process dies between a handler
+and that UPDATE, the handler runs again for that one workunit on the next
+pass.  ``--record_interval S`` trades that window for speed: handled
+workunits are recorded together at most every S seconds (each UPDATE is a
+disk flush, so one per job caps the rate at the disk's flushes per
+second), and a kill repeats up to S seconds of handler work.
+**Handlers must therefore be idempotent**:
 write outputs under names derived from the workunit (not appended to),
 through a temporary file renamed into place, and check before inserting
 rows elsewhere (e.g. a unique key on the workunit name).  The stock
@@ -44,7 +46,6 @@ from boincpy.states import AssimilateState, WuError
 
 DEFER_ASSIMILATION = 123321
 BATCH = 500             # workunits read per query
-RECORD_INTERVAL = 2.0   # seconds of handler work at most between two state writes
 
 
 class HandlerError(BoincpyError):
@@ -76,6 +77,10 @@ class Assimilator(Daemon):
                             help="assimilate at most N jobs, then exit")
         parser.add_argument(*_option_names("dont_update_db"), action="store_true",
                             help="run the handler but leave the database alone (testing)")
+        parser.add_argument(*_option_names("record_interval"), type=float, default=0.0,
+                            metavar="S", help="record handled jobs together at most every S "
+                            "seconds (default 0: after each job, as BOINC; a kill then "
+                            "repeats at most one handler call)")
         parser.add_argument(*_option_names("noinsert"), action="store_true",
                             help="tell the handler not to insert into project databases "
                                  "(self.args.noinsert; the stock handlers insert nothing)")
@@ -141,7 +146,7 @@ class Assimilator(Daemon):
         try:
             for wu in wus:
                 if new_states and update_db and \
-                        time.monotonic() - first_pending > RECORD_INTERVAL:
+                        time.monotonic() - first_pending >= self.args.record_interval:
                     recorded += self._record(new_states)
                     new_states = {}
                 if not new_states:
