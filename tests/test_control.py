@@ -81,10 +81,15 @@ def alive(pid):
         return False
 
 
-def procs_running(cmdline_part):
+def procs_running(cmdline_part, project):
+    """Pids of processes running ``cmdline_part`` started for ``project`` (their
+    working directory is under it): other test runs on the machine don't count."""
     found = []
-    for p in psutil.process_iter(["cmdline"]):
-        if cmdline_part in " ".join(p.info["cmdline"] or []):
+    root = os.path.realpath(str(project))
+    for p in psutil.process_iter(["cmdline", "cwd"]):
+        cwd = p.info.get("cwd") or ""
+        if (cmdline_part in " ".join(p.info["cmdline"] or [])
+                and (cwd == root or cwd.startswith(root + os.sep))):
             found.append(p.pid)
     return found
 
@@ -110,7 +115,7 @@ def test_start_twice_runs_one_copy_status_shows_it_stop_ends_it(cproj):
     assert status == 0 and "Daemon already running" in out
     assert "Staying in ENABLED mode" in out
     time.sleep(0.3)
-    assert procs_running(marker) == [pid]
+    assert procs_running(marker, cproj) == [pid]
 
     status, out = control(cproj, "status", "-v")
     assert status == 0 and "BOINC is ENABLED" in out
@@ -177,7 +182,7 @@ def test_disabled_and_other_host_daemons_are_not_started(cproj):
     status, out = control(cproj, "start", "-v")
     assert status == 0
     time.sleep(0.3)
-    assert procs_running("sleep 1111") == [] and procs_running("sleep 2222") == []
+    assert procs_running("sleep 1111", cproj) == [] and procs_running("sleep 2222", cproj) == []
     status, out = control(cproj, "status", "-v")
     rows = [l for l in out.splitlines() if "sleep" in l]
     assert len(rows) == 1 and "sleep 1111" in rows[0] and " yes " in rows[0]
@@ -229,10 +234,10 @@ def test_shell_characters_need_use_shell(cproj):
     assert "Couldn't start:  sleep 4444 | cat  <use_shell> is required" in out
     assert "Using shell encapsulation for:  sleep 5555 | cat" in out
     pid = wait_for(lambda: pid_of(cproj, "sh"))
-    wait_for(lambda: procs_running("sleep 5555"))
-    assert procs_running("sleep 4444") == []
+    wait_for(lambda: procs_running("sleep 5555", cproj))
+    assert procs_running("sleep 4444", cproj) == []
     control(cproj, "stop", "-q")
-    wait_for(lambda: not procs_running("sleep 5555"), timeout=10)
+    wait_for(lambda: not procs_running("sleep 5555", cproj), timeout=10)
     assert not alive(pid)
 
 
@@ -312,7 +317,7 @@ def test_cron_runs_due_tasks_once_and_records_last_run(cproj):
     assert "Not running task because not time yet: hourly" in out
     time.sleep(0.5)
     assert _runs(marks["hourly"]) == 1
-    assert procs_running("sleep 7777") == [pid]      # cron starts no second copy
+    assert procs_running("sleep 7777", cproj) == [pid]      # cron starts no second copy
     # status shows the tasks
     status, out = control(cproj, "status", "-v")
     row = [l for l in out.splitlines() if l.rstrip().endswith("hourly")][0]
@@ -335,7 +340,7 @@ def test_cron_when_disabled_runs_only_always_run_tasks_and_no_daemons(cproj):
     wait_for(lambda: _runs(marks["always"]) == 1)
     time.sleep(0.3)
     assert _runs(marks["hourly"]) == 0
-    assert procs_running("sleep 7777") == []
+    assert procs_running("sleep 7777", cproj) == []
 
 
 def test_cron_restarts_a_daemon_that_died(cproj):

@@ -78,6 +78,17 @@ def canonical_url(url):
     return url if url.endswith("/") else url + "/"
 
 
+def project_dir_name(url):
+    """The client's name for a project's files: the master URL without its
+    scheme, every character but letters, digits and ``.-_`` turned into
+    ``_``, a trailing ``_`` dropped (``http://127.0.0.1:8080/proj/`` ->
+    ``127.0.0.1_8080_proj``): ``projects/NAME/`` and ``account_NAME.xml``."""
+    url = canonical_url(url)
+    url = url.split("://", 1)[1] if "://" in url else url
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", url)
+    return name[:-1] if name.endswith("_") else name
+
+
 def _xml_block(root, values):
     lines = ["<%s>" % root]
     for name, value in values.items():
@@ -95,6 +106,7 @@ class StockClient:
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="boincpy-client-")
         os.makedirs(self.data_dir, exist_ok=True)
         self.port = port
+        self._fixed_port = port is not None
         self.gui_password = gui_password or os.urandom(12).hex()
         self.boinc = boinc
         self.boinccmd_path = boinccmd
@@ -133,11 +145,11 @@ class StockClient:
         ``attach=(url, authenticator)`` attaches at start-up (--attach_project),
         which fetches the master page sooner than a later project_attach.
         """
-        if self.process is not None:
+        if self.running():
             raise ClientError("client already started")
         self.write_config_files()
-        if self.port is None:
-            self.port = free_port()
+        if self.port is None or (self.process is not None and not self._fixed_port):
+            self.port = free_port()     # a restart: the old port may still be held
         args = [self.boinc, "--dir", self.data_dir, "--gui_rpc_port", str(self.port)]
         args += list(DEFAULT_ARGS) + list(self.extra_args)
         if attach:
@@ -207,14 +219,15 @@ class StockClient:
             pass
 
     def close(self, failed=False):
-        """Stop the client; remove the data directory unless ``failed`` or ``keep``."""
+        """Stop the client; remove the data directory unless ``failed`` or ``keep``
+        (its path is printed on stderr when a failure keeps it)."""
         try:
             self.stop()
         finally:
-            if failed or self.keep:
+            if failed:
                 sys.stderr.write("stock client data directory kept: %s (event log: %s)\n"
                                  % (self.data_dir, self.log_path))
-            else:
+            elif not self.keep:
                 shutil.rmtree(self.data_dir, ignore_errors=True)
 
     def __enter__(self):
@@ -276,6 +289,33 @@ class StockClient:
     def lookup_account(self, url, email, password, timeout=60):
         """--lookup_account URL EMAIL PASSWORD -> AccountReply."""
         return self._account(("--lookup_account", url, email, password), timeout)
+
+    def write_account_file(self, url, authenticator):
+        """Attach before the first start, as an installer does: the client reads
+        ``account_NAME.xml`` (master URL and authenticator) at start-up, then
+        fetches the master page and asks the scheduler."""
+        path = os.path.join(self.data_dir, "account_%s.xml" % project_dir_name(url))
+        with open(path, "w") as f:
+            f.write("<account>\n    <master_url>%s</master_url>\n"
+                    "    <authenticator>%s</authenticator>\n</account>\n"
+                    % (canonical_url(url), authenticator))
+        return path
+
+    def install_anonymous_platform(self, url, app_info, files=()):
+        """Run the project's apps from this host's own files (BOINC's anonymous
+        platform): ``projects/NAME/app_info.xml`` holding ``app_info`` and the
+        ``files`` (paths, copied in, executable).  The client reads app_info.xml
+        only at start-up and only for projects it is attached to then, so call
+        this with write_account_file() before start()."""
+        project_dir = os.path.join(self.data_dir, "projects", project_dir_name(url))
+        os.makedirs(project_dir, exist_ok=True)
+        for path in files:
+            dest = os.path.join(project_dir, os.path.basename(path))
+            shutil.copyfile(path, dest)
+            os.chmod(dest, 0o755)
+        with open(os.path.join(project_dir, "app_info.xml"), "w") as f:
+            f.write(app_info)
+        return project_dir
 
     def project_attach(self, url, authenticator):
         """--project_attach URL AUTH (the attach itself happens within ~5 s)."""

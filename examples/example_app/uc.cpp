@@ -15,6 +15,7 @@
 
 #include "boinc/boinc_api.h"
 #include "boinc/filesys.h"
+#include "boinc/util.h"
 
 static double cpu_seconds() {
     double t = 0;
@@ -65,6 +66,10 @@ int main(int argc, char** argv) {
         if (done >= spin) break;
     }
     fclose(out);
+    // The API samples the process's CPU time 10 times a second (SIGALRM) and
+    // the client keeps the last value it was sent: a job done before the first
+    // sample would be reported with 0 s of CPU.  Wait for one (at most 3 s).
+    for (int i = 0; i < 30 && cpu_seconds() <= 0; i++) boinc_sleep(0.1);
     fprintf(stderr, "example_app: copied %ld bytes%s\n", n, wrong ? " (wrong mode)" : "");
     boinc_fraction_done(1.0);
     boinc_finish(0);
