@@ -199,11 +199,12 @@ def test_two_copies_of_one_program_with_their_own_output_both_run(cproj):
                               DaemonSpec("sleep 3332", output="copy_1.log", pid_file="copy_1.pid")])
     status, out = control(cproj, "start", "-v")
     assert status == 0, out
-    wait_for(lambda: procs_running("sleep 3331") and procs_running("sleep 3332"))
+    wait_for(lambda: procs_running("sleep 3331", cproj) and procs_running("sleep 3332", cproj))
     assert (pid_dir(cproj) / "copy_0.log.lock").exists()
     assert (pid_dir(cproj) / "copy_1.log.lock").exists()
     control(cproj, "stop", "-q")
-    wait_for(lambda: not procs_running("sleep 3331") and not procs_running("sleep 3332"))
+    wait_for(lambda: not procs_running("sleep 3331", cproj)
+             and not procs_running("sleep 3332", cproj))
 
 
 def test_no_daemons_for_this_host(cproj):
