@@ -92,6 +92,9 @@ PLATFORMS = (
 
 TEST_APP = ("example_app", "Example Application")
 
+# The test app is examples/example_app, which takes no command line by
+# default (BOINC's template passes "-cpu_time 30" to its own uc2, which ours
+# would ignore; --cpu_time N in a job's command line makes it spin).
 TEST_APP_IN = """<input_template>
     <file_info>
         <number>0</number>
@@ -101,7 +104,6 @@ TEST_APP_IN = """<input_template>
             <file_number>0</file_number>
             <open_name>in</open_name>
         </file_ref>
-        <command_line>-cpu_time 30</command_line>
     </workunit>
 </input_template>
 """
