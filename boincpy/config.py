@@ -436,7 +436,12 @@ class DaemonSpec(_Spec):
         self.output = output or name + ".log"
         self.pid_file = pid_file or name + ".pid"
         self.disabled = disabled
-        self.lock_file = lock_file or name + ".lock"
+        # bin/start: <lock_file>, else OUTPUT.lock if <output> names a file, else
+        # NAME.lock -- so two copies with their own <output> lock separately
+        if not lock_file:
+            lock_file = (output + ".lock" if output and not output.startswith("/dev/")
+                         else name + ".lock")
+        self.lock_file = lock_file
         self.use_shell = use_shell
 
 

@@ -334,11 +334,15 @@ TASKS = """  <tasks>
 def test_daemons(tmp_path):
     cfg = load_config(make(tmp_path, "<host>main1</host>", DAEMONS))
     feeder, validator, ops = cfg.daemons
-    assert feeder == DaemonSpec("feeder -d 3", host="main1", output="feeder.log",
-                                pid_file="feeder.pid", disabled=False)
-    assert feeder.lock_file == "feeder.lock"
+    assert feeder == DaemonSpec("feeder -d 3", host="main1", pid_file="feeder.pid",
+                                disabled=False)
+    assert (feeder.output, feeder.lock_file) == ("feeder.log", "feeder.lock")
     assert (validator.host, validator.output, validator.pid_file, validator.disabled) == \
         ("other", "val.txt", "val.pid", True)
+    # as BOINC's start: an explicit <output> names the lock file
+    assert validator.lock_file == "val.txt.lock"
+    assert DaemonSpec("feeder", output="/dev/null").lock_file == "feeder.lock"
+    assert DaemonSpec("feeder", output="f.log", lock_file="x.lock").lock_file == "x.lock"
     assert ops.output == "x.php.log" and ops.disabled is False
     assert ops.cmd_name() == "x.php"
 

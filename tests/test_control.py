@@ -192,6 +192,21 @@ def test_disabled_and_other_host_daemons_are_not_started(cproj):
                      "-v", "-v"]
 
 
+def test_two_copies_of_one_program_with_their_own_output_both_run(cproj):
+    """As BOINC's start: a daemon's lock is OUTPUT.lock when <output> is given, so
+    two copies of one program (e.g. --mod 2 0 and --mod 2 1) each start."""
+    configure(cproj, daemons=[DaemonSpec("sleep 3331", output="copy_0.log", pid_file="copy_0.pid"),
+                              DaemonSpec("sleep 3332", output="copy_1.log", pid_file="copy_1.pid")])
+    status, out = control(cproj, "start", "-v")
+    assert status == 0, out
+    wait_for(lambda: procs_running("sleep 3331", cproj) and procs_running("sleep 3332", cproj))
+    assert (pid_dir(cproj) / "copy_0.log.lock").exists()
+    assert (pid_dir(cproj) / "copy_1.log.lock").exists()
+    control(cproj, "stop", "-q")
+    wait_for(lambda: not procs_running("sleep 3331", cproj)
+             and not procs_running("sleep 3332", cproj))
+
+
 def test_no_daemons_for_this_host(cproj):
     configure(cproj, daemons=[DaemonSpec("sleep 1", host="elsewhere")], ssh_exec="true")
     status, out = control(cproj, "start")
