@@ -1020,6 +1020,18 @@ def describe_options(section=None):
     return "\n".join(out)
 
 
+#: Where a new project departs from BOINC's defaults to be safe: make_project
+#: writes these, and config.xml.example shows them (BOINC's make_project
+#: writes one_result_per_user_per_wu 0 and both certificate switches 1, so
+#: forged uploads are accepted and one volunteer can validate their own job).
+SAFE_NEW_PROJECT = {
+    "one_result_per_user_per_wu": True,
+    "send_result_abort": True,
+    "dont_generate_upload_certificates": False,
+    "ignore_upload_certificates": False,
+}
+
+
 def example_config():
     """The commented config.xml.example: every declared option with its doc.
 
@@ -1039,7 +1051,15 @@ def example_config():
                 continue
             doc = opt.doc.replace("--", "-")
             lines.append("%s<!-- %s -->" % (_IND * 2, doc))
-            value = opt.example if opt.example is not None else opt.default
+            # a boolean's "example" would switch a behaviour on for whoever
+            # copies the file (e.g. upload certificates off): show the default,
+            # or the value a new project gets
+            if opt.name in SAFE_NEW_PROJECT:
+                value = SAFE_NEW_PROJECT[opt.name]
+            elif opt.type == "bool" or opt.example is None:
+                value = opt.default
+            else:
+                value = opt.example
             if opt.type in ("list", "ints") or value is None:
                 sample = {"octal": "0660", "ints": "123"}.get(opt.type, "REGEX")
                 lines.append("%s<!-- <%s>%s</%s> -->" % (_IND * 2, opt.name, sample, opt.name))

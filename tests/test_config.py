@@ -464,6 +464,11 @@ def test_config_xml_example_parses_and_declares_only_known_options(tmp_path):
     # every declared non-repeatable option appears as an element
     for name, opt in C.OPTIONS.items():
         assert "<%s>" % name in text, name
+    # copying the example must not switch off upload certificates or let one
+    # volunteer return two replicas of a job
+    assert not cfg.ignore_upload_certificates
+    assert not cfg.dont_generate_upload_certificates
+    assert cfg.one_result_per_user_per_wu
 
 
 def test_reference_server_fixture_loads():

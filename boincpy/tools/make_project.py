@@ -52,6 +52,7 @@ import sys
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from boincpy.config import SAFE_NEW_PROJECT
 from boincpy.errors import BoincpyError, DatabaseError, ToolError
 from boincpy.web.ops import csrf as ops_csrf
 
@@ -632,11 +633,7 @@ def config_options(spec):
         "cache_md5_info": True,
         "sched_debug_level": 3,
         "fuh_debug_level": 3,
-        # boincpy's safe defaults (BOINC's make_project writes 0, 1, 1)
-        "one_result_per_user_per_wu": True,
-        "send_result_abort": True,
-        "dont_generate_upload_certificates": False,
-        "ignore_upload_certificates": False,
+        **SAFE_NEW_PROJECT,
         "enable_delete_account": 0,
     })
     if spec.web_only:
