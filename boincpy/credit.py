@@ -137,6 +137,45 @@ def generalized_app_version_id(app_version_id, appid):
     return app_version_id
 
 
+#: GPU-only apps: their versions are scaled as if this much less efficient than
+#: a CPU version would be (credit.cpp's DEFAULT_GPU_SCALE)
+DEFAULT_GPU_SCALE = 0.1
+
+
+def app_version_scales(versions):
+    """The feeder's update_av_scales for one app: ``(min_avg_pfc, {id: pfc_scale})``.
+
+    ``versions`` are ``(app_version_id, is_gpu, pfc_n, pfc_avg)`` for the app's
+    current versions.  Versions with over MIN_VERSION_SAMPLES samples are
+    averaged per kind (CPU, GPU); the app is normalised to the lower of the
+    two averages when both kinds have such a version, to the CPU average when
+    at least two CPU versions do, and to DEFAULT_GPU_SCALE times the GPU
+    average when only GPU versions do.  Each version with at least
+    MIN_VERSION_SAMPLES samples then gets ``pfc_scale = avg / its pfc_avg``.
+    Returns ``(None, {})`` when there is too little to go on.
+    """
+    sums = {False: [0.0, 0.0, 0], True: [0.0, 0.0, 0]}     # pfc_sum, pfc_n, nvers
+    for _, is_gpu, pfc_n, pfc_avg in versions:
+        if pfc_n > MIN_VERSION_SAMPLES:
+            kind = sums[bool(is_gpu)]
+            kind[0] += pfc_avg * pfc_n
+            kind[1] += pfc_n
+            kind[2] += 1
+    (cpu_sum, cpu_n, cpu_vers), (gpu_sum, gpu_n, gpu_vers) = sums[False], sums[True]
+    if cpu_vers and gpu_vers:
+        avg = min(cpu_sum / cpu_n, gpu_sum / gpu_n)
+    elif cpu_vers > 1:
+        avg = cpu_sum / cpu_n
+    elif gpu_vers:
+        avg = gpu_sum / gpu_n * DEFAULT_GPU_SCALE
+    else:
+        return None, {}
+    # BOINC's threshold here is >= while the averages above need >: kept
+    scales = {avid: avg / pfc_avg for avid, _, pfc_n, pfc_avg in versions
+              if pfc_n >= MIN_VERSION_SAMPLES and pfc_avg > 0}
+    return avg, scales
+
+
 def wu_estimated_pfc(wu, app):
     """The PFC of a workunit when nothing better is known: rsc_fpops_est * min_avg_pfc."""
     x = wu.rsc_fpops_est

@@ -219,6 +219,66 @@ def test_reread_db(proj):
         feeder.shutdown()
 
 
+def test_update_av_scales_normalises_versions(proj):
+    """Two CPU versions with enough samples: the app is normalised to their
+    weighted average PFC; each version's pfc_scale = average / its own; a
+    version with too few samples keeps scale 0; the array sees the new rows."""
+    cfg, db = proj
+    db.execute("UPDATE app_version SET pfc_n = 300, pfc_avg = 2.0 WHERE id = 1")
+    slow = add_app_version(db, version_num=100, plan_class="sse2", pfc_n=100, pfc_avg=4.0)
+    few = add_app_version(db, version_num=100, plan_class="avx", pfc_n=50, pfc_avg=1.0)
+    log = io.StringIO()
+    feeder = make_feeder(cfg, log_stream=log)
+    try:
+        # pfc_n 100 is not over the threshold: only version 1 counts, and one
+        # CPU version alone is not enough to normalise
+        feeder.one_pass()
+        assert db.query_one("SELECT min_avg_pfc FROM app WHERE id = 1")["min_avg_pfc"] == 1    # the schema default
+        db.execute("UPDATE app_version SET pfc_n = 101 WHERE id = %s", (slow,))
+        feeder.one_pass()                  # within AV_UPDATE_PERIOD: nothing
+        assert db.query_one("SELECT min_avg_pfc FROM app WHERE id = 1")["min_avg_pfc"] == 1    # the schema default
+        feeder.next_av_update_time = 0
+        feeder.one_pass()
+        avg = (300 * 2.0 + 101 * 4.0) / 401
+        app = db.query_one("SELECT min_avg_pfc FROM app WHERE id = 1")
+        assert app["min_avg_pfc"] == pytest.approx(avg)
+        scales = {r["id"]: r["pfc_scale"] for r in db.query(
+            "SELECT id, pfc_scale FROM app_version")}
+        assert scales[1] == pytest.approx(avg / 2.0)
+        assert scales[slow] == pytest.approx(avg / 4.0)
+        assert scales[few] == 0
+        array = shmem.open_segment(shmem.segment_path(cfg))
+        cached = {av["id"]: av for av in array.app_versions}
+        assert cached[slow]["pfc_n"] == 101 and cached[slow]["pfc_scale"] == pytest.approx(
+            avg / 4.0)
+        assert array.apps[0]["min_avg_pfc"] == pytest.approx(avg)
+        array.close()
+        assert "version scale(s) updated" in log.getvalue()
+    finally:
+        feeder.shutdown()
+
+
+def test_update_av_scales_gpu_and_mod_split(proj):
+    """A GPU-only app is scaled to DEFAULT_GPU_SCALE of its average; a feeder
+    that is not part 0 of a --mod split leaves credit alone."""
+    cfg, db = proj
+    db.execute("UPDATE app_version SET plan_class = 'cuda', pfc_n = 500, pfc_avg = 20.0")
+    other = make_feeder(cfg, ["--mod", "2", "1"])
+    try:
+        other.one_pass()
+        assert db.query_one("SELECT min_avg_pfc FROM app")["min_avg_pfc"] == 1    # the schema default
+    finally:
+        other.shutdown()
+    main_feeder = make_feeder(cfg, ["--mod", "2", "0"])
+    try:
+        main_feeder.one_pass()
+        assert db.query_one("SELECT min_avg_pfc FROM app")["min_avg_pfc"] == pytest.approx(2.0)
+        assert db.query_one("SELECT pfc_scale FROM app_version")["pfc_scale"] == \
+            pytest.approx(0.1)
+    finally:
+        main_feeder.shutdown()
+
+
 def test_min_version_keeps_older_versions_and_core_versions_scaled(proj):
     cfg, db = proj
     add_app_version(db, version_num=200, min_core_version=720, max_core_version=0)

@@ -27,18 +27,24 @@ Differences from the C++ feeder, on purpose:
 * the database is read and the error-WU updates are written outside the
   array's lock; the lock is held only while slots are written;
 * ``reread_db`` keeps the jobs of apps still present (C++ empties every slot);
-* app-version credit scales (``update_av_scales``), homogeneous-redundancy
-  slot allocation and job-size statistics are not done here yet.
+* homogeneous-redundancy slot allocation and job-size statistics are not
+  done here yet.
+
+Every AV_UPDATE_PERIOD seconds the main feeder (no ``--mod``/``--wmod``, or
+part 0 of one) updates the app versions' credit scales
+(:meth:`Feeder.update_av_scales`, credit.py's ``app_version_scales``).
 """
 
 import os
 import time
 
+from boincpy.credit import app_version_scales
 from boincpy.daemons.base import Daemon, _option_names
 from boincpy.errors import ToolError
 from boincpy import shmem
 
 REREAD_DB_FILE = "reread_db"
+AV_UPDATE_PERIOD = 600          # seconds between credit-scale updates (feeder.cpp)
 
 # order clauses (feeder.cpp)
 ORDER_DEFAULT = "ORDER BY r1.priority DESC, r1.workunitid"
@@ -222,6 +228,10 @@ class Feeder(Daemon):
         self.all_apps = bool(getattr(args, "allapps", False))
         self.app_indices = [0] * self.nslots
         self.enums = [_Enumeration(None, self.enum_limit)]
+        # only one feeder of a --mod/--wmod split normalises credit
+        self.is_main_feeder = all(not part or part[1] == 0 for part in
+                                  (getattr(args, "mod", None), getattr(args, "wmod", None)))
+        self.next_av_update_time = 0.0
 
     def _select_clause(self):
         clause, params = "", []
@@ -320,9 +330,59 @@ class Feeder(Daemon):
         else:
             action = self.scan_work_array()
         self.array.set_ready(True)
-        self.array.set_fill_time(time.time())
+        now = time.time()
+        self.array.set_fill_time(now)
+        if self.is_main_feeder and now > self.next_av_update_time:
+            self.update_av_scales()
+            self.next_av_update_time = now + AV_UPDATE_PERIOD
         self.check_reread_trigger()
         return action
+
+    def update_av_scales(self):
+        """Credit normalisation (credit.cpp update_av_scales): refresh the cached
+        app versions' PFC statistics from the database, then set each app's
+        min_avg_pfc and its versions' pfc_scale where enough samples exist."""
+        tables = self.array.tables()
+        debug = self.cfg.debug_credit
+        if debug:
+            self.log.normal("-- updating app version scales --")
+        for app in tables["apps"]:
+            versions = []
+            for av in tables["app_versions"]:
+                if av["appid"] != app["id"]:
+                    continue
+                row = self.db.query_one(
+                    "SELECT pfc_n, pfc_avg, pfc_scale, expavg_credit, expavg_time "
+                    "FROM app_version WHERE id = %s", (av["id"],))
+                if row is None:
+                    continue
+                av.update(_plain(row))
+                is_gpu = shmem.plan_class_to_proc_type(av["plan_class"]) != 0
+                versions.append((av["id"], is_gpu, av["pfc_n"], av["pfc_avg"]))
+                if debug:
+                    self.log.normal("add to %s totals: (%d %s) %g %g"
+                                    % ("gpu" if is_gpu else "cpu", av["id"], av["plan_class"],
+                                       av["pfc_n"], av["pfc_avg"]))
+            min_avg_pfc, scales = app_version_scales(versions)
+            if min_avg_pfc is None:
+                continue
+            for avid, scale in scales.items():
+                self.db.execute("UPDATE app_version SET pfc_scale = %s WHERE id = %s",
+                                (scale, avid))
+                if debug:
+                    self.log.normal(" updating scale factor for %d: new scale %g"
+                                    % (avid, scale))
+            for av in tables["app_versions"]:
+                if av["id"] in scales:
+                    av["pfc_scale"] = scales[av["id"]]
+            self.db.execute("UPDATE app SET min_avg_pfc = %s WHERE id = %s",
+                            (min_avg_pfc, app["id"]))
+            app["min_avg_pfc"] = min_avg_pfc
+            self.log.normal("app %s: average PFC %g, %d version scale(s) updated"
+                            % (app["name"], min_avg_pfc, len(scales)))
+        if not self.array.write_tables(tables):
+            self.log.critical("app version tables outgrew the job array; "
+                              "scales kept in the database only")
 
     def check_reread_trigger(self):
         """PROJECT/reread_db: re-read the static tables, then remove the file."""
