@@ -3,7 +3,6 @@ BOINC's names for codes and states, charts, request parsing."""
 
 import io
 import os
-import re
 import stat
 
 import pytest
