@@ -650,8 +650,9 @@ class Config:
     ``project_dir`` (absolute), ``path`` (the file), ``raw`` (options as
     written in the file, typed), ``unknown`` (undeclared options: name ->
     text, or inner XML for options with child elements), ``daemons``,
-    ``tasks``, ``delete_delay`` (seconds) and ``local_host`` (this
-    machine's short host name).
+    ``tasks``, ``delete_delay`` (seconds), ``local_host`` (this
+    machine's short host name) and ``max_jobs_in_progress`` (config_aux.xml's
+    job limits, a JobLimitsSpec, or None: set by load_config).
     """
 
     def __init__(self, project_dir, path=None):
@@ -667,6 +668,7 @@ class Config:
         d["tasks"] = []
         d["local_host"] = ""
         d["delete_delay"] = 0.0
+        d["max_jobs_in_progress"] = None
 
     def get(self, name, default=None):
         """A declared option's value, else an undeclared one's text, else ``default``."""
@@ -722,7 +724,133 @@ def load_config(project_dir=None, filename=CONFIG_FILE):
             data = f.read()
     except OSError as exc:
         raise ConfigError("can't read %s: %s" % (path, exc.strerror)) from None
-    return parse_config_text(data, project_dir, path)
+    cfg = parse_config_text(data, project_dir, path)
+    cfg.max_jobs_in_progress = load_config_aux(os.path.dirname(path))
+    return cfg
+
+
+# ---------------------------------------------------------------------------
+# config_aux.xml: <max_jobs_in_progress> (BOINC's sched_limit.cpp)
+#
+#   <config><max_jobs_in_progress>
+#     <project> <total_limit>..</total_limit> <cpu_limit>..</cpu_limit>
+#               <gpu_limit>..</gpu_limit> </project>
+#     <app> <app_name>NAME</app_name> (the same three limits) </app> ...
+#   </max_jobs_in_progress></config>
+#
+# each limit being <jobs>N</jobs> and optionally <per_proc/> (N per instance of
+# the processor type).  BOINC reads the file after config.xml, in every program
+# that reads config.xml, and refuses to run when it is malformed.
+
+CONFIG_AUX_FILE = "config_aux.xml"
+
+
+class RscJobLimit:
+    """One <total_limit>, <cpu_limit> or <gpu_limit> as written: ``jobs`` is
+    None when the element has no <jobs> (BOINC then keeps the limit it had)."""
+
+    __slots__ = ("jobs", "per_proc")
+
+    def __init__(self, jobs=None, per_proc=False):
+        self.jobs = jobs
+        self.per_proc = per_proc
+
+    def __repr__(self):
+        return "RscJobLimit(%r, per_proc=%r)" % (self.jobs, self.per_proc)
+
+
+class JobLimitSpec:
+    """<project> or one <app> of <max_jobs_in_progress>; an absent limit is None."""
+
+    __slots__ = ("app_name", "total_limit", "cpu_limit", "gpu_limit", "line")
+
+    def __init__(self, app_name="", line=0):
+        self.app_name = app_name
+        self.total_limit = self.cpu_limit = self.gpu_limit = None
+        self.line = line
+
+
+class JobLimitsSpec:
+    """config_aux.xml's <max_jobs_in_progress>: ``project`` (a JobLimitSpec or
+    None) and ``apps`` (app name -> JobLimitSpec; the first of a name counts, as
+    BOINC's lookup_app finds the first)."""
+
+    __slots__ = ("path", "project", "apps")
+
+    def __init__(self, path):
+        self.path = path
+        self.project = None
+        self.apps = {}
+
+
+def load_config_aux(project_dir):
+    """PROJECT/config_aux.xml's job limits as a JobLimitsSpec, or None when the
+    file does not exist (one failed open: cheap for the scheduler CGI).
+    Raises ConfigError naming file, line and element for malformed content."""
+    path = os.path.join(project_dir, CONFIG_AUX_FILE)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError("can't read %s: %s" % (path, exc.strerror)) from None
+    return parse_config_aux_text(data, path)
+
+
+def parse_config_aux_text(data, path=CONFIG_AUX_FILE):
+    """Parse config_aux.xml content (str or bytes); ``path`` is used in messages."""
+    if isinstance(data, str):
+        data = data.encode()
+    root = _parse_tree(data, path)
+    if root[0] != "config":
+        raise ConfigError("%s line %d: root element is <%s>, expected <config>"
+                          % (path, root[2], root[0]))
+    spec = JobLimitsSpec(path)
+    # BOINC ignores the other elements of config_aux.xml; so do we
+    for node in root[4]:
+        if node[0] != "max_jobs_in_progress":
+            continue
+        for child in node[4]:
+            if child[0] == "project":
+                spec.project = _job_limit(child, path)
+            elif child[0] == "app":
+                limit = _job_limit(child, path)
+                if not limit.app_name:
+                    # BOINC logs "missing app name" and goes on without it
+                    import warnings
+                    warnings.warn("%s line %d: <app> without <app_name> ignored"
+                                  % (path, child[2]), ConfigWarning, stacklevel=3)
+                    continue
+                spec.apps.setdefault(limit.app_name, limit)
+    return spec
+
+
+def _job_limit(node, path):
+    limit = JobLimitSpec(line=node[2])
+    for child in node[4]:
+        tag = child[0]
+        if tag == "app_name":
+            limit.app_name = _text(child)
+        elif tag in ("total_limit", "cpu_limit", "gpu_limit"):
+            setattr(limit, tag, _rsc_job_limit(child, path))
+    return limit
+
+
+def _rsc_job_limit(node, path):
+    rsc = RscJobLimit()
+    for child in node[4]:
+        text = _text(child)
+        try:
+            if child[0] == "jobs":
+                rsc.jobs = _parse_int(text)
+            elif child[0] == "per_proc":
+                rsc.per_proc = _parse_bool(text)
+        except ValueError:
+            raise ConfigError("%s line %d: <%s><%s>: %r is not %s" % (
+                path, child[2], node[0], child[0], text,
+                "an integer" if child[0] == "jobs" else "a boolean (0 or 1)")) from None
+    return rsc
 
 
 def parse_config_text(data, project_dir, path="config.xml"):

@@ -477,3 +477,39 @@ def test_project_tools_work_in_the_made_project(made_project):
         assert proc.returncode == 0, (argv, proc.stdout, proc.stderr)
     with p.connect() as db:
         assert db.query_value("SELECT COUNT(*) FROM workunit WHERE name = 'wu_1'") == 1
+
+
+def test_warns_when_www_data_cannot_reach_the_project(names, db_root_params):
+    """A project under a 0700 directory: made, and the run ends with a warning
+    naming the directory and the chmod that fixes it."""
+    import io
+    os.chmod(names["base"], 0o700)
+    spec = make_project.plan(_argv(names["root"], names["short"], names["db_name"],
+                                   names["db_user"], db_root_params, "--no_db"))
+    out = io.StringIO()
+    make_project.make_project(spec, out=out)
+    text = out.getvalue()
+    assert os.path.exists(os.path.join(names["root"], "config.xml"))
+    assert ("WARNING: the web server's user www-data can't reach the project (%s)"
+            % names["root"]) in text
+    assert "%s (mode 0700) is not searchable by www-data" % names["base"] in text
+    assert text.rstrip().endswith("    chmod o+x %s" % names["base"])
+    # the chmod it names is the fix
+    os.chmod(names["base"], 0o700 | 0o001)
+    assert make_project.traversal_warning("www-data", names["root"],
+                                          make_project.PACKAGE_DIR) == ""
+    # the web server's group needs g+x, the owner u+x
+    www = pwd.getpwnam("www-data")
+    os.chown(names["base"], 0, www.pw_gid)
+    os.chmod(names["base"], 0o705)
+    assert make_project.untraversable_dirs(names["root"], "www-data") == [
+        (names["base"], 0o705, "g+x")]
+
+
+def test_no_warning_when_www_data_can_reach_the_project(names, db_root_params):
+    import io
+    spec = make_project.plan(_argv(names["root"], names["short"], names["db_name"],
+                                   names["db_user"], db_root_params, "--no_db"))
+    out = io.StringIO()
+    make_project.make_project(spec, out=out)
+    assert "WARNING" not in out.getvalue()

@@ -512,6 +512,34 @@ def test_db_dump_writes_boincs_files_and_publishes_them(stats_project):
     assert (stats / "user.gz").exists()
 
 
+def test_db_dump_keeps_every_dated_copy_as_boinc_does(stats_project):
+    """BOINC's db_dump (sched/db_dump.cpp) has no retention option: each run
+    moves the previous export to FINAL_DATE (or ARCHIVE_DIR/stats_DATE) and
+    removes none of them.  Four runs leave three dated copies."""
+    project, _ = stats_project
+    html = project / "html"
+
+    def dump(spec="../db_dump_spec.xml"):
+        status, log = run_task(DbDump, project, "--dump_spec", spec, cwd=project / "tmp_test")
+        assert status == 0, log
+        return log
+
+    for _ in range(3):
+        dump()
+    dated = sorted(d for d in os.listdir(html) if d.startswith("stats_"))
+    assert len(dated) == 2 and all((html / d / "user.gz").exists() for d in dated)
+    # with <archive_dir> the previous export goes there, the old copies stay
+    (project / "archive").mkdir()
+    (project / "spec_archive.xml").write_text(DEFAULT_SPEC.replace(
+        "<final_output_dir>", "<archive_dir>../archive</archive_dir>\n<final_output_dir>", 1))
+    log = dump("../spec_archive.xml")
+    archived = os.listdir(project / "archive")
+    assert len(archived) == 1 and re.fullmatch(r"stats(_\d+){6,7}", archived[0])
+    assert "Previous statistics moved to %s" % (project / "archive" / archived[0]) in log
+    assert sorted(d for d in os.listdir(html) if d.startswith("stats_")) == dated
+    assert (html / "stats" / "user.gz").exists()
+
+
 def test_db_dump_exports_only_consenting_users_when_statsexport_is_on(stats_project):
     project, ids = stats_project
     cfg, db = project_db(project)

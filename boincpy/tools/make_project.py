@@ -1078,7 +1078,83 @@ def make_project(spec, out=None):
         say(1, "Database user %s has a generated password (in config.xml)." % spec.db_user)
     say(1, "\nDone creating project. Please view\n%s\nfor important additional "
            "instructions." % os.path.join(root, spec.short_name + ".readme"))
+    warning = traversal_warning(spec.httpd_user, root, PACKAGE_DIR)
+    if warning:
+        say(0, warning)
     return failed
+
+
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def untraversable_dirs(path, user):
+    """The directories on the way to ``path`` (itself included, symbolic links
+    followed) that ``user`` may not enter, as (directory, mode, chmod argument)
+    from the top down.  Judged by the mode bits as the kernel does (owner,
+    else group, else others); ACLs are not read."""
+    import grp
+    import stat
+    pw = pwd.getpwnam(user)
+    if pw.pw_uid == 0:
+        return []
+    groups = {pw.pw_gid} | {g.gr_gid for g in grp.getgrall() if user in g.gr_mem}
+    chain = []
+    for start in (os.path.abspath(path), os.path.realpath(path)):
+        d = start
+        while True:
+            if d not in chain:
+                chain.append(d)
+            parent = os.path.dirname(d)
+            if parent == d:
+                break
+            d = parent
+    blocked = []
+    for d in sorted(chain, key=lambda d: (d.count(os.sep), d)):
+        try:
+            st = os.stat(d)
+        except OSError:
+            continue
+        if st.st_uid == pw.pw_uid:
+            bit, who = stat.S_IXUSR, "u+x"
+        elif st.st_gid in groups:
+            bit, who = stat.S_IXGRP, "g+x"
+        else:
+            bit, who = stat.S_IXOTH, "o+x"
+        if not st.st_mode & bit:
+            blocked.append((d, stat.S_IMODE(st.st_mode), who))
+    return blocked
+
+
+def traversal_warning(user, root, package_dir):
+    """The warning make_project ends with when the web server's ``user`` can't
+    reach the project root or the boincpy package its CGIs import (Apache then
+    fails with errors that don't say why), naming each directory and the
+    chmod that fixes it; "" when all is well."""
+    try:
+        blocked = {"the project": untraversable_dirs(root, user),
+                   "the boincpy package the CGIs run": untraversable_dirs(package_dir, user)}
+    except KeyError:
+        return ""               # no such user: plan() has said so already
+    lines = []
+    seen = set()
+    for what, dirs in blocked.items():
+        dirs = [b for b in dirs if b[0] not in seen]
+        if not dirs:
+            continue
+        seen.update(b[0] for b in dirs)
+        target = root if what == "the project" else package_dir
+        lines.append("\nWARNING: the web server's user %s can't reach %s (%s):"
+                     % (user, what, target))
+        for d, mode, _ in dirs:
+            lines.append("    %s (mode %04o) is not searchable by %s" % (d, mode, user))
+        lines.append("Apache's scheduler, upload handler and pages will fail (errors such as "
+                     "'Permission denied',\n'Server can't parse configuration file', 403 or "
+                     "500).  To fix, run (as the directories' owner or root):")
+        for who in ("u+x", "g+x", "o+x"):
+            paths = [d for d, _, w in dirs if w == who]
+            if paths:
+                lines.append("    chmod %s %s" % (who, " ".join(paths)))
+    return "\n".join(lines)
 
 
 def compile_package(say=None):

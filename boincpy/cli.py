@@ -1,0 +1,57 @@
+"""The entry of every bin/ tool: run its main and exit as a Unix tool does.
+
+``bin/status | head -1``: once ``head`` has read its line and gone, the next
+write to stdout fails with EPIPE.  A C tool (BOINC's) dies of SIGPIPE there,
+silently; Python turns it into BrokenPipeError and a traceback, then another
+one while flushing stdout at exit.  :func:`run` ends the tool quietly instead,
+with the status a shell shows for a tool killed by SIGPIPE (128 + 13).  The
+SIGPIPE default is not restored process-wide because daemons write to
+sockets (MySQL), where EPIPE must stay an error they handle.
+"""
+
+import os
+import sys
+
+EXIT_SIGPIPE = 141          # 128 + SIGPIPE, what the shell reports for a C tool
+
+
+def run(main, *args):
+    """Call ``main(*args)`` and return its exit status (for ``sys.exit``);
+    a SystemExit from it is turned into its status.  When stdout's reader has
+    gone (a pipe into ``head``), return EXIT_SIGPIPE without a traceback; any
+    other broken pipe (a socket) is re-raised."""
+    try:
+        try:
+            status = main(*args)
+        except SystemExit as exc:
+            status = exc.code
+        sys.stdout.flush()
+    except BrokenPipeError:
+        if not stdout_gone():
+            raise
+        _discard_stdout()
+        return EXIT_SIGPIPE
+    return status
+
+
+def stdout_gone():
+    """True when stdout is a pipe nobody reads any more (poll reports POLLERR)."""
+    import select
+    try:
+        fd = sys.stdout.fileno()
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _discard_stdout():
+    # What is still buffered would fail again when Python flushes stdout at
+    # exit ("Exception ignored ... BrokenPipeError"): send it to /dev/null.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
