@@ -103,7 +103,7 @@ GOOD = """<?xml version="1.0"?>
     <mem_usage_base_mb>100</mem_usage_base_mb>
     <mem_usage_per_cpu_mb>50</mem_usage_per_cpu_mb>
     <nthreads_cmdline/>
-    <cpu_feature>AVX</cpu_feature>
+    <cpu_feature>avx</cpu_feature>
     <cpu_feature>sse4_2</cpu_feature>
     <os_regex>Debian|Ubuntu</os_regex>
     <projected_flops_scale>1.1</projected_flops_scale>
@@ -139,6 +139,10 @@ def test_parser_reads_every_kind_of_field():
     assert (mt.min_ncpus, mt.max_threads, mt.nthreads_cmdline) == (2.0, 4, True)
     assert (mt.mem_usage_base, mt.mem_usage_per_cpu) == (100 * MB, 50 * MB)
     assert mt.cpu_features == [" avx ", " sse4_2 "]
+    # as BOINC: the host's features are lower-cased, the spec's words are not
+    upper = pc.parse_specs(GOOD.replace("<cpu_feature>avx<", "<cpu_feature>AVX<"))
+    assert pc.app_plan(plan_host(ncpus=8), "mt", upper).reason == \
+        "plan class 'mt' needs CPU feature 'AVX'"
     assert mt.os_regex.search("Ubuntu 22.04") and not mt.os_regex.search("Windows")
     assert mt.projected_flops_scale == 1.1 and mt.cpu_frac == 0.1 and mt.line == 4
     cu = specs["cuda_new"]
@@ -212,7 +216,7 @@ def test_spec_cpu_class():
     assert r.reason == "plan class 'mt' needs 200 MB of RAM, host has 150 MB usable"
     assert pc.app_plan(plan_host(ncpus=1), "mt", specs).reason == \
         "plan class 'mt' needs 2 CPUs, host has 1"
-    r = pc.app_plan(plan_host(features="fpu sse sse2 avx"), "mt", specs)
+    r = pc.app_plan(plan_host(features="fpu sse sse2 AVX"), "mt", specs)
     assert r.reason == "plan class 'mt' needs CPU feature 'sse4_2'"
     r = pc.app_plan(plan_host(os_version="Fedora 40 [6.8.0|libc 2.39]"), "mt", specs)
     assert "doesn't accept OS version 'Fedora 40" in r.reason

@@ -135,12 +135,14 @@ class Gpu:
             self.ocl_driver_revision = 0
 
 
-_LEAF = re.compile(r"<([A-Za-z_][\w]*)>([^<]*)</\1>|<([A-Za-z_][\w]*)\s*/>")
+# patterns compiled on first use (re's cache): a request without GPUs or a
+# spec file never pays for them
+_LEAF = r"<([A-Za-z_][\w]*)>([^<]*)</\1>|<([A-Za-z_][\w]*)\s*/>"
 
 
 def _leaves(xml):
     out = {}
-    for m in _LEAF.finditer(xml):
+    for m in re.finditer(_LEAF, xml):
         if m.group(1):
             out.setdefault(m.group(1), m.group(2).strip())
         else:
@@ -296,8 +298,7 @@ _SPEC_TAGS = {
 # gpu_type values a request can satisfy (the GPU types BOINC schedules)
 _GPU_TYPES = {"nvidia": PROC_NVIDIA, "amd": PROC_AMD, "ati": PROC_AMD,
               "apple": PROC_APPLE, "apple_gpu": PROC_APPLE}
-_TOKEN = re.compile(r"<!--.*?-->|<\?.*?\?>|<(/?)([A-Za-z_][\w.-]*)\s*(/?)>|<[^>]*>?|[^<]+",
-                    re.S)
+_TOKEN = r"(?s)<!--.*?-->|<\?.*?\?>|<(/?)([A-Za-z_][\w.-]*)\s*(/?)>|<[^>]*>?|[^<]+"
 _UNESCAPE = (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&apos;", "'"), ("&amp;", "&"))
 
 
@@ -313,7 +314,7 @@ def parse_specs(text, path=SPEC_FILE):
     def fail(pos, msg):
         raise PlanClassSpecError("%s line %d: %s" % (path, text.count("\n", 0, pos) + 1, msg))
 
-    toks = [m for m in _TOKEN.finditer(text)
+    toks = [m for m in re.finditer(_TOKEN, text)
             if not m.group(0).startswith(("<!--", "<?")) and m.group(0).strip()]
     i, n = 0, len(toks)
     if not toks or toks[0].group(2) != "plan_classes" or toks[0].group(1) or toks[0].group(3):
@@ -382,8 +383,9 @@ def _set_field(spec, tag, value, fail):
         if kind == "str":
             setattr(spec, attr, value)
         elif kind == "strlist":
-            # matched against " features " (plan_class_spec.cpp); lower case there too
-            getattr(spec, attr).append(" %s " % value.lower())
+            # matched against the host's " features " lower-cased; the spec's
+            # word is taken as written, as BOINC does ("AVX" never matches)
+            getattr(spec, attr).append(" %s " % value)
         elif kind == "bool":
             setattr(spec, attr, value == "" or int(value) != 0)
         elif kind == "int":
