@@ -440,3 +440,21 @@ def test_bad_spec_file_is_logged_and_refuses(sched_env, versions):
     assert log.count("Error parsing plan class spec file: ") == 1
     assert "plan_class_spec.xml line 4: <min_ncpus> must be a number, not 'x'" in log
     assert any("plan class 'mt' refused: " in (m.text or "") for m in root.findall("message"))
+
+
+def test_spec_file_drives_the_reply(sched_env, versions):
+    env = sched_env
+    with open(os.path.join(env.cfg.project_dir, "plan_class_spec.xml"), "w") as f:
+        f.write("<plan_classes>\n<plan_class>\n<name>mt</name>\n<max_threads>8</max_threads>\n"
+                "<nthreads_cmdline/>\n<mem_usage_base_mb>100</mem_usage_base_mb>\n"
+                "<mem_usage_per_cpu_mb>50</mem_usage_per_cpu_mb>\n</plan_class>\n"
+                "</plan_classes>\n")
+    data = request_with(ncpus=4, coprocs=[coproc_cuda(cc=(7, 5), req_secs=0.0)])
+    root, log = post(env, data)
+    assert set(sent_versions(env, root)) == {versions["mt"]}
+    av = root.find("app_version")
+    assert av.findtext("cmdline") == " --memory_size_mb 300 --nthreads 4"
+    assert float(av.findtext("avg_ncpus")) == 4.0
+    # the plan class's memory use replaces the job's rsc_memory_bound
+    assert float(root.find("workunit").findtext("rsc_memory_bound")) == 300 * MB
+    assert "Error parsing" not in log
