@@ -458,3 +458,38 @@ def test_spec_file_drives_the_reply(sched_env, versions):
     # the plan class's memory use replaces the job's rsc_memory_bound
     assert float(root.find("workunit").findtext("rsc_memory_bound")) == 300 * MB
     assert "Error parsing" not in log
+
+
+def test_spec_job_id_range_is_checked_for_every_job(sched_env, versions):
+    env = sched_env
+    env.execute("UPDATE app_version SET deprecated = 1 WHERE id = %s", (versions[""],))
+    with open(os.path.join(env.cfg.project_dir, "plan_class_spec.xml"), "w") as f:
+        f.write("<plan_classes>\n<plan_class>\n<name>mt</name>\n<max_threads>2</max_threads>\n"
+                "<min_wu_id>2</min_wu_id>\n</plan_class>\n</plan_classes>\n")
+    data = request_with(ncpus=2).replace(b"<work_req_seconds>1.000000</work_req_seconds>",
+                                         b"<work_req_seconds>864000</work_req_seconds>")
+    data = data.replace(b"<cpu_req_secs>1.000000</cpu_req_secs>",
+                        b"<cpu_req_secs>864000</cpu_req_secs>")
+    root, log = post(env, data)
+    # As BOINC, the version is chosen once per request, with the first job
+    # looked at (if that's job 1, nothing is sent); job 1 itself never goes.
+    names = [r.findtext("wu_name") for r in root.findall("result")]
+    assert "pc0" not in names
+    assert names or "job #1 is older than plan class 'mt' allows (min_wu_id 2)" in log
+
+
+def test_infeasible_custom_checks_the_job_range():
+    from boincpy.sched import choose
+
+    class W:                    # the parts of choose.Work infeasible_custom reads
+        pc_specs = pc.parse_specs(GOOD)
+        reasons = {}
+        reason = choose.Work.reason
+    bav = choose.BestVersion(1, {"id": 7, "plan_class": "vbox"}, None, pc.HostUsage(), 7)
+    w = W()
+    assert choose.infeasible_custom(w, {"id": 12, "batch": 0}, {}, bav) is None
+    assert choose.infeasible_custom(w, {"id": 9, "batch": 0}, {}, bav) == "plan_class"
+    assert w.reasons == {"plan_class": "job #9 is older than plan class 'vbox' allows "
+                                       "(min_wu_id 10)"}
+    bav.av = {"id": 7, "plan_class": "mt"}          # not job-restricted
+    assert choose.infeasible_custom(w, {"id": 9, "batch": 0}, {}, bav) is None
