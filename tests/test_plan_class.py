@@ -493,3 +493,31 @@ def test_infeasible_custom_checks_the_job_range():
                                        "(min_wu_id 10)"}
     bav.av = {"id": 7, "plan_class": "mt"}          # not job-restricted
     assert choose.infeasible_custom(w, {"id": 9, "batch": 0}, {}, bav) is None
+
+
+def opencl_cpu_prop(vendor="Intel(R) Corporation", version="OpenCL 1.2 (Build 37)"):
+    return ("    <opencl_cpu_prop>\n   <platform_vendor>%s</platform_vendor>\n"
+            "   <opencl_cpu_info>\n      <name>Intel(R) Core(TM) i7</name>\n"
+            "      <global_mem_size>8000000000</global_mem_size>\n"
+            "      <opencl_device_version>%s</opencl_device_version>\n"
+            "   </opencl_cpu_info>\n</opencl_cpu_prop>\n" % (vendor, version))
+
+
+def test_opencl_cpu_versions():
+    specs = pc.parse_specs("<plan_classes>\n<plan_class>\n<name>ocl_cpu</name>\n<opencl/>\n"
+                           "<min_opencl_version>102</min_opencl_version>\n</plan_class>\n"
+                           "</plan_classes>\n")
+    ph = plan_host(extra_host=opencl_cpu_prop())
+    assert len(ph.host.opencl_cpu_props) == 1 and ph.host.p_ncpus == 2
+    hu = pc.app_plan(ph, "ocl_cpu", specs)
+    assert (hu.proc_type, hu.avg_ncpus) == (0, 1.0)
+    ph = plan_host(extra_host=opencl_cpu_prop(version="OpenCL 1.1 (Build 1)"))
+    assert "no OpenCL CPU platform of the host qualifies" in \
+        pc.app_plan(ph, "ocl_cpu", specs).reason
+    assert pc.app_plan(plan_host(), "ocl_cpu", specs).reason == \
+        "plan class 'ocl_cpu' needs OpenCL for the CPU"
+    # built-in: BOINC wants platform_vendor exactly "intel", then it's mt
+    hu = pc.app_plan(plan_host(extra_host=opencl_cpu_prop("intel")), "opencl_cpu_intel")
+    assert hu.avg_ncpus == 2.0 and hu.cmdline == "--nthreads 2"
+    assert "vendor 'intel'" in pc.app_plan(plan_host(extra_host=opencl_cpu_prop()),
+                                           "opencl_cpu_intel").reason

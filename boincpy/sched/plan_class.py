@@ -121,18 +121,35 @@ class Gpu:
         self.atirt_detected = _bool(v.get("atirt_detected"))
         self.amdrt_detected = _bool(v.get("amdrt_detected"))
         self.metal_support = _int(v.get("metal_support"))
-        self.ocl_global_mem_size = _float(o.get("global_mem_size"))
-        self.ocl_local_mem_size = _float(o.get("local_mem_size"))
-        self.ocl_double_fp_config = _int(o.get("double_fp_config"))
-        dv = o.get("opencl_device_version", "")
-        m = re.match(r"OpenCL (\d+)\.(\d+)", dv)
-        self.ocl_version_int = int(m.group(1)) * 100 + int(m.group(2)) if m else 0
-        # the runtime revision: "(1800.8)" at the end of the version string
-        m = re.search(r"\(([0-9.]+)[^(]*$", dv)
-        try:
-            self.ocl_driver_revision = int(float(m.group(1)) * 100 + 0.5) if m else 0
-        except ValueError:
-            self.ocl_driver_revision = 0
+        _opencl_props(self, o)
+
+
+class OpenclCpu:
+    """One <opencl_cpu_prop> of <host_info>: an OpenCL platform for the CPU."""
+
+    __slots__ = ("platform_vendor", "ocl_global_mem_size", "ocl_local_mem_size",
+                 "ocl_version_int", "ocl_driver_revision", "ocl_double_fp_config")
+
+    def __init__(self, xml):
+        head, _, info = xml.partition("<opencl_cpu_info>")
+        self.platform_vendor = _leaves(head).get("platform_vendor", "")
+        _opencl_props(self, _leaves(info))
+
+
+def _opencl_props(obj, o):
+    """OPENCL_DEVICE_PROP's fields plan classes compare, from its leaves."""
+    obj.ocl_global_mem_size = _float(o.get("global_mem_size"))
+    obj.ocl_local_mem_size = _float(o.get("local_mem_size"))
+    obj.ocl_double_fp_config = _int(o.get("double_fp_config"))
+    dv = o.get("opencl_device_version", "")
+    m = re.match(r"OpenCL (\d+)\.(\d+)", dv)
+    obj.ocl_version_int = int(m.group(1)) * 100 + int(m.group(2)) if m else 0
+    # the runtime revision: "(1800.8)" at the end of the version string
+    m = re.search(r"\(([0-9.]+)[^(]*$", dv)
+    try:
+        obj.ocl_driver_revision = int(float(m.group(1)) * 100 + 0.5) if m else 0
+    except ValueError:
+        obj.ocl_driver_revision = 0
 
 
 # patterns compiled on first use (re's cache): a request without GPUs or a
@@ -211,6 +228,10 @@ class PlanHost:
                         getattr(rr, "available_ram", 0.0))
             self._gpus[proc_type] = g
         return g
+
+    def opencl_cpus(self):
+        """The host's OpenCL CPU platforms (HOST::opencl_cpu_prop)."""
+        return [OpenclCpu(x) for x in getattr(self.host, "opencl_cpu_props", ())]
 
     def gpus(self):
         return [self.gpu(r.proc_type) for r in self._resources if r.proc_type]
@@ -691,8 +712,11 @@ def _check_spec(s, ph, wu):
                 return why
             gpu_ram = g.ocl_global_mem_size
         else:
-            # OpenCL CPU versions: requests' <opencl_cpu_prop> aren't parsed here
-            return "needs OpenCL for the CPU (this scheduler doesn't read opencl_cpu_prop)"
+            # an OpenCL CPU version: any of the host's CPU platforms that passes
+            cpus = ph.opencl_cpus()
+            if not any(_ocl_check(s, c) is None for c in cpus):
+                return ("needs OpenCL for the CPU; no OpenCL CPU platform of the host "
+                        "qualifies" if cpus else "needs OpenCL for the CPU")
 
     if g is not None:
         if s.min_gpu_ram_mb and s.min_gpu_ram_mb * MEGA > gpu_ram:
@@ -932,7 +956,10 @@ def _builtin(ph, pc):
     if pc == "mt":
         return _builtin_mt(ph, hu)
     if "opencl_cpu_intel" in pc:
-        return "needs Intel OpenCL for the CPU (this scheduler doesn't read opencl_cpu_prop)"
+        # BOINC compares platform_vendor with "intel" exactly
+        if not any(c.platform_vendor == "intel" for c in ph.opencl_cpus()):
+            return "needs an OpenCL CPU platform of vendor 'intel'"
+        return _builtin_mt(ph, hu)
     if pc.startswith("opencl"):
         return _builtin_opencl(ph, pc, hu)
     if pc.startswith("ati"):
