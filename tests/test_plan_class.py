@@ -521,3 +521,52 @@ def test_opencl_cpu_versions():
     assert hu.avg_ncpus == 2.0 and hu.cmdline == "--nthreads 2"
     assert "vendor 'intel'" in pc.app_plan(plan_host(extra_host=opencl_cpu_prop()),
                                            "opencl_cpu_intel").reason
+
+
+def test_gpu_messages():
+    specs = pc.parse_specs(GOOD)
+    have = [True, True, False, False, False]
+    ph = plan_host(coprocs=[coproc_cuda(drv=39000)])
+    assert not pc.app_plan(ph, "cuda_new", specs)
+    assert pc.gpu_messages(ph, have) == [
+        ("notice", "NVIDIA GPU: Upgrade to the latest driver to process tasks using your "
+                   "computer's GPU")]
+    assert pc.gpu_messages(ph, have, anonymous=True) == []
+    ph = plan_host(coprocs=[coproc_cuda(ram=512 * MB)])
+    assert not pc.app_plan(ph, "cuda_new", specs)
+    # as BOINC's GPU_REQUIREMENTS::update: cuda_new's min_driver_version
+    # (recorded with RAM 0) wipes its RAM minimum, so no message
+    assert pc.gpu_messages(ph, have) == []
+    ram_only = pc.parse_specs(GOOD.replace("<min_driver_version>40000</min_driver_version>", ""))
+    assert not pc.app_plan(ph, "cuda_new", ram_only)
+    assert pc.gpu_messages(ph, have) == [
+        ("low", "A minimum of 1024 MB (preferably 1024 MB) of video RAM is needed to process "
+                "tasks using your computer's NVIDIA GPU")]
+    # built-in classes record theirs: cuda wants driver 177.00, cuda23 190.38
+    ph = plan_host(coprocs=[coproc_cuda(cc=(1, 3), cuda=0, drv=18000)])
+    assert pc.app_plan(ph, "cuda") and not pc.app_plan(ph, "cuda23")
+    assert pc.gpu_messages(ph, have) == [
+        ("low", "NVIDIA GPU: Upgrade to the latest driver to use all of this project's GPU "
+                "applications")]
+    # a GPU-only project and a host without GPUs (BOINC's wording, "GPU GPU" and all)
+    assert pc.gpu_messages(plan_host(), [False, True, True, False, False]) == [
+        ("notice", "An NVIDIA GPU or AMD/ATI GPU GPU is required to run tasks for this "
+                   "project")]
+
+
+def test_old_nvidia_driver_gets_the_upgrade_notice(sched_env, versions):
+    env = sched_env
+    data = request_with(ncpus=1, coprocs=[coproc_cuda(cc=(7, 5), drv=19000)])
+    data = data.replace(b"<cpu_req_secs>1.000000</cpu_req_secs>",
+                        b"<cpu_req_secs>0.000000</cpu_req_secs>")
+    root, log = post(env, data)
+    assert root.find("result") is None
+    notices = [m.text for m in root.findall("message") if m.get("priority") == "notice"]
+    assert "NVIDIA GPU: Upgrade to the latest driver to process tasks using your " \
+           "computer's GPU" in notices
+    # both versions' reasons, in the log and the message
+    reasons = ("plan class 'mt' needs 2 CPUs, host has 1; "
+               "plan class 'cuda_fermi' needs NVIDIA driver 195.00, GPU has 190.00")
+    assert "No tasks sent: plan_class: " + reasons in log
+    assert "No version of the application suits this computer's hardware: " + reasons in \
+        [m.text for m in root.findall("message")]

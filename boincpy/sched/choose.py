@@ -265,7 +265,13 @@ def plan_class_usage(work, av, wu):
     for text in work.plan_host.messages:
         work.add_no_work_message(text)
     if not r:
-        work.reason("plan_class", r.reason)
+        # every plan class's reason, not just the first (the host may have
+        # been refused by cuda and mt for different reasons)
+        known = work.reasons.get("plan_class")
+        if known is None:
+            work.reason("plan_class", r.reason)
+        elif r.reason not in known.split("; "):
+            work.reasons["plan_class"] = known + "; " + r.reason
         if work.cfg.debug_version_select:
             work.log.normal("[version] [AV#%d] %s" % (av["id"], r.reason))
         return None
@@ -1415,6 +1421,11 @@ def _send_user_messages(work):
     """send_user_messages(): explain when work was asked for and none sent."""
     ctx, req = work.ctx, work.req
     reply = ctx.reply
+    # send_gpu_messages(), whether or not jobs were sent
+    if req.resources[1:] or not work.ja_have_apps[0]:
+        for prio, text in plan_class.gpu_messages(_plan_host(work), work.ja_have_apps,
+                                                  work.anonymous):
+            reply.add_message(text, PRIORITY_NOTICE if prio == "notice" else PRIORITY_LOW)
     if work.njobs_sent or not req.work_req_seconds:
         return
     work.set_delay(0)

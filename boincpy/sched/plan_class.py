@@ -94,6 +94,7 @@ class Gpu:
     __slots__ = ("proc_type", "type", "count", "peak_flops", "available_ram", "name",
                  "have_cuda", "have_opencl", "have_cal", "cuda_version", "driver_version",
                  "total_global_mem", "cc", "cal_version", "cal_version_num", "cal_target",
+                 "local_ram",
                  "atirt_detected", "amdrt_detected", "metal_support",
                  "ocl_global_mem_size", "ocl_local_mem_size", "ocl_version_int",
                  "ocl_driver_revision", "ocl_double_fp_config")
@@ -118,6 +119,7 @@ class Gpu:
         self.cal_version = v.get("CALVersion", "")
         self.cal_version_num = _three_part(self.cal_version)
         self.cal_target = _int(v.get("target"))
+        self.local_ram = _int(v.get("localRAM")) * MEGA
         self.atirt_detected = _bool(v.get("atirt_detected"))
         self.amdrt_detected = _bool(v.get("amdrt_detected"))
         self.metal_support = _int(v.get("metal_support"))
@@ -213,6 +215,8 @@ class PlanHost:
         self.dont_use_docker = dont_use_docker
         self.dont_use_wsl = dont_use_wsl
         self.messages = []                            # add_no_work_message() texts
+        # GPU_REQUIREMENTS per processor type: [min_ram, opt_ram, min_driver, opt_driver]
+        self.gpu_requirements = {}
         self._resources = list(resources)
         self._gpus = {}
 
@@ -236,9 +240,59 @@ class PlanHost:
     def gpus(self):
         return [self.gpu(r.proc_type) for r in self._resources if r.proc_type]
 
+    def require(self, proc_type, driver_version, ram):
+        """GPU_REQUIREMENTS::update: what the project's GPU versions need, for
+        the "upgrade your driver" / "more video RAM" messages."""
+        r = self.gpu_requirements.setdefault(proc_type, [0.0, 0.0, 0, 0])
+        if not r[2] or driver_version < r[2]:
+            r[2] = driver_version
+        r[3] = max(r[3], driver_version)
+        if not r[0] or ram < r[0]:
+            r[0] = ram
+        r[1] = max(r[1], ram)
+
     def message(self, text):
         if text not in self.messages:
             self.messages.append(text)
+
+
+def gpu_messages(ph, have_apps, anonymous=False):
+    """send_gpu_messages(): [(priority, text)] about the host's GPUs -- an old
+    Mac client, a GPU-only project, too little video RAM, an old driver.
+    ``have_apps``: the job array's have_apps_for_proc_type."""
+    if anonymous:
+        return []
+    out = []
+    h = ph.host
+    names = ("CPU", "NVIDIA GPU", "AMD/ATI GPU", "Intel GPU", "Apple GPU")
+    if ph.gpu(PROC_NVIDIA).count and have_apps[PROC_NVIDIA] \
+            and "Darwin" in (h.os_name or "") and ph.core_client_version < 61028:
+        out.append(("notice", "A newer version of BOINC is needed to use your NVIDIA GPU; "
+                              "please upgrade to the current version"))
+    gpu_types = [pt for pt in range(1, 5) if have_apps[pt]]
+    if not have_apps[PROC_CPU] and gpu_types \
+            and not any(ph.gpu(pt).count for pt in gpu_types):
+        out.append(("notice", "An %s GPU is required to run tasks for this project"
+                    % " or ".join(names[pt] for pt in gpu_types)))
+    for pt in range(1, 5):
+        g = ph.gpu(pt)
+        if not g.count or not have_apps[pt]:
+            continue
+        ram, version = {PROC_NVIDIA: (g.total_global_mem, g.driver_version),
+                        PROC_AMD: (g.local_ram, g.cal_version_num)}.get(
+                            pt, (g.ocl_global_mem_size, 0))
+        min_ram, opt_ram, min_drv, opt_drv = ph.gpu_requirements.get(pt, (0, 0, 0, 0))
+        if ram < min_ram:
+            out.append(("low", "A minimum of %d MB (preferably %d MB) of video RAM is needed "
+                               "to process tasks using your computer's %s"
+                        % (int(min_ram / MEGA), int(opt_ram / MEGA), names[pt])))
+        elif version and version < min_drv:
+            out.append(("notice", "%s: Upgrade to the latest driver to process tasks using "
+                                  "your computer's GPU" % names[pt]))
+        elif version and version < opt_drv:
+            out.append(("low", "%s: Upgrade to the latest driver to use all of this "
+                               "project's GPU applications" % names[pt]))
+    return out
 
 
 def coproc_perf(cpu_flops, gpu_flops, cpu_frac):
@@ -655,6 +709,7 @@ def _check_spec(s, ph, wu):
         g = ph.gpu(PROC_AMD)
         if not g.count:
             return "needs an AMD/ATI GPU"
+        _spec_requirements(s, ph, PROC_AMD)
         if s.need_ati_libs:
             if not g.atirt_detected:
                 return "needs ATI libraries"
@@ -676,6 +731,7 @@ def _check_spec(s, ph, wu):
         if not g.count:
             return "needs an NVIDIA GPU"
         driver_version = g.driver_version
+        _spec_requirements(s, ph, PROC_NVIDIA)
         if s.min_nvidia_compcap and s.min_nvidia_compcap > g.cc:
             return "needs compute capability %d, GPU has %d" % (s.min_nvidia_compcap, g.cc)
         if s.max_nvidia_compcap and s.max_nvidia_compcap < g.cc:
@@ -692,10 +748,14 @@ def _check_spec(s, ph, wu):
         g = ph.gpu(PROC_INTEL)
         if not g.count:
             return "needs an Intel GPU"
+        if s.min_gpu_ram_mb:
+            ph.require(PROC_INTEL, 0, s.min_gpu_ram_mb * MEGA)
     elif gt in ("apple", "apple_gpu"):
         g = ph.gpu(PROC_APPLE)
         if not g.count:
             return "needs an Apple GPU"
+        if s.min_gpu_ram_mb:
+            ph.require(PROC_APPLE, 0, s.min_gpu_ram_mb * MEGA)
         if s.min_metal_support and g.metal_support < s.min_metal_support:
             return "needs Metal support %d, GPU has %d" % (s.min_metal_support, g.metal_support)
     elif s.gpu_type_regex is not None:
@@ -782,6 +842,13 @@ def _check_spec(s, ph, wu):
     return hu
 
 
+def _spec_requirements(s, ph, pt):
+    if s.min_gpu_ram_mb:
+        ph.require(pt, 0, s.min_gpu_ram_mb * MEGA)
+    if s.min_driver_version:
+        ph.require(pt, abs(s.min_driver_version), 0)
+
+
 def _three_part_tuple(s):
     m = re.match(r"\s*(\d+)\.(\d+)\.(\d+)", s or "")
     return tuple(int(x) for x in m.groups()) if m else None
@@ -858,6 +925,8 @@ def _builtin_cuda(ph, pc, hu):
     if max_cc and g.cc >= max_cc:
         return "needs compute capability below %d.%d, GPU has %d.%d" % (
             max_cc // 100, max_cc % 100, g.cc // 100, g.cc % 100)
+    if g.driver_version:
+        ph.require(PROC_NVIDIA, min_drv, min_ram)
     if not g.cuda_version and not g.driver_version:
         return "needs a CUDA or driver version, the client reported neither"
     if g.cuda_version and min_cuda and g.cuda_version < min_cuda:
@@ -880,6 +949,8 @@ def _builtin_ati(ph, pc, hu):
         # picks it); refusing says so
         return "is not a plan class BOINC knows (ati, ati13amd, ati13ati, ati14)"
     min_ver, need_amd, min_ram, ndevs, cpu_frac, scale = _ATI[pc]
+    if g.cal_version_num:
+        ph.require(PROC_AMD, min_ver, min_ram)
     if need_amd and not g.amdrt_detected:
         return "needs the AMD runtime libraries"
     if not need_amd and not g.atirt_detected:
