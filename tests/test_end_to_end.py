@@ -348,3 +348,32 @@ def test_demo_command_end_to_end_with_teardown():
     import psutil
     for proc in psutil.process_iter(["cmdline"]):
         assert root not in " ".join(proc.info["cmdline"] or []), proc.info["cmdline"]
+
+
+def test_mt_plan_class_version_runs_on_a_stock_client(fullrun):
+    """The example app installed only as PLATFORM__mt: the scheduler's built-in
+    mt plan class sends it with all the host's CPUs and --nthreads, and the
+    stock client runs the jobs to the end."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("the mt plan class needs a host with 2 CPUs")
+    run = fullrun
+    demo = run(njobs=2, min_quorum=1, volunteers=1, until="reported", plan_class="mt",
+               daemons=("feeder -d 3", "transitioner -d 3"))
+    demo.run()
+    (v,) = demo.volunteers
+    ncpus = int(v.client.host_info()["p_ncpus"])
+    avs = run.rows("SELECT * FROM app_version")
+    assert [av["plan_class"] for av in avs] == ["mt"]
+    results = _batch_results(run, demo.batch)
+    assert len(results) == 2
+    for r in results:
+        assert r["server_state"] == ServerState.OVER, r["name"]
+        assert r["outcome"] == Outcome.SUCCESS, r["name"]
+        assert r["app_version_id"] == avs[0]["id"], r["name"]
+    _check_client_logs(run)
+    with open(os.path.join(v.client.data_dir, "client_state.xml")) as f:
+        state = f.read()
+    av = state[state.index("<app_version>"):state.index("</app_version>")]
+    assert "<plan_class>mt</plan_class>" in av
+    assert float(re.search(r"<avg_ncpus>([^<]+)</avg_ncpus>", av).group(1)) == ncpus
+    assert "<cmdline>--nthreads %d</cmdline>" % ncpus in av

@@ -50,7 +50,9 @@ import random
 import time
 
 from boincpy import shmem
+from boincpy.sched import plan_class
 from boincpy.sched.context import PRIORITY_LOW, PRIORITY_NOTICE, SentJob
+from boincpy.sched.plan_class import HostUsage  # noqa: F401  (choose.HostUsage, as before)
 
 NPROC_TYPES = 5
 PROC_TYPE_NAMES = ("CPU", "NVIDIA GPU", "AMD/ATI GPU", "Intel GPU", "Apple GPU")
@@ -104,39 +106,6 @@ EXTRA_MESSAGES = {
 
 # ---------------------------------------------------------------------------
 # per-request state
-
-class HostUsage:
-    """How a job with a given app version uses the host (BOINC's HOST_USAGE)."""
-
-    __slots__ = ("proc_type", "avg_ncpus", "gpu_usage", "gpu_ram", "peak_flops",
-                 "projected_flops", "mem_usage", "cmdline")
-
-    def __init__(self, flops=0.0):
-        # sequential_app(): one CPU, no GPU
-        if flops <= 0:
-            flops = 1e9
-        self.proc_type = 0
-        self.avg_ncpus = 1.0
-        self.gpu_usage = 0.0
-        self.gpu_ram = 0.0
-        self.peak_flops = flops
-        self.projected_flops = flops
-        self.mem_usage = 0.0
-        self.cmdline = ""
-
-    def copy(self):
-        u = HostUsage()
-        for f in HostUsage.__slots__:
-            setattr(u, f, getattr(self, f))
-        return u
-
-    def is_sequential(self):
-        return self.proc_type == 0 and self.avg_ncpus == 1
-
-    def resource_type(self):
-        """app_version_id of an anonymous-platform job: -2 CPU, -3 NVIDIA ..."""
-        return -(2 + self.proc_type)
-
 
 class BestVersion:
     """The app version chosen for an app on this host (BEST_APP_VERSION)."""
@@ -344,6 +313,8 @@ class Work:
         self.hav_quota_init = set()
         self.has_reliable_version = False
         self.taken = 0
+        self.pc_specs = False               # plan_class_spec.xml not looked for yet
+        self.plan_host = None
 
     # -- reasons ------------------------------------------------------------
 
@@ -377,11 +348,63 @@ class Work:
 
 def plan_class_usage(work, av, wu):
     """HostUsage for a plan-class app version on this host, or None if the plan
-    class rejects the host.  Plan classes (plan_class_spec.xml and BOINC's
-    built-ins) are not implemented yet: every plan-class version is refused."""
-    work.reason("plan_class", "plan class '%s' of [AV#%d] is not supported by this "
-                "scheduler yet" % (av["plan_class"], av["id"]))
-    return None
+    class rejects the host (app_plan: the project's plan_class_spec.xml if it
+    has one, else BOINC's built-in classes; see boincpy.sched.plan_class)."""
+    specs = _plan_class_specs(work)
+    r = plan_class.app_plan(_plan_host(work), av["plan_class"], specs, wu)
+    for text in work.plan_host.messages:
+        work.add_no_work_message(text)
+    if not r:
+        # every plan class's reason, not just the first (the host may have
+        # been refused by cuda and mt for different reasons)
+        known = work.reasons.get("plan_class")
+        if known is None:
+            work.reason("plan_class", r.reason)
+        elif r.reason not in known.split("; "):
+            work.reasons["plan_class"] = known + "; " + r.reason
+        if work.cfg.debug_version_select:
+            work.log.normal("[version] [AV#%d] %s" % (av["id"], r.reason))
+        return None
+    return r
+
+
+def _plan_class_specs(work):
+    """plan_class_spec.xml, looked for once per request; a bad file is logged
+    once per request (and refuses every plan class)."""
+    if work.pc_specs is False:
+        work.pc_specs = plan_class.load_specs(work.cfg.project_dir)
+        if isinstance(work.pc_specs, plan_class.PlanClassSpecError):
+            work.log.critical("Error parsing plan class spec file: %s" % work.pc_specs)
+    return work.pc_specs
+
+
+def _capped_fpops(work):
+    """capped_host_fpops(): the host's FLOPS within the project's distribution."""
+    x = work.hinfo.p_fpops
+    try:
+        perf = work.ja.perf_info()
+    except AttributeError:
+        return x
+    if x <= 0:
+        return perf["host_fpops_50_percentile"]
+    return min(x, perf["host_fpops_95_percentile"] * 1.1) if perf[
+        "host_fpops_95_percentile"] > 0 else x
+
+
+def _plan_host(work):
+    ph = work.plan_host
+    if ph is None:
+        req = work.req
+        venue = work.host.get("venue", "") or ""
+        ph = plan_class.PlanHost(
+            work.hinfo, req.resources, req.core_client_version,
+            req.core_client_major_version, work.userid, work.effective_ncpus,
+            work.usable_ram, _capped_fpops(work),
+            work.platforms[0]["name"] if work.platforms else req.platform_name,
+            _prefs_body(work.user.get("project_prefs"), venue),
+            req.dont_use_docker, req.dont_use_wsl)
+        work.plan_host = ph
+    return ph
 
 
 def hr_feasible(work, wu, app):
@@ -400,7 +423,18 @@ def send_targeted_jobs(work):
 
 
 def infeasible_custom(work, wu, app, bav):
-    """Project-specific feasibility hook (wu_is_infeasible_custom): None = feasible."""
+    """Project-specific feasibility hook (wu_is_infeasible_custom): None = feasible.
+    As BOINC's: a plan class of plan_class_spec.xml limited to some job ids or
+    batches (the version was chosen for another job of the same app)."""
+    if bav.av and bav.av["plan_class"]:
+        specs = _plan_class_specs(work)
+        if isinstance(specs, dict):
+            spec = specs.get(bav.av["plan_class"])
+            if spec is not None and spec.wu_restricted:
+                why = plan_class.wu_infeasible(spec, wu)
+                if why:
+                    work.reason("plan_class", why)
+                    return "plan_class"
     return None
 
 
@@ -454,21 +488,28 @@ def _clamp_req(x):
     return min(max(x, 0.0), MAX_REQ_SECS)
 
 
+def _prefs_body(xml, venue):
+    """user.project_prefs reduced to the host's venue (extract_venue)."""
+    import re
+    if not xml:
+        return ""
+    if isinstance(xml, bytes):
+        xml = xml.decode("utf-8", "replace")
+    if venue:
+        m = re.search(r'<venue\s+name="%s"\s*>(.*?)</venue>' % re.escape(venue), xml, re.S)
+        if m:
+            return m.group(1)
+        return xml
+    return re.sub(r"<venue\b.*?</venue>", "", xml, flags=re.S)
+
+
 def _parse_project_prefs(xml, venue):
     """ProjectPrefs from user.project_prefs (the host's venue block if any)."""
     import re
     prefs = ProjectPrefs()
     if not xml:
         return prefs
-    if isinstance(xml, bytes):
-        xml = xml.decode("utf-8", "replace")
-    body = xml
-    if venue:
-        m = re.search(r'<venue\s+name="%s"\s*>(.*?)</venue>' % re.escape(venue), xml, re.S)
-        if m:
-            body = m.group(1)
-    else:
-        body = re.sub(r"<venue\b.*?</venue>", "", xml, flags=re.S)
+    body = _prefs_body(xml, venue)
 
     def flag(tag):
         m = re.search(r"<%s\s*/>|<%s>\s*([^<]*)</%s>" % (tag, tag, tag), body)
@@ -1497,6 +1538,11 @@ def _send_user_messages(work):
     """send_user_messages(): explain when work was asked for and none sent."""
     ctx, req = work.ctx, work.req
     reply = ctx.reply
+    # send_gpu_messages(), whether or not jobs were sent
+    if req.resources[1:] or not work.ja_have_apps[0]:
+        for prio, text in plan_class.gpu_messages(_plan_host(work), work.ja_have_apps,
+                                                  work.anonymous):
+            reply.add_message(text, PRIORITY_NOTICE if prio == "notice" else PRIORITY_LOW)
     if work.njobs_sent or not req.work_req_seconds:
         return
     work.set_delay(0)
@@ -1540,6 +1586,8 @@ def _send_user_messages(work):
     for key in work.reasons:
         text = EXTRA_MESSAGES.get(key)
         if text:
+            if key == "plan_class":
+                text += ": " + work.reasons[key]      # which plan class, and why
             reply.add_message(text, PRIORITY_LOW)
 
 

@@ -107,6 +107,8 @@ class HostInfo(Record):
         # 8.x clients
         ("docker_version", ""),
         ("docker_type", 0),
+        # raw <opencl_cpu_prop> elements (one per OpenCL platform), for plan classes
+        ("opencl_cpu_props", list),
     )
 
 
@@ -641,7 +643,13 @@ class _Parser:
             return
         host = self.req.host
         host.p_ncpus = 1            # BOINC's HOST::parse default
-        self.container(tag, offset, lambda t, o: self.fields(host, t, o, _HOST_INFO_FIELDS))
+
+        def child(t, o):
+            if t == "opencl_cpu_prop":
+                host.opencl_cpu_props.append(_text(self.raw_block(t, o)))
+                return True
+            return self.fields(host, t, o, _HOST_INFO_FIELDS)
+        self.container(tag, offset, child)
 
     def time_stats(self, tag, offset):
         if tag.endswith("/"):

@@ -111,6 +111,7 @@ class Settings:
     teardown: bool = False
     timeout: float = 900.0
     verbose: bool = False
+    plan_class: str = ""        # install the example app as PLATFORM__PLAN_CLASS (e.g. "mt")
 
     def __post_init__(self):
         self.project_root = os.path.abspath(os.path.expanduser(self.project_root))
@@ -323,7 +324,8 @@ class Demo:
     # -- 3. the app ---------------------------------------------------------------
 
     def version_dir(self):
-        return os.path.join(self.root, "apps", APP, APP_VERSION, PLATFORM)
+        plat = PLATFORM + ("__" + self.s.plan_class if self.s.plan_class else "")
+        return os.path.join(self.root, "apps", APP, APP_VERSION, plat)
 
     def install_app(self):
         """Build the example app into apps/APP/VERSION/PLATFORM/ with a version.xml,
