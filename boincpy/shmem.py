@@ -474,6 +474,18 @@ class JobArray:
             self._change_state(i, pid, EMPTY if empty else PRESENT, prio)
             return True
 
+    def bump_infeasible_count(self, i, pid):
+        """One more ``infeasible_count`` for slot ``i`` while ``pid`` holds it
+        (a job committed to another HR class or app version: jobs with a
+        count score higher, so committed jobs go out first)."""
+        with self._lock:
+            off = self._slot_off(i)
+            state, _, count = struct.unpack_from("<iii", self.mm, off)
+            if state != pid:
+                return False
+            struct.pack_into("<i", self.mm, off + 8, count + 1)
+            return True
+
     # -- feeder side --------------------------------------------------------
 
     @classmethod
