@@ -13,10 +13,12 @@ from boincpy.db import connect
 from boincpy.sched import choose
 from boincpy.states import INT_MAX
 from boincpy.tools import create_work, stage_file
-from tests.sched_env import sched_env  # noqa: F401
 from jobs_helpers import add_app_version, add_jobs, make_ctx, make_feeder, make_request, \
     project_config
 
+from tests import sched_env as sched_env_module
+
+sched_env = sched_env_module.sched_env          # the fixture, for the end-to-end test
 UNSENT, IN_PROGRESS, OVER = 2, 4, 5
 
 
