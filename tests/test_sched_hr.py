@@ -64,10 +64,10 @@ def proj(mini_project):
     db = connect(cfg)
     state = {"feeder": None}
 
-    def feed():
+    def feed(argv=()):
         if state["feeder"] is not None:
             state["feeder"].shutdown()
-        state["feeder"] = make_feeder(cfg)
+        state["feeder"] = make_feeder(cfg, argv)
         state["feeder"].one_pass()
         return shmem.attach(cfg, wait_ready=0)
 
@@ -172,7 +172,7 @@ def test_host_of_unknown_class(proj):
     other = add_app(db, "plain_app")
     add_app_version(db, appid=other)
     (plain_wu, (plain_rid,)), = add_jobs(db, 1, appid=other)
-    ja = feed()
+    ja = feed(["--allapps"])          # apps of different HR types need it
     ctx, log = send(cfg, db, ja, PLAN9, 1)
     assert [j.result["id"] for j in ctx.reply.jobs] == [plain_rid]
 
@@ -219,10 +219,13 @@ def test_homogeneous_app_version_and_its_undoing(proj, mini_project):
     # a Windows-only host has no way to run that version
     ctx, _ = send(cfg, db, ja, WINDOWS_CORE, 2, platform="windows_x86_64")
     assert ctx.reply.jobs == []
-    # a host that could run both gets the committed one, not its newest
-    ctx, _ = send(cfg, db, ja, WINDOWS_CORE, 3, platform="windows_x86_64",
+    # a host that could run both gets the committed one, not its newest, once
+    # the array's copy of the workunit shows the commitment (before that, its
+    # version choice may pick the other and the slow check refuses, as in C++)
+    ja = feed()
+    ctx, dbg = send(cfg, db, ja, WINDOWS_CORE, 3, platform="windows_x86_64",
                   alt_platforms=["x86_64-pc-linux-gnu"])
-    assert [j.app_version["id"] for j in ctx.reply.jobs] == [av_linux]
+    assert [j.app_version["id"] for j in ctx.reply.jobs] == [av_linux], dbg
     assert db.query_value("SELECT app_version_id FROM result WHERE hostid = 3") == av_linux
     # both instances fail: with nothing in progress the transitioner undoes the
     # commitment, and the new instance can go to the Windows host
@@ -238,3 +241,24 @@ def test_homogeneous_app_version_and_its_undoing(proj, mini_project):
     ctx, _ = send(cfg, db, ja, WINDOWS_CORE, 2, platform="windows_x86_64")
     assert [j.app_version["id"] for j in ctx.reply.jobs] == [av_win]
     assert wu_row(db, wuid)["app_version_id"] == av_win
+
+
+def test_feeder_checks_and_applies_hr_settings(proj):
+    from boincpy.errors import ToolError
+    cfg, db, feed = proj
+    add_app_version(db)
+    other = add_app(db, "plain_app", weight=3)
+    cfg.homogeneous_redundancy = 2
+    ja = feed(["--allapps"])
+    assert [(a["homogeneous_redundancy"], a["weight"]) for a in ja.apps] == [(2, 1), (2, 1)]
+    db.execute("UPDATE app SET homogeneous_redundancy = 1 WHERE id = %s", (other,))
+    with pytest.raises(ToolError, match="global or app level, but not both"):
+        feed()
+    cfg.homogeneous_redundancy = 0
+    with pytest.raises(ToolError, match="--allapps if apps have different HR"):
+        feed()
+    ja = feed(["--allapps"])
+    assert [a["homogeneous_redundancy"] for a in ja.apps] == [0, 1]
+    db.execute("UPDATE app SET homogeneous_redundancy = 3 WHERE id = %s", (other,))
+    with pytest.raises(ToolError, match="HR type 3 out of range for app plain_app"):
+        feed(["--allapps"])

@@ -28,7 +28,10 @@ Differences from the C++ feeder, on purpose:
   array's lock; the lock is held only while slots are written;
 * ``reread_db`` keeps the jobs of apps still present (C++ empties every slot);
 * app-version credit scales (``update_av_scales``), homogeneous-redundancy
-  slot allocation and job-size statistics are not done here yet.
+  slot allocation (``hr_allocate_slots``) and job-size statistics are not
+  done here yet;
+* config.xml's <homogeneous_redundancy> is applied to the cached apps after
+  a ``reread_db`` too (C++ applies it only at start).
 """
 
 import os
@@ -132,6 +135,44 @@ def scan_tables(db, cfg, log=None):
         assignments = []
     return {"platforms": platforms, "apps": apps, "app_versions": app_versions,
             "assignments": assignments}
+
+
+HR_NTYPES = 3          # homogeneous redundancy types: 0 none, 1 fine, 2 coarse
+
+
+def hr_init(tables, cfg, all_apps, log):
+    """Check the homogeneous-redundancy settings and apply config.xml's
+    <homogeneous_redundancy> to every cached app (feeder.cpp hr_init()); the
+    scheduler reads each app's type from the array.  Returns True if HR is used.
+
+    Raises ToolError (the feeder exits) as BOINC does: a type out of range, HR
+    set both globally and per app, or apps of different HR types without
+    --allapps.
+    """
+    apps = tables["apps"]
+    types = [int(a.get("homogeneous_redundancy") or 0) for a in apps]
+    for a, t in zip(apps, types):
+        if t < 0 or t >= HR_NTYPES:
+            raise ToolError("HR type %d out of range for app %s" % (t, a["name"]))
+    some_app_uses_hr = any(types)
+    if cfg.homogeneous_redundancy:
+        hrt = cfg.homogeneous_redundancy
+        log.normal("config HR is %d" % hrt)
+        if hrt < 0 or hrt >= HR_NTYPES:
+            raise ToolError("Main HR type %d out of range" % hrt)
+        if some_app_uses_hr:
+            raise ToolError("You can specify HR at global or app level, but not both")
+        for a in apps:
+            a["homogeneous_redundancy"] = hrt
+            a["weight"] = 1
+    elif not some_app_uses_hr:
+        return False
+    elif len(set(types)) > 1 and not all_apps:
+        raise ToolError("You must use --allapps if apps have different HR")
+    if cfg.hr_allocate_slots:
+        log.critical("hr_allocate_slots is not supported yet: job cache slots are not "
+                     "allocated to HR classes")
+    return True
 
 
 def perf_info(db):
@@ -259,6 +300,7 @@ class Feeder(Daemon):
         except FileNotFoundError:
             pass
         tables = scan_tables(self.db, self.cfg, self.log)
+        hr_init(tables, self.cfg, self.all_apps, self.log)
         self._log_tables(tables)
         self.create_array(tables)
         self.log.normal("read %d platforms, %d apps, %d app_versions, %d assignments"
@@ -331,6 +373,7 @@ class Feeder(Daemon):
             return False
         self.log.normal("Found trigger file %s; re-scanning database tables." % REREAD_DB_FILE)
         tables = scan_tables(self.db, self.cfg, self.log)
+        hr_init(tables, self.cfg, self.all_apps, self.log)
         self._log_tables(tables)
         if not self.array.write_tables(tables):
             self.log.normal("tables outgrew the segment; recreating it")
