@@ -636,6 +636,17 @@ class JobArray:
             self._set("n_high_priority", self._get("n_high_priority") + 1)
         self._change_state(i, EMPTY, PRESENT, res_priority)
 
+    def note_committed(self, i, resultid):
+        """Feeder (lock held): slot ``i`` still holds ``resultid``, whose
+        workunit is now committed to an HR class: an infeasible_count of 0
+        becomes 1, so the job goes out sooner.  Returns True if changed."""
+        off = self._slot_off(i)
+        state, _, count, _, rid, _ = SLOT_HEAD.unpack_from(self.mm, off)
+        if state == EMPTY or rid != resultid or count != 0:
+            return False
+        struct.pack_into("<i", self.mm, off + 8, 1)
+        return True
+
     def empty_slot(self, i):
         """Make a slot EMPTY whatever it holds (lock held): purge_stale, reread_db."""
         state, prio = struct.unpack_from("<ii", self.mm, self._slot_off(i))

@@ -262,3 +262,27 @@ def test_feeder_checks_and_applies_hr_settings(proj):
     db.execute("UPDATE app SET homogeneous_redundancy = 3 WHERE id = %s", (other,))
     with pytest.raises(ToolError, match="HR type 3 out of range for app plain_app"):
         feed(["--allapps"])
+
+
+def test_feeder_marks_cached_job_of_newly_committed_workunit(proj):
+    """A cached job whose workunit got an HR class since (another instance was
+    sent) is marked infeasible once, so committed jobs go out first."""
+    cfg, db, feed = proj
+    db.execute("UPDATE app SET homogeneous_redundancy = 1")
+    add_app_version(db)
+    add_jobs(db, 1, results_per_wu=2, target_nresults=2)
+    feeder = make_feeder(cfg)
+    feeder.one_pass()
+    ja = shmem.attach(cfg, wait_ready=0)
+    try:
+        ctx, _ = send(cfg, db, ja, LINUX_CORE, 1)
+        assert len(ctx.reply.jobs) == 1
+        slot = next(i for i in range(ja.nslots) if ja.slot_state(i) == shmem.PRESENT)
+        assert ja.read_slot(slot).infeasible_count == 0
+        feeder.one_pass()
+        assert ja.read_slot(slot).infeasible_count == 1
+        feeder.one_pass()                     # once only
+        assert ja.read_slot(slot).infeasible_count == 1
+    finally:
+        ja.close()
+        feeder.shutdown()

@@ -251,6 +251,7 @@ class Feeder(Daemon):
     def __init__(self, args, cfg, log):
         super().__init__(args, cfg, log)
         self.array = None
+        self._committed = None           # cached results whose WU got an HR class (a pass)
         self.nslots = cfg.shmem_work_items or shmem_default_slots()
         self.enum_limit = cfg.feeder_query_size or 2 * self.nslots
         self.select_clause, self.select_params = "", []
@@ -438,6 +439,10 @@ class Feeder(Daemon):
                 errors.append(row["res_id"])
                 continue
             if row["res_id"] in in_array:
+                # already cached; if another instance of its workunit has been
+                # sent meanwhile (HR class set), make it go out sooner
+                if row["hr_class"] and self._committed is not None:
+                    self._committed.append(row["res_id"])
                 counts["collisions"] += 1
                 self.log.debug("result [RESULT#%d] already in array" % row["res_id"])
                 continue
@@ -452,6 +457,7 @@ class Feeder(Daemon):
         in_array = {h[4] for h in heads if h[0] != shmem.EMPTY}
         phases = [[FIRST_PASS if e.active else SECOND_PASS] for e in self.enums]
         counts = {"collisions": 0}
+        self._committed = []
         errors = []
         fills, purges, dead = [], [], []
         reliable_on = self.cfg.reliable_on_priority
@@ -497,6 +503,10 @@ class Feeder(Daemon):
                     self.log.normal("remove result [RESULT#%d] from slot %d because it "
                                     "is stale" % (slot.resultid, slot.index))
                     array.empty_slot(slot.index)
+            slot_of = {h[4]: i for i, h in enumerate(heads) if h[0] != shmem.EMPTY}
+            for rid in self._committed:
+                if rid in slot_of:
+                    array.note_committed(slot_of[rid], rid)
             for i, pid in dead:
                 if array.slot_state(i) == pid:
                     array.reset_slot(i, pid)
