@@ -25,7 +25,11 @@ sched_check.cpp, sched_version.cpp, sched_resend.cpp):
   version choice, the fast checks under the array's lock, the slow checks
   against the database, and the commit: the conditional UPDATE of the
   result that must change exactly one row;
-* resending lost results; the explanatory messages when nothing is sent.
+* resending lost results; the explanatory messages when nothing is sent;
+* targeted and broadcast jobs (sched_assign.cpp: a result is created when
+  one is sent), homogeneous redundancy and homogeneous app version (host
+  classes in boincpy.sched.hr; the commitment is a conditional UPDATE of
+  the workunit in :func:`add_result_to_reply`).
 
 Bounded scan: C++ scores every slot of the array on every request, so its
 cost grows with ``shmem_work_items``.  Here a request starts at a random
