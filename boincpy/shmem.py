@@ -474,6 +474,18 @@ class JobArray:
             self._change_state(i, pid, EMPTY if empty else PRESENT, prio)
             return True
 
+    def bump_infeasible_count(self, i, pid):
+        """One more ``infeasible_count`` for slot ``i`` while ``pid`` holds it
+        (a job committed to another HR class or app version: jobs with a
+        count score higher, so committed jobs go out first)."""
+        with self._lock:
+            off = self._slot_off(i)
+            state, _, count = struct.unpack_from("<iii", self.mm, off)
+            if state != pid:
+                return False
+            struct.pack_into("<i", self.mm, off + 8, count + 1)
+            return True
+
     # -- feeder side --------------------------------------------------------
 
     @classmethod
@@ -623,6 +635,17 @@ class JobArray:
         if res_priority > 0:
             self._set("n_high_priority", self._get("n_high_priority") + 1)
         self._change_state(i, EMPTY, PRESENT, res_priority)
+
+    def note_committed(self, i, resultid):
+        """Feeder (lock held): slot ``i`` still holds ``resultid``, whose
+        workunit is now committed to an HR class: an infeasible_count of 0
+        becomes 1, so the job goes out sooner.  Returns True if changed."""
+        off = self._slot_off(i)
+        state, _, count, _, rid, _ = SLOT_HEAD.unpack_from(self.mm, off)
+        if state == EMPTY or rid != resultid or count != 0:
+            return False
+        struct.pack_into("<i", self.mm, off + 8, 1)
+        return True
 
     def empty_slot(self, i):
         """Make a slot EMPTY whatever it holds (lock held): purge_stale, reread_db."""

@@ -27,8 +27,10 @@ Differences from the C++ feeder, on purpose:
 * the database is read and the error-WU updates are written outside the
   array's lock; the lock is held only while slots are written;
 * ``reread_db`` keeps the jobs of apps still present (C++ empties every slot);
-* homogeneous-redundancy slot allocation and job-size statistics are not
-  done here yet.
+* homogeneous-redundancy slot allocation (``hr_allocate_slots``) and
+  job-size statistics are not done here yet;
+* config.xml's <homogeneous_redundancy> is applied to the cached apps after
+  a ``reread_db`` too (C++ applies it only at start).
 
 Every AV_UPDATE_PERIOD seconds the main feeder (no ``--mod``/``--wmod``, or
 part 0 of one) updates the app versions' credit scales
@@ -140,6 +142,44 @@ def scan_tables(db, cfg, log=None):
             "assignments": assignments}
 
 
+HR_NTYPES = 3          # homogeneous redundancy types: 0 none, 1 fine, 2 coarse
+
+
+def hr_init(tables, cfg, all_apps, log):
+    """Check the homogeneous-redundancy settings and apply config.xml's
+    <homogeneous_redundancy> to every cached app (feeder.cpp hr_init()); the
+    scheduler reads each app's type from the array.  Returns True if HR is used.
+
+    Raises ToolError (the feeder exits) as BOINC does: a type out of range, HR
+    set both globally and per app, or apps of different HR types without
+    --allapps.
+    """
+    apps = tables["apps"]
+    types = [int(a.get("homogeneous_redundancy") or 0) for a in apps]
+    for a, t in zip(apps, types):
+        if t < 0 or t >= HR_NTYPES:
+            raise ToolError("HR type %d out of range for app %s" % (t, a["name"]))
+    some_app_uses_hr = any(types)
+    if cfg.homogeneous_redundancy:
+        hrt = cfg.homogeneous_redundancy
+        log.normal("config HR is %d" % hrt)
+        if hrt < 0 or hrt >= HR_NTYPES:
+            raise ToolError("Main HR type %d out of range" % hrt)
+        if some_app_uses_hr:
+            raise ToolError("You can specify HR at global or app level, but not both")
+        for a in apps:
+            a["homogeneous_redundancy"] = hrt
+            a["weight"] = 1
+    elif not some_app_uses_hr:
+        return False
+    elif len(set(types)) > 1 and not all_apps:
+        raise ToolError("You must use --allapps if apps have different HR")
+    if cfg.hr_allocate_slots:
+        log.critical("hr_allocate_slots is not supported yet: job cache slots are not "
+                     "allocated to HR classes")
+    return True
+
+
 def perf_info(db):
     """Host FLOPS statistics (PERF_INFO::get_from_db): defaults below 10 hosts."""
     mean, stddev, p50, p95 = 2.2e9, 0.7e9, 3.3e9, 3.3e9
@@ -216,6 +256,7 @@ class Feeder(Daemon):
     def __init__(self, args, cfg, log):
         super().__init__(args, cfg, log)
         self.array = None
+        self._committed = None           # cached results whose WU got an HR class (a pass)
         self.nslots = cfg.shmem_work_items or shmem_default_slots()
         self.enum_limit = cfg.feeder_query_size or 2 * self.nslots
         self.select_clause, self.select_params = "", []
@@ -269,6 +310,7 @@ class Feeder(Daemon):
         except FileNotFoundError:
             pass
         tables = scan_tables(self.db, self.cfg, self.log)
+        hr_init(tables, self.cfg, self.all_apps, self.log)
         self._log_tables(tables)
         self.create_array(tables)
         self.log.normal("read %d platforms, %d apps, %d app_versions, %d assignments"
@@ -391,6 +433,7 @@ class Feeder(Daemon):
             return False
         self.log.normal("Found trigger file %s; re-scanning database tables." % REREAD_DB_FILE)
         tables = scan_tables(self.db, self.cfg, self.log)
+        hr_init(tables, self.cfg, self.all_apps, self.log)
         self._log_tables(tables)
         if not self.array.write_tables(tables):
             self.log.normal("tables outgrew the segment; recreating it")
@@ -455,6 +498,10 @@ class Feeder(Daemon):
                 errors.append(row["res_id"])
                 continue
             if row["res_id"] in in_array:
+                # already cached; if another instance of its workunit has been
+                # sent meanwhile (HR class set), make it go out sooner
+                if row["hr_class"] and self._committed is not None:
+                    self._committed.append(row["res_id"])
                 counts["collisions"] += 1
                 self.log.debug("result [RESULT#%d] already in array" % row["res_id"])
                 continue
@@ -469,6 +516,7 @@ class Feeder(Daemon):
         in_array = {h[4] for h in heads if h[0] != shmem.EMPTY}
         phases = [[FIRST_PASS if e.active else SECOND_PASS] for e in self.enums]
         counts = {"collisions": 0}
+        self._committed = []
         errors = []
         fills, purges, dead = [], [], []
         reliable_on = self.cfg.reliable_on_priority
@@ -514,6 +562,10 @@ class Feeder(Daemon):
                     self.log.normal("remove result [RESULT#%d] from slot %d because it "
                                     "is stale" % (slot.resultid, slot.index))
                     array.empty_slot(slot.index)
+            slot_of = {h[4]: i for i, h in enumerate(heads) if h[0] != shmem.EMPTY}
+            for rid in self._committed:
+                if rid in slot_of:
+                    array.note_committed(slot_of[rid], rid)
             for i, pid in dead:
                 if array.slot_state(i) == pid:
                     array.reset_slot(i, pid)

@@ -26,7 +26,11 @@ sched_check.cpp, sched_version.cpp, sched_resend.cpp):
   version choice, the fast checks under the array's lock, the slow checks
   against the database, and the commit: the conditional UPDATE of the
   result that must change exactly one row;
-* resending lost results; the explanatory messages when nothing is sent.
+* resending lost results; the explanatory messages when nothing is sent;
+* targeted and broadcast jobs (sched_assign.cpp: a result is created when
+  one is sent), homogeneous redundancy and homogeneous app version (host
+  classes in boincpy.sched.hr; the commitment is a conditional UPDATE of
+  the workunit in :func:`add_result_to_reply`).
 
 Bounded scan: C++ scores every slot of the array on every request, so its
 cost grows with ``shmem_work_items``.  Here a request starts at a random
@@ -50,7 +54,7 @@ import random
 import time
 
 from boincpy import shmem
-from boincpy.sched import plan_class
+from boincpy.sched import hr, plan_class
 from boincpy.sched.context import PRIORITY_LOW, PRIORITY_NOTICE, SentJob
 from boincpy.sched.plan_class import HostUsage  # noqa: F401  (choose.HostUsage, as before)
 
@@ -306,6 +310,8 @@ class Work:
         self.no_jobs_available = False
         self.no_allowed_apps_available = False
         self.outdated_client = False
+        self.hr_reject_temp = False         # a job was committed to another HR class
+        self.hr_reject_perm = False         # the host has no HR class for any app
         self.quota_exceeded = None          # a host_app_version row that hit its quota
         self.havs = {}
         self.hav_reset = set()
@@ -407,19 +413,70 @@ def _plan_host(work):
     return ph
 
 
+def _host_hr_fields(work):
+    """(os_name, p_vendor, p_model) of the host as this request describes it."""
+    h, row = work.hinfo, work.host
+    return (h.os_name or row.get("os_name", "") or "",
+            h.p_vendor or row.get("p_vendor", "") or "",
+            h.p_model or row.get("p_model", "") or "")
+
+
+def host_hr_class(work, hr_type):
+    """This host's homogeneous-redundancy class under ``hr_type``."""
+    return hr.hr_class(*_host_hr_fields(work), hr_type)
+
+
+def _already_sent_to_different_hr_class(work, wu, hr_type):
+    """already_sent_to_different_hr_class(): also sets (or clears) the flag
+    behind "Tasks are committed to other platforms", as BOINC does on every call."""
+    work.hr_reject_temp = False
+    if wu.get("hr_class") and wu["hr_class"] != host_hr_class(work, hr_type):
+        work.hr_reject_temp = True
+        return True
+    return False
+
+
+def all_apps_use_hr(work):
+    """True if every app of the project uses homogeneous redundancy."""
+    return all(hr.app_hr_type(work.cfg, a) for a in work.ja.apps)
+
+
+def hr_unknown_platform(work):
+    """hr_unknown_platform(): True if the host has no HR class for any app."""
+    fields = _host_hr_fields(work)
+    return all(hr.hr_unknown_class(*fields, hr.app_hr_type(work.cfg, a))
+               for a in work.ja.apps)
+
+
 def hr_feasible(work, wu, app):
-    """Homogeneous redundancy / homogeneous app version commitment checks.
-    Not implemented yet: jobs of HR apps are not sent."""
-    if app.get("homogeneous_redundancy") or work.cfg.homogeneous_redundancy:
-        work.reason("homogeneous_redundancy", "app %s uses homogeneous redundancy, "
-                    "not supported by this scheduler yet" % app["name"])
+    """The homogeneous-redundancy part of wu_is_infeasible_fast: False if the
+    app uses HR and the host has no class under its type, or the workunit
+    (as the job array holds it) is committed to another class.
+
+    The homogeneous-app-version check is in :func:`infeasible_fast`; both
+    are checked again against the database in the slow check, and the
+    commitment itself is the conditional UPDATE in :func:`add_result_to_reply`.
+    """
+    hr_type = hr.app_hr_type(work.cfg, app)
+    if not hr_type:
+        return True
+    if hr.hr_unknown_class(*_host_hr_fields(work), hr_type):
+        if work.cfg.debug_send_job:
+            work.log.normal("[send_job] [HOST#%d] [WU#%d %s] host is of unknown class in HR "
+                            "type %d" % (work.hostid, wu["id"], wu["name"], hr_type))
+        work.reason("homogeneous_redundancy", "this host has no class in homogeneous "
+                    "redundancy type %d, which app %s uses" % (hr_type, app["name"]))
+        return False
+    if _already_sent_to_different_hr_class(work, wu, hr_type):
+        mine = host_hr_class(work, hr_type)
+        if work.cfg.debug_send_job:
+            work.log.normal("[send_job] [HOST#%d] [WU#%d %s] failed quick HR check: WU is "
+                            "class %d, host is class %d"
+                            % (work.hostid, wu["id"], wu["name"], wu["hr_class"], mine))
+        work.reason("hr_committed", "[WU#%d] is committed to HR class %d; this host is "
+                    "class %d" % (wu["id"], wu["hr_class"], mine))
         return False
     return True
-
-
-def send_targeted_jobs(work):
-    """Targeted jobs (enable_assignment): not implemented yet; sends nothing."""
-    return False
 
 
 def infeasible_custom(work, wu, app, bav):
@@ -1229,9 +1286,11 @@ def add_result_to_reply(work, result, wu, app, bav, resend=False):
     deadline = now + wu["delay_bound"]
     grace = cfg.report_grace_period
     # The workunit first (as BOINC): if we die before the claim, a lowered
-    # transition_time is harmless.
-    db.execute("UPDATE workunit SET transition_time = LEAST(transition_time, %s) "
-               "WHERE id = %s", (deadline + grace, wu["id"]))
+    # transition_time is harmless; a commitment to an HR class / app version
+    # made by another request since we read the workunit makes this fail.
+    committed = _update_wu_on_send(work, wu, app, bav, deadline + grace)
+    if committed is None:
+        return None
     old_state = result["server_state"]
     n = db.execute(
         "UPDATE result SET server_state = %s, hostid = %s, userid = %s, sent_time = %s, "
@@ -1253,6 +1312,7 @@ def add_result_to_reply(work, result, wu, app, bav, resend=False):
         if k in result:
             result[k] = _text(result[k])
     wu = dict(wu)
+    wu.update(committed)
     wu["xml_doc"] = _text(wu.get("xml_doc"))
     if usage.mem_usage:
         wu["rsc_memory_bound"] = usage.mem_usage
@@ -1304,15 +1364,56 @@ def add_result_to_reply(work, result, wu, app, bav, resend=False):
     return job
 
 
-def _slow_check_and_read(work, slot):
+def _update_wu_on_send(work, wu, app, bav, transition_time):
+    """update_wu_on_send(): lower the workunit's transition_time and, for
+    homogeneous app version / redundancy, commit it to this host's app
+    version / HR class -- only if it is uncommitted or committed to the same
+    (the transitioner may have reset it meanwhile).  Returns the committed
+    fields, or None when the UPDATE matched no row (committed elsewhere)."""
+    sets = ["transition_time = LEAST(transition_time, %s)"]
+    params = [transition_time]
+    where, where_params = [], []
+    committed = {}
+    if app.get("homogeneous_app_version") and bav.av:
+        sets.append("app_version_id = %s")
+        params.append(bav.av["id"])
+        where.append("(app_version_id = 0 OR app_version_id = %s)")
+        where_params.append(bav.av["id"])
+        committed["app_version_id"] = bav.av["id"]
+    hr_type = hr.app_hr_type(work.cfg, app)
+    if hr_type:
+        mine = host_hr_class(work, hr_type)
+        sets.append("hr_class = %s")
+        params.append(mine)
+        where.append("(hr_class = 0 OR hr_class = %s)")
+        where_params.append(mine)
+        committed["hr_class"] = mine
+    n = work.db.execute("UPDATE workunit SET %s WHERE id = %%s%s"
+                        % (", ".join(sets), "".join(" AND " + w for w in where)),
+                        params + [wu["id"]] + where_params)
+    if _matched_rows(work.db, n) != 1:
+        work.log.normal("add_result_to_reply: WU already sent to other HR class or app version")
+        work.reason("hr_committed", "[WU#%d] was committed to another HR class or app "
+                    "version meanwhile" % wu["id"])
+        return None
+    return committed
+
+
+def _slow_check_and_read(work, slot, app=None, bav=None):
     """slow_check() and result_still_sendable() in one query.
+
+    For apps with homogeneous redundancy or homogeneous app version the
+    workunit's current hr_class / app_version_id are checked too: another
+    request may have committed it since the feeder copied it; such a job is
+    marked infeasible once more in the array (so committed jobs go first).
 
     Returns (CHECK_OK, result_row), (CHECK_NO_HOST, None) or (CHECK_NO_ANY, None);
     (CHECK_OK, None) when the result is no longer sendable.
     """
     cfg = work.cfg
     wu = slot.wu
-    cols = ["r.*", "w.error_mask AS wu_error_mask"]
+    cols = ["r.*", "w.error_mask AS wu_error_mask", "w.hr_class AS wu_hr_class",
+            "w.app_version_id AS wu_app_version_id"]
     params = []
     if cfg.one_result_per_user_per_wu:
         cols.append("(SELECT COUNT(*) FROM result r2 WHERE r2.workunitid = %s "
@@ -1343,6 +1444,10 @@ def _slow_check_and_read(work, slot):
         return CHECK_NO_HOST, None
     if row.get("wu_error_mask"):
         return CHECK_NO_ANY, None
+    wu_hr_class = row.pop("wu_hr_class", 0)
+    wu_avid = row.pop("wu_app_version_id", 0)
+    if app is not None and _committed_elsewhere(work, slot, app, bav, wu_hr_class, wu_avid):
+        return CHECK_NO_HOST, None
     if row["server_state"] != SERVER_STATE_UNSENT:
         work.log.normal("[RESULT#%d] expected to be unsent; instead, state is %d"
                         % (slot.resultid, row["server_state"]))
@@ -1355,6 +1460,36 @@ def _slow_check_and_read(work, slot):
     if slot.xml_len < 0:
         slot.wu["xml_doc"] = row.pop("wu_xml_doc", None)
     return CHECK_OK, row
+
+
+def _committed_elsewhere(work, slot, app, bav, wu_hr_class, wu_avid):
+    """The slow check's HR / homogeneous-app-version part: True if the workunit
+    is now committed to another HR class or app version (its infeasible
+    count in the array goes up by one)."""
+    wu = slot.wu
+    hr_type = hr.app_hr_type(work.cfg, app)
+    debug = work.cfg.debug_send_job
+    if hr_type:
+        wu["hr_class"] = wu_hr_class
+        if _already_sent_to_different_hr_class(work, wu, hr_type):
+            if debug:
+                work.log.normal("[send_job] [HOST#%d] [WU#%d %s] is assigned to different HR "
+                                "class" % (work.hostid, wu["id"], wu["name"]))
+            work.reason("hr_committed", "[WU#%d] is committed to HR class %d; this host is "
+                        "class %d" % (wu["id"], wu_hr_class, host_hr_class(work, hr_type)))
+            work.ja.bump_infeasible_count(slot.index, work.pid)
+            return True
+    if app.get("homogeneous_app_version"):
+        wu["app_version_id"] = wu_avid
+        if wu_avid and bav is not None and bav.av and wu_avid != bav.av["id"]:
+            if debug:
+                work.log.normal("[send_job] [HOST#%d] [WU#%d %s] is assigned to different app "
+                                "version" % (work.hostid, wu["id"], wu["name"]))
+            work.reason("homogeneous_app_version", "[WU#%d] is committed to [AV#%d]"
+                        % (wu["id"], wu_avid))
+            work.ja.bump_infeasible_count(slot.index, work.pid)
+            return True
+    return False
 
 
 # ---------------------------------------------------------------------------
@@ -1466,7 +1601,7 @@ def _try_send(work, i, resultid, app, bav):
             work.taken += 1
             work.reason("taken", "the job chosen was taken by another request")
         return None
-    status, row = _slow_check_and_read(work, slot)
+    status, row = _slow_check_and_read(work, slot, app, bav)
     if status == CHECK_NO_HOST:
         ja.release(i, pid, empty=False)
         return None
@@ -1479,6 +1614,196 @@ def _try_send(work, i, resultid, app, bav):
     if "xml_doc" not in wu:
         wu["xml_doc"] = ja.read_xml_doc(i)
     return add_result_to_reply(work, row, wu, app, bav)
+
+
+# ---------------------------------------------------------------------------
+# targeted and broadcast jobs (sched_assign.cpp)
+#
+# create_work --target_host/_user/_team makes a workunit with
+# transitioner_flags TRANSITION_NO_NEW_RESULTS, --broadcast[_user|_team] one
+# with TRANSITION_NONE, both with transition_time INT_MAX and no results, plus
+# an assignment row (multi=1 for broadcasts).  The feeder never caches such
+# workunits; the scheduler creates a result when it sends one to a host of
+# the target and claims it at once.
+
+ASSIGN_NONE, ASSIGN_HOST, ASSIGN_USER, ASSIGN_TEAM = 0, 1, 2, 3
+SERVER_STATE_INACTIVE = 1
+SERVER_STATE_OVER = 5
+OUTCOME_SUCCESS = 1
+VALIDATE_STATE_INVALID = 2
+
+_result_seqno = 0
+
+
+def _team_id(work):
+    team = work.ctx.team
+    return (team or {}).get("id", 0) or 0
+
+
+def need_targeted_instance(work, wu):
+    """need_targeted_instance(): whether a targeted workunit needs another
+    instance, on this host.  Returns None if so, else the reason."""
+    if wu["error_mask"]:
+        return "it has an error or was cancelled"
+    if wu["need_validate"]:
+        return "it is waiting for validation"
+    if wu["canonical_resultid"]:
+        return "it is complete"
+    if wu["transition_time"] < time.time():
+        return "it is waiting for the transitioner"
+    nunsent = ninprogress = nsuccess = 0
+    for r in work.db.query("SELECT hostid, server_state, outcome, validate_state FROM result "
+                           "WHERE workunitid = %s", (wu["id"],)):
+        if r["hostid"] == work.hostid:
+            return "this host already has an instance of it"
+        state = r["server_state"]
+        if state in (SERVER_STATE_INACTIVE, SERVER_STATE_UNSENT):
+            nunsent += 1
+        elif state == SERVER_STATE_IN_PROGRESS:
+            ninprogress += 1
+        elif state == SERVER_STATE_OVER:
+            if r["outcome"] == OUTCOME_SUCCESS and r["validate_state"] != VALIDATE_STATE_INVALID:
+                nsuccess += 1
+    if wu["target_nresults"] - nunsent - ninprogress - nsuccess <= 0:
+        return "it has all the instances it needs (%d unsent, %d in progress, %d done)" % (
+            nunsent, ninprogress, nsuccess)
+    return None
+
+
+def _create_result(work, wu):
+    """create_result() as the scheduler calls it for an assigned job: a new
+    result WUNAME_PID_TIME_SEQ (UNSENT, or INACTIVE with a size class).
+    Returns the row, or None after logging why it couldn't be made."""
+    from boincpy.errors import BoincpyError
+    from boincpy.templates import process_result_template
+    global _result_seqno
+    name = "%s_%d_%d_%d" % (wu["name"], work.pid, int(time.time()), _result_seqno)
+    _result_seqno += 1
+    template_file = _text(wu["result_template_file"])
+    path = work.cfg.project_path(template_file)
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        xml = process_result_template(text, name, work.cfg, rand=random.getrandbits(31),
+                                      path=template_file)
+    except (OSError, BoincpyError) as exc:
+        work.log.critical("[WU#%d %s] create_result(): %s"
+                          % (wu["id"], wu["name"], getattr(exc, "message", None) or exc))
+        return None
+    size_class = wu.get("size_class", -1)
+    if size_class is None:
+        size_class = -1
+    state = SERVER_STATE_UNSENT if size_class < 0 else SERVER_STATE_INACTIVE
+    rid = work.db.insert(
+        "INSERT INTO result (create_time, workunitid, server_state, name, xml_doc_in, "
+        "xml_doc_out, stderr_out, batch, random, appid, priority, size_class) "
+        "VALUES (%s, %s, %s, %s, %s, '', '', %s, %s, %s, %s, %s)",
+        (int(time.time()), wu["id"], state, name, xml, wu["batch"], random.getrandbits(31),
+         wu["appid"], wu["priority"], size_class))
+    return work.db.query_one("SELECT * FROM result WHERE id = %s", (rid,))
+
+
+def send_assigned_job(work, asg, wu=None):
+    """send_assigned_job(): create a result of the assignment's workunit and
+    send it to this host.  Returns False if nothing could be tried (workunit,
+    app or app version missing, app not selected, result not created); True
+    once the result exists and its claim was attempted, as BOINC counts it."""
+    if wu is None:
+        wu = work.db.query_one("SELECT * FROM workunit WHERE id = %s", (asg["workunitid"],))
+        if wu is None:
+            work.log.critical("assigned WU %d not found" % asg["workunitid"])
+            return False
+    if app_not_selected(work, wu["appid"]):
+        work.log.critical("Assigned WU %s is for app not selected by user" % wu["name"])
+        work.reason("assigned", "assigned job %s is for an app the user didn't select"
+                    % wu["name"])
+        return False
+    app = work.ja.lookup_app(wu["appid"])
+    bav = get_app_version(work, wu, app, check_req=False) if app is not None else None
+    if bav is None:
+        work.log.critical("App version for assigned WU not found")
+        work.reason("assigned", "no app version for assigned job %s on this host"
+                    % wu["name"])
+        return False
+    result = _create_result(work, wu)
+    if result is None:
+        return False
+    add_result_to_reply(work, result, wu, app, bav)
+    if work.cfg.debug_assignment:
+        work.log.normal("[assign] [WU#%d] [RESULT#%d] [HOST#%d] send assignment %d"
+                        % (wu["id"], result["id"], work.hostid, asg["id"]))
+    return True
+
+
+def _send_jobs(work, assign_type, target_id):
+    """send_jobs(): this host's targeted (multi=0) jobs of one target type."""
+    db, cfg = work.db, work.cfg
+    sent = False
+    rows = db.query("SELECT * FROM assignment WHERE target_type = %s AND target_id = %s "
+                    "AND multi = 0 ORDER BY id", (assign_type, target_id))
+    for asg in rows:
+        if not work_needed(work):
+            break
+        wu = db.query_one("SELECT * FROM workunit WHERE id = %s", (asg["workunitid"],))
+        if wu is None:
+            db.execute("DELETE FROM assignment WHERE id = %s", (asg["id"],))
+            continue
+        why = need_targeted_instance(work, wu)
+        if why:
+            if cfg.debug_assignment:
+                work.log.normal("[assign] [HOST#%d] not sending targeted job %s: %s"
+                                % (work.hostid, wu["name"], why))
+            work.reason("assigned", "targeted job %s: %s" % (wu["name"], why))
+            continue
+        if cfg.debug_send:
+            work.log.normal("sending targeted job: %s" % wu["name"])
+        if not send_assigned_job(work, asg, wu):
+            work.log.normal("failed to send targeted job: %s" % wu["name"])
+            continue
+        sent = True
+        # time the job out if it doesn't come back (no grace period here, as BOINC)
+        db.execute("UPDATE workunit SET transition_time = %s WHERE id = %s "
+                   "AND transition_time > %s",
+                   (int(time.time()) + wu["delay_bound"], wu["id"],
+                    int(time.time()) + wu["delay_bound"]))
+    return sent
+
+
+def send_targeted_jobs(work):
+    """Send this host the jobs targeted at its user, itself and its team
+    (enable_assignment; send_targeted_jobs()).  Returns True if any was sent:
+    BOINC sends no other jobs in that reply."""
+    if work.cfg.debug_send:
+        work.log.normal("checking for targeted jobs")
+    sent = _send_jobs(work, ASSIGN_USER, work.userid)
+    sent |= _send_jobs(work, ASSIGN_HOST, work.hostid)
+    sent |= _send_jobs(work, ASSIGN_TEAM, _team_id(work))
+    work.best.clear()
+    return sent
+
+
+def send_broadcast_jobs(work):
+    """Send this host one instance of every broadcast job (multi=1 assignment,
+    from the feeder's tables) for everyone, its user or its team, unless it
+    already has one (enable_assignment_multi; send_broadcast_jobs()).
+    Returns True if any was sent."""
+    sent = False
+    for asg in work.ja.tables().get("assignments", ()):
+        if work.cfg.debug_assignment:
+            work.log.normal("[assign] processing broadcast type %d" % asg["target_type"])
+        t = asg["target_type"]
+        if t == ASSIGN_USER and work.userid != asg["target_id"]:
+            continue
+        if t == ASSIGN_TEAM and _team_id(work) != asg["target_id"]:
+            continue
+        if t not in (ASSIGN_NONE, ASSIGN_USER, ASSIGN_TEAM):
+            continue
+        have = work.db.query_one("SELECT id FROM result WHERE workunitid = %s AND hostid = %s "
+                                 "LIMIT 1", (asg["workunitid"], work.hostid))
+        if have is None and send_assigned_job(work, asg):
+            sent = True
+    work.best.clear()
+    return sent
 
 
 # ---------------------------------------------------------------------------
@@ -1500,7 +1825,10 @@ def send_work(ctx, job_array):
                     % ctx.request.platform_name)
         _finish(work, sent_before)
         return 0
-    if not job_array.reserve_any(work.pid):
+    # BOINC's no_work() (the handler's check) is skipped with enable_assignment:
+    # targeted jobs are not in the array, so an empty array still gets them.
+    reserved = job_array.reserve_any(work.pid)
+    if not reserved and not work.cfg.enable_assignment:
         work.no_jobs_available = True
         work.reason("no_jobs_available", "the job cache (feeder) holds no unsent jobs")
         if work.cfg.debug_send:
@@ -1509,21 +1837,38 @@ def send_work(ctx, job_array):
         _finish(work, sent_before)
         return 0
     try:
-        _send_work_body(work)
+        _send_work_body(work, reserved)
     finally:
         job_array.restore(work.pid)
-        _write_host_app_versions(work)
-    _send_user_messages(work)
+        if not work.hr_reject_perm:
+            _write_host_app_versions(work)
+    if not work.hr_reject_perm:         # BOINC returns before its messages then
+        _send_user_messages(work)
     _finish(work, sent_before)
     return work.njobs_sent - sent_before
 
 
-def _send_work_body(work):
-    if send_targeted_jobs(work):
+def _send_work_body(work, reserved):
+    cfg = work.cfg
+    if all_apps_use_hr(work) and hr_unknown_platform(work):
+        work.log.normal("Not sending work because unknown HR class")
+        work.hr_reject_perm = True
+        work.reason("homogeneous_redundancy", "this host (%s, %s %s) has no homogeneous "
+                    "redundancy class for any app" % _host_hr_fields(work))
+        return
+    if cfg.enable_assignment and send_targeted_jobs(work):
+        if cfg.debug_assignment:
+            work.log.normal("[assign] [HOST#%d] sent assigned jobs" % work.hostid)
         return
     if work.user.get("seti_id"):
         return
+    if cfg.enable_assignment_multi and send_broadcast_jobs(work):
+        if cfg.debug_assignment:
+            work.log.normal("[assign] [HOST#%d] sent assigned jobs" % work.hostid)
+        return
     # non-CPU-intensive apps (send_nci) plug in here
+    if not reserved:                    # enable_assignment and an empty array
+        return
     if not work_needed(work):
         return
     if work.cfg.locality_scheduling or work.cfg.locality_scheduler_fraction:
@@ -1567,6 +1912,8 @@ def _send_user_messages(work):
             text = "Tasks won't finish in time: Computer available %.1f%% of the time" % (
                 100 * h.on_frac)
         reply.add_message(text, PRIORITY_LOW)
+    if work.hr_reject_temp:
+        reply.add_message("Tasks are committed to other platforms", PRIORITY_LOW)
     if work.outdated_client:
         reply.add_message("Newer BOINC version required; please install current version",
                           PRIORITY_NOTICE)
