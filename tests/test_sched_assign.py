@@ -172,6 +172,45 @@ def test_user_targeted_job_goes_to_hosts_of_that_user(proj):
         (1, 1, IN_PROGRESS), (2, 1, IN_PROGRESS)]
 
 
+def test_user_targeted_job_and_one_result_per_user_per_wu(proj):
+    """boincpy's safe default: with one_result_per_user_per_wu a user-targeted
+    job never gets two instances from one user (C++ checks the host only)."""
+    cfg, db, feed, make_job = proj
+    cfg.one_result_per_user_per_wu = True
+    wu = make_job("--target_user", "1", "--min_quorum", "2", "--target_nresults", "2")
+    ja = feed()
+    ctx, _ = send(cfg, db, ja, hostid=1, userid=1)
+    assert len(ctx.reply.jobs) == 1
+    ctx, log = send(cfg, db, ja, hostid=2, userid=1)
+    assert ctx.reply.jobs == []
+    assert "this user already has an instance of it (one_result_per_user_per_wu)" in log
+    assert [r["hostid"] for r in results(db, wu["id"])] == [1]
+
+
+def test_targeted_job_is_locked_while_another_request_sends_it(proj, monkeypatch):
+    """Two requests deciding at once whether a targeted job needs an instance:
+    the second waits for the first's named lock, and gives up if it is held."""
+    cfg, db, feed, make_job = proj
+    wu = make_job("--target_user", "1")
+    ja = feed()
+    monkeypatch.setattr(choose, "ASSIGN_LOCK_WAIT", 0)
+    other = connect(cfg)
+    name = "boincpy.assign.%s.%d" % (cfg.db_name[:40], wu["id"])
+    try:
+        assert other.query_value("SELECT GET_LOCK(%s, 0)", (name,)) == 1
+        ctx, _ = send(cfg, db, ja, hostid=1, userid=1)
+        assert ctx.reply.jobs == [] and results(db, wu["id"]) == []
+        assert any("is being sent by another request" in text
+                   for text in ctx.reply.no_work_reasons), ctx.reply.no_work_reasons
+        other.query_value("SELECT RELEASE_LOCK(%s)", (name,))
+        ctx, _ = send(cfg, db, ja, hostid=1, userid=1)
+        assert len(ctx.reply.jobs) == 1
+        # the lock is released after sending: another connection can take it
+        assert other.query_value("SELECT GET_LOCK(%s, 0)", (name,)) == 1
+    finally:
+        other.close()
+
+
 def test_team_targeted_job_goes_to_team_members(proj):
     cfg, db, feed, make_job = proj
     wu = make_job("--target_team", "7")
@@ -242,6 +281,19 @@ def test_broadcast_job_goes_once_to_every_host(proj):
     assert len({r["name"] for r in rows}) == 3
     row = db.query_one("SELECT * FROM workunit WHERE id = %s", (wu["id"],))
     assert row["transitioner_flags"] == 1 and row["transition_time"] < INT_MAX
+
+
+def test_cancelled_broadcast_job_is_not_sent(proj):
+    cfg, db, feed, make_job = proj
+    cfg.enable_assignment_multi = True
+    wu = make_job("--broadcast")
+    ja = feed()
+    ctx, _ = send(cfg, db, ja, hostid=1, userid=1)
+    assert len(ctx.reply.jobs) == 1
+    db.execute("UPDATE workunit SET error_mask = 16 WHERE id = %s", (wu["id"],))
+    ctx, _ = send(cfg, db, ja, hostid=2, userid=2)
+    assert ctx.reply.jobs == []
+    assert [r["hostid"] for r in results(db, wu["id"])] == [1]
 
 
 def test_broadcast_to_a_user_or_team(proj):

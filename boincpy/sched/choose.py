@@ -1652,10 +1652,14 @@ def need_targeted_instance(work, wu):
     if wu["transition_time"] < time.time():
         return "it is waiting for the transitioner"
     nunsent = ninprogress = nsuccess = 0
-    for r in work.db.query("SELECT hostid, server_state, outcome, validate_state FROM result "
-                           "WHERE workunitid = %s", (wu["id"],)):
+    for r in work.db.query("SELECT hostid, userid, server_state, outcome, validate_state "
+                           "FROM result WHERE workunitid = %s", (wu["id"],)):
         if r["hostid"] == work.hostid:
             return "this host already has an instance of it"
+        # BOINC checks the host only; a user-targeted job of quorum 2 would
+        # then be validated by one volunteer against themselves
+        if work.cfg.one_result_per_user_per_wu and r["userid"] == work.userid:
+            return "this user already has an instance of it (one_result_per_user_per_wu)"
         state = r["server_state"]
         if state in (SERVER_STATE_INACTIVE, SERVER_STATE_UNSENT):
             nunsent += 1
@@ -1737,28 +1741,23 @@ def send_assigned_job(work, asg, wu=None):
 
 def _send_jobs(work, assign_type, target_id):
     """send_jobs(): this host's targeted (multi=0) jobs of one target type."""
-    db, cfg = work.db, work.cfg
+    db = work.db
     sent = False
     rows = db.query("SELECT * FROM assignment WHERE target_type = %s AND target_id = %s "
                     "AND multi = 0 ORDER BY id", (assign_type, target_id))
     for asg in rows:
         if not work_needed(work):
             break
-        wu = db.query_one("SELECT * FROM workunit WHERE id = %s", (asg["workunitid"],))
+        lock = _lock_workunit(work, asg["workunitid"])
+        if lock is None:
+            work.reason("assigned", "targeted [WU#%d] is being sent by another request"
+                        % asg["workunitid"])
+            continue
+        try:
+            wu = _send_targeted_job(work, asg)
+        finally:
+            db.query_one("SELECT RELEASE_LOCK(%s) AS released", (lock,))
         if wu is None:
-            db.execute("DELETE FROM assignment WHERE id = %s", (asg["id"],))
-            continue
-        why = need_targeted_instance(work, wu)
-        if why:
-            if cfg.debug_assignment:
-                work.log.normal("[assign] [HOST#%d] not sending targeted job %s: %s"
-                                % (work.hostid, wu["name"], why))
-            work.reason("assigned", "targeted job %s: %s" % (wu["name"], why))
-            continue
-        if cfg.debug_send:
-            work.log.normal("sending targeted job: %s" % wu["name"])
-        if not send_assigned_job(work, asg, wu):
-            work.log.normal("failed to send targeted job: %s" % wu["name"])
             continue
         sent = True
         # time the job out if it doesn't come back (no grace period here, as BOINC)
@@ -1767,6 +1766,43 @@ def _send_jobs(work, assign_type, target_id):
                    (int(time.time()) + wu["delay_bound"], wu["id"],
                     int(time.time()) + wu["delay_bound"]))
     return sent
+
+
+ASSIGN_LOCK_WAIT = 5       # seconds a request waits for another to finish a targeted job
+
+
+def _lock_workunit(work, wuid):
+    """A MySQL named lock on one targeted workunit for this project: two
+    scheduler processes deciding at once whether it needs another instance
+    would both say yes (C++ has that race; one instance too many is sent).
+    The lock goes with the connection if the CGI dies.  Returns its name, or
+    None if another request held it for ASSIGN_LOCK_WAIT seconds."""
+    name = "boincpy.assign.%s.%d" % (work.cfg.db_name[:40], wuid)
+    row = work.db.query_one("SELECT GET_LOCK(%s, %s) AS got", (name, ASSIGN_LOCK_WAIT))
+    return name if row is not None and row["got"] == 1 else None
+
+
+def _send_targeted_job(work, asg):
+    """One targeted assignment, under its workunit's lock: the workunit row
+    if an instance was sent, else None (the reason is logged)."""
+    db, cfg = work.db, work.cfg
+    wu = db.query_one("SELECT * FROM workunit WHERE id = %s", (asg["workunitid"],))
+    if wu is None:
+        db.execute("DELETE FROM assignment WHERE id = %s", (asg["id"],))
+        return None
+    why = need_targeted_instance(work, wu)
+    if why:
+        if cfg.debug_assignment:
+            work.log.normal("[assign] [HOST#%d] not sending targeted job %s: %s"
+                            % (work.hostid, wu["name"], why))
+        work.reason("assigned", "targeted job %s: %s" % (wu["name"], why))
+        return None
+    if cfg.debug_send:
+        work.log.normal("sending targeted job: %s" % wu["name"])
+    if not send_assigned_job(work, asg, wu):
+        work.log.normal("failed to send targeted job: %s" % wu["name"])
+        return None
+    return wu
 
 
 def send_targeted_jobs(work):
@@ -1800,7 +1836,17 @@ def send_broadcast_jobs(work):
             continue
         have = work.db.query_one("SELECT id FROM result WHERE workunitid = %s AND hostid = %s "
                                  "LIMIT 1", (asg["workunitid"], work.hostid))
-        if have is None and send_assigned_job(work, asg):
+        if have is not None:
+            continue
+        wu = work.db.query_one("SELECT * FROM workunit WHERE id = %s", (asg["workunitid"],))
+        if wu is None:
+            continue
+        if wu["error_mask"]:
+            # C++ sends a cancelled broadcast job anyway; the host would only
+            # be told to abort it on its next request
+            work.reason("assigned", "broadcast job %s was cancelled" % wu["name"])
+            continue
+        if send_assigned_job(work, asg, wu):
             sent = True
     work.best.clear()
     return sent
