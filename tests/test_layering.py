@@ -1,0 +1,86 @@
+"""The package's floors (docs/design.md): imports only run downward, and no
+two modules of one floor import each other.  Lazy imports inside functions
+count too: they are how a cycle usually sneaks in."""
+
+import ast
+import pathlib
+
+PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "boincpy"
+
+# module (or package prefix) -> floor; the longest matching prefix wins
+FLOORS = {
+    "boincpy": 0, "boincpy.states": 1, "boincpy.errors": 1, "boincpy.log": 1,
+    "boincpy.xml": 1, "boincpy.error_numbers": 1, "boincpy.cli": 1,
+    "boincpy.config": 2, "boincpy.crypto": 2, "boincpy.passwords": 2, "boincpy.files": 2,
+    "boincpy.db": 3,
+    "boincpy.shmem": 4, "boincpy.templates": 4, "boincpy.upload": 4, "boincpy.credit": 4,
+    "boincpy.jobfiles": 4,
+    "boincpy.sched": 5, "boincpy.daemons": 5, "boincpy.web": 5,
+    "boincpy.tools": 6, "boincpy.testing": 6,
+}
+
+
+def floor(module):
+    best = None
+    for prefix, n in FLOORS.items():
+        if module == prefix or module.startswith(prefix + "."):
+            if best is None or len(prefix) > len(best[0]):
+                best = (prefix, n)
+    return best[1]
+
+
+def module_name(path):
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def imports():
+    """{module: {imported boincpy module}} over the whole package."""
+    names = {module_name(p) for p in PACKAGE.rglob("*.py")}
+    graph = {}
+    for path in PACKAGE.rglob("*.py"):
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module \
+                    and node.module.startswith("boincpy"):
+                for alias in node.names:
+                    full = node.module + "." + alias.name
+                    deps.add(full if full in names else node.module)
+            elif isinstance(node, ast.Import):
+                deps.update(a.name for a in node.names if a.name.startswith("boincpy"))
+        graph[module_name(path)] = deps - {module_name(path), "boincpy"}
+    return graph
+
+
+def test_imports_run_downward():
+    upward = []
+    for module, deps in imports().items():
+        for dep in deps:
+            if floor(dep) > floor(module):
+                upward.append("%s (floor %d) imports %s (floor %d)"
+                              % (module, floor(module), dep, floor(dep)))
+    assert not upward, "\n".join(sorted(upward))
+
+
+def test_no_import_cycles():
+    graph = imports()
+    cycles = []
+
+    def visit(node, path, seen):
+        for dep in graph.get(node, ()):
+            if dep in path:
+                cycles.append(" -> ".join(path[path.index(dep):] + [dep]))
+            elif dep not in seen:
+                seen.add(dep)
+                visit(dep, path + [dep], seen)
+
+    for start in graph:
+        visit(start, [start], {start})
+    assert not cycles, "\n".join(sorted(set(cycles)))
+
+
+def test_every_module_has_a_floor():
+    for module in imports():
+        assert floor(module) is not None, module
