@@ -201,7 +201,10 @@ class Browser:
             try:
                 self._cmd("GET", "/element/%s/name" % old_ref)
             except WebDriverError as exc:
-                if "stale" not in str(exc) and "no such element" not in str(exc):
+                # chromedriver says the old page is gone in one of these ways
+                # ("does not belong to the document" while the new one loads)
+                gone = ("stale", "no such element", "does not belong to the document")
+                if not any(word in str(exc) for word in gone):
                     raise
                 break
             if time.time() > deadline:
