@@ -40,10 +40,17 @@ those by score, and goes on scanning only if it still needs work.  While the
 array holds any job with priority > 0 (retries, urgent work) the whole array
 is scored, as in C++, so high-priority jobs still go first.
 
+Also: non-CPU-intensive apps (:func:`send_nci`, sched_nci.cpp: one job of
+each such app a host has none of, before the scan); the score terms of
+locality scheduling lite (:func:`locality_lite_score`), ``batch_accel``
+(:func:`batch_accel_score`) and ``keyword_sched`` (:func:`keyword_score`,
+sched_keyword.cpp); and ``<sched_old/>``'s multi-pass scan
+(:func:`send_work_old`, sched_array.cpp) in place of the score-based one.
+
 Extension points (one function each, here): plan classes
 (:func:`plan_class_usage`), homogeneous redundancy (:func:`hr_feasible`),
-targeted jobs (:func:`send_targeted_jobs`), locality scheduling and size
-classes (score terms in :func:`job_score`), per-app in-progress limits from
+targeted jobs (:func:`send_targeted_jobs`), score terms (one small function
+each, called from :func:`job_score`), per-app in-progress limits from
 config_aux.xml (:func:`app_job_limits`), and the project-specific feasibility
 hook (:func:`infeasible_custom`).
 """
