@@ -188,6 +188,21 @@ def test_locality_lite_prefers_jobs_whose_sticky_files_the_host_has(sched_env):
     assert len(r.sent) == 5 and "[loc_lite]" not in r.log
 
 
+def test_locality_lite_job_sent_adds_its_sticky_files_to_the_host(sched_env):
+    env = sched_env
+    env.set_options(debug_send=1)
+    env.execute("UPDATE app SET locality_scheduling = 1")
+    doc = STICKY_WU % ("data_a", "data_a", "data_a")
+    doc = doc.replace("<workunit>", (STICKY_WU % ("data_b", "data_b", "data_b")).split(
+        "<workunit>")[0] + "<workunit>", 1)
+    add_job(env, "pair", xml_doc=doc)
+    have = "<file_info>\n    <name>data_a</name>\n    <nbytes>75</nbytes>\n</file_info>\n"
+    r = post(env, request(extra=have))
+    assert r.sent == ["pair_0"]
+    assert "[send] Adding file data_b to host file list" in r.log
+    assert "Adding file data_a" not in r.log
+
+
 def test_batch_accel_sends_high_priority_jobs_only_to_low_turnaround_hosts(sched_env):
     env = sched_env
     env.set_options(batch_accel=1, debug_send_job=1)
