@@ -15,7 +15,10 @@ from boincpy import shmem
 from boincpy.log import SchedLog
 from boincpy.sched.handler import handle_request
 from boincpy.sched.request import parse_request
-from tests.sched_env import APP_VERSION_XML, CLIENT, fixture_text, sched_env  # noqa: F401
+from tests import sched_env as env_module
+from tests.sched_env import APP_VERSION_XML, CLIENT, fixture_text
+
+sched_env = env_module.sched_env        # the fixture, for the tests below
 
 ENV = {"REMOTE_ADDR": "127.0.0.1", "REQUEST_METHOD": "POST"}
 UNSENT, IN_PROGRESS = 2, 4
