@@ -40,10 +40,17 @@ those by score, and goes on scanning only if it still needs work.  While the
 array holds any job with priority > 0 (retries, urgent work) the whole array
 is scored, as in C++, so high-priority jobs still go first.
 
+Also: non-CPU-intensive apps (:func:`send_nci`, sched_nci.cpp: one job of
+each such app a host has none of, before the scan); the score terms of
+locality scheduling lite (:func:`locality_lite_score`), ``batch_accel``
+(:func:`batch_accel_score`) and ``keyword_sched`` (:func:`keyword_score`,
+sched_keyword.cpp); and ``<sched_old/>``'s multi-pass scan
+(:func:`send_work_old`, sched_array.cpp) in place of the score-based one.
+
 Extension points (one function each, here): plan classes
 (:func:`plan_class_usage`), homogeneous redundancy (:func:`hr_feasible`),
-targeted jobs (:func:`send_targeted_jobs`), locality scheduling and size
-classes (score terms in :func:`job_score`), per-app in-progress limits from
+targeted jobs (:func:`send_targeted_jobs`), score terms (one small function
+each, called from :func:`job_score`), per-app in-progress limits from
 config_aux.xml (:func:`app_job_limits`), and the project-specific feasibility
 hook (:func:`infeasible_custom`).
 """
@@ -321,6 +328,12 @@ class Work:
         self.taken = 0
         self.pc_specs = False               # plan_class_spec.xml not looked for yet
         self.plan_host = None
+        self.host_files = None              # locality lite: sticky files on the host
+        self.wu_sticky = {}                 # wuid -> sticky input file names
+        self.user_kw = None                 # keyword_sched: (yes ids, no ids)
+        self.wu_keywords = {}               # wuid -> keyword ids
+        self.user_apps_only = True          # sched_old: only apps the user selected
+        self.selected_app_message_index = 0
 
     # -- reasons ------------------------------------------------------------
 
@@ -512,7 +525,9 @@ def app_job_limits(cfg, ninstances):
 
 def job_score(work, slot, app, bav):
     """The job's score (JOB::get_score), or None if it must not go to this host."""
-    score = 0.0
+    score = batch_accel_score(work, slot, app)
+    if score is None:
+        return None
     if not app["beta"] and slot.need_reliable and not bav.reliable:
         work.reason("reliable", "job [RESULT#%d] needs a reliable host" % slot.resultid)
         return None
@@ -533,9 +548,181 @@ def job_score(work, slot, app, bav):
             return None
     if slot.infeasible_count:
         score += 1
-    # locality scheduling lite (+10 if the host has the job's sticky files),
-    # size classes (+5/-2/-1), batch_accel and keyword scores plug in here
-    return score + slot.res_priority
+    score += locality_lite_score(work, slot, app)
+    # size classes (+5/-2/-1) plug in here
+    score += slot.res_priority
+    kw = keyword_score(work, slot)
+    if kw < 0:
+        return None
+    score += kw
+    if work.cfg.debug_send_job:
+        work.log.normal("[send_job]: score %f for result %d" % (score, slot.resultid))
+    return score
+
+
+def batch_accel_score(work, slot, app):
+    """batch_accel: a high-priority job (workunit.priority > 0) of an
+    accelerable app (n_size_classes > 0) goes only to low-turnaround hosts
+    (host.error_rate > 0, as html/ops/batch_stats.php sets it), with +10.
+    Returns 0 or 10, or None to refuse the job."""
+    if not work.cfg.batch_accel or not app.get("n_size_classes"):
+        return 0
+    if (slot.wu.get("priority") or 0) <= 0:
+        return 0
+    if (work.host.get("error_rate") or 0) > 0:
+        if work.cfg.debug_send_job:
+            work.log.normal("[send_job] sending high-prio job to LTT host")
+        return 10
+    if work.cfg.debug_send_job:
+        work.log.normal("[send_job] not sending high-prio job to non-LTT host")
+    work.reason("batch_accel", "job %s is high-priority (batch_accel); it goes only to "
+                "low-turnaround hosts (host.error_rate > 0)" % slot.wu["name"])
+    return None
+
+
+# ---------------------------------------------------------------------------
+# locality scheduling lite: sticky input files the host already has
+
+LOCALITY_SCHED_LITE = 1
+
+
+def _host_files(work):
+    """Names of the sticky files the host has: the client's <file_info>s,
+    plus those of lite jobs sent in this request (add_job_files_to_host)."""
+    if work.host_files is None:
+        work.host_files = {name for name, _ in work.req.sticky_files}
+    return work.host_files
+
+
+def _sticky_input_files(work, wuid, xml_doc):
+    """The names of the <file_info>s marked <sticky/> in a workunit's xml_doc
+    (kept per workunit for the request)."""
+    names = work.wu_sticky.get(wuid)
+    if names is None:
+        import re
+        names = []
+        for body in re.findall(r"<file_info>(.*?)</file_info>", xml_doc or "", re.S):
+            m = re.search(r"<name>\s*(.*?)\s*</name>", body, re.S)
+            if m and re.search(r"<sticky\s*/>|<sticky>\s*[1-9]", body):
+                names.append(m.group(1))
+        work.wu_sticky[wuid] = names
+    return names
+
+
+def _slot_xml_doc(work, slot):
+    doc = work.ja.read_xml_doc(slot.index)
+    if doc is None:                     # too big for the array: the row has it
+        doc = _text(work.db.query_value("SELECT xml_doc FROM workunit WHERE id = %s",
+                                        (slot.wu["id"],), default=""))
+    return doc
+
+
+def nfiles_on_host(work, slot):
+    """How many of the job's sticky input files the host already has."""
+    wu = slot.wu
+    names = work.wu_sticky.get(wu["id"])
+    if names is None:
+        names = _sticky_input_files(work, wu["id"], _slot_xml_doc(work, slot))
+    have = _host_files(work)
+    return sum(1 for n in names if n in have)
+
+
+def locality_lite_score(work, slot, app):
+    """+10 when the app uses locality scheduling lite (app.locality_scheduling
+    = 1) and the host already has one of the job's sticky input files."""
+    if app.get("locality_scheduling") != LOCALITY_SCHED_LITE or not _host_files(work):
+        return 0
+    n = nfiles_on_host(work, slot)
+    if work.cfg.debug_locality_lite:
+        work.log.normal("[loc_lite] job %s has %d files on this host" % (slot.wu["name"], n))
+    return 10 if n > 0 else 0
+
+
+def add_job_files_to_host(work, wu):
+    """A lite job is being sent: its sticky files count as on the host for the
+    rest of this request."""
+    have = _host_files(work)
+    for name in _sticky_input_files(work, wu["id"], wu.get("xml_doc")):
+        if name not in have:
+            if work.cfg.debug_send:
+                work.log.normal("[send] Adding file %s to host file list" % name)
+            have.add(name)
+
+
+# ---------------------------------------------------------------------------
+# keyword scheduling
+
+def _atoi_list(text):
+    """Space-separated keyword ids as BOINC reads them (atoi of each token)."""
+    out = []
+    for token in (text or "").split():
+        digits = ""
+        for i, ch in enumerate(token):
+            if ch.isdigit() or (i == 0 and ch in "+-"):
+                digits += ch
+            else:
+                break
+        try:
+            out.append(int(digits))
+        except ValueError:
+            out.append(0)
+    return out
+
+
+def user_keywords(work):
+    """(yes, no) keyword ids of this volunteer: the request's <user_keywords>
+    (sent by clients under an account manager), else PROJECT/kw_prefs/USERID
+    (line 1 yes, line 2 no, as the web site's kw_prefs.php writes it)."""
+    if work.user_kw is None:
+        yes, no = list(work.req.user_keywords_yes), list(work.req.user_keywords_no)
+        if not yes and not no and work.userid:
+            path = work.cfg.project_path("kw_prefs", str(work.userid))
+            try:
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    lines = f.read().split("\n")
+            except OSError:
+                lines = []
+            if lines:
+                if work.cfg.debug_keyword:
+                    work.log.normal("[keyword] reading user kw prefs from file")
+                yes = _atoi_list(lines[0])
+                no = _atoi_list(lines[1]) if len(lines) > 1 else []
+        work.user_kw = (set(yes), set(no))
+    return work.user_kw
+
+
+def keyword_score(work, slot):
+    """keyword_sched: +1 for each of the job's keywords (workunit.keywords)
+    the volunteer said yes to; -1 (the job is refused) if one is a no."""
+    if not work.cfg.keyword_sched:
+        return 0
+    debug = work.cfg.debug_keyword
+    yes, no = user_keywords(work)
+    if not yes and not no:
+        if debug:
+            work.log.normal("[keyword] user has no keywords; returning 0")
+        return 0
+    ids = work.wu_keywords.get(slot.wu["id"])
+    if ids is None:
+        ids = work.wu_keywords[slot.wu["id"]] = _atoi_list(slot.wu.get("keywords"))
+    if not ids:
+        if debug:
+            work.log.normal("[keyword] job has no keywords; returning 0")
+        return 0
+    score = 0
+    for k in ids:
+        if k in yes:
+            score += 1
+        elif k in no:
+            work.add_no_work_message("Some jobs are ruled out by your science/location "
+                                     "preferences")
+            work.reason("keyword", "job %s has keyword %d, which the volunteer said no to"
+                        % (slot.wu["name"], k))
+            score = -1
+            break
+    if debug:
+        work.log.normal("[keyword] keyword score: %f" % score)
+    return score
 
 
 # ---------------------------------------------------------------------------
@@ -719,6 +906,8 @@ def _setup(ctx, job_array):
     if cfg.non_cpu_intensive:
         mult = 1
         work.ninstances[0] = 1
+        if ngpus:
+            work.effective_ngpus = 1
     work.max_jobs_per_rpc = mult * cfg.max_wus_to_send if cfg.max_wus_to_send else 999999
     work.rsc_spec_request = any(work.req_secs)
     work.limits = Limits(cfg, work.ninstances)
@@ -1328,6 +1517,8 @@ def add_result_to_reply(work, result, wu, app, bav, resend=False):
         coproc_usage=usage.gpu_usage, gpu_ram=usage.gpu_ram, cmdline=usage.cmdline,
         resend=resend)
     work.ctx.reply.jobs.append(job)
+    if cfg.debug_keyword and (wu.get("keywords") or "").strip():
+        work.log.normal("[keyword] keywords: %s" % wu["keywords"])
 
     # what this job uses of the request
     work.disk_available -= wu["rsc_disk_bound"]
@@ -1361,6 +1552,8 @@ def add_result_to_reply(work, result, wu, app, bav, resend=False):
             db.execute("UPDATE workunit SET target_nresults = %s, min_quorum = %s, "
                        "transition_time = %s WHERE id = %s",
                        (app["target_nresults"], app["target_nresults"], now, wu["id"]))
+    if app.get("locality_scheduling") == LOCALITY_SCHED_LITE:
+        add_job_files_to_host(work, wu)
     return job
 
 
@@ -1614,6 +1807,266 @@ def _try_send(work, i, resultid, app, bav):
     if "xml_doc" not in wu:
         wu["xml_doc"] = ja.read_xml_doc(i)
     return add_result_to_reply(work, row, wu, app, bav)
+
+
+# ---------------------------------------------------------------------------
+# non-CPU-intensive apps (sched_nci.cpp)
+#
+# An NCI app (app.non_cpu_intensive, or every app with config.xml's
+# <non_cpu_intensive/>) runs one job per host alongside the CPU work: a host
+# that has no job of it gets one whatever it asked for.  The main scans skip
+# NCI apps.
+
+def _apps_with_jobs(work, appids):
+    """The apps among ``appids`` of which the host has a job, going by the
+    results named in the request's <other_results>."""
+    from boincpy.db.bulk import chunks, placeholders
+    names = [o.name for o in work.req.other_results]
+    found, have = set(), set()
+    for part in chunks(names):
+        for row in work.db.query("SELECT name, appid FROM result WHERE name IN (%s)"
+                                 % placeholders(len(part)), part):
+            found.add(_text(row["name"]))
+            if row["appid"] in appids:
+                have.add(row["appid"])
+    for name in names:
+        if name not in found:
+            work.log.normal("No such result: %s" % name)
+    return have
+
+
+def _send_job_for_app(work, app):
+    """Send one job of NCI app ``app`` from the array; True if one was sent.
+    Its jobs are alike: if the first one can't go to this host, none can."""
+    ja, pid, cfg = work.ja, work.pid, work.cfg
+    for i in range(ja.nslots):
+        state, _, _, _, resultid, appid = ja.slot_head(i)
+        if (state != shmem.PRESENT and state != pid) or appid != app["id"]:
+            continue
+        slot = ja.read_slot(i)
+        wu = slot.wu
+        bav = get_app_version(work, wu, app, check_req=True)
+        why = None
+        if bav is None:
+            why = "no app version for this host"
+            if cfg.debug_send_job:
+                work.log.normal("[send_job] [WU#%d] No app version for NCI job; skipping"
+                                % wu["id"])
+        else:
+            why = infeasible_fast(work, wu, slot.res_server_state, slot.res_priority,
+                                  slot.res_report_deadline, app, bav)
+            if why and cfg.debug_send_job:
+                work.log.normal("[send_job] [WU#%d] wu_is_infeasible_fast() failed for NCI "
+                                "job; skipping" % wu["id"])
+        if why:
+            work.log.normal("can_send_nci() failed for NCI job")
+            work.reason("nci", "non-CPU-intensive app %s: %s" % (app["name"], why))
+            return False
+        if _try_send(work, i, resultid, app, bav) is not None:
+            if cfg.debug_send:
+                work.log.normal("Sending non-CPU-intensive job: %s" % wu["name"])
+            return True
+        work.log.normal("NCI job was not still sendable")
+    work.log.normal("no sendable NCI jobs for %s" % _app_name(app))
+    return False
+
+
+def send_nci(work):
+    """send_nci(): one job of each non-CPU-intensive app the host has no job
+    of (its <other_results>), unless the app is beta and the user takes no
+    beta work, or the user didn't select it and takes no other apps."""
+    cfg, prefs = work.cfg, work.prefs
+    if cfg.debug_send:
+        work.log.normal("checking for NCI jobs")
+    nci = [a for a in work.ja.apps if a["non_cpu_intensive"]]
+    if not nci:
+        return
+    have = _apps_with_jobs(work, {a["id"] for a in nci}) if work.req.other_results else set()
+    for app in nci:
+        if app["id"] in have:
+            if cfg.debug_send:
+                work.log.normal("Already have job for %s" % app["name"])
+            work.reason("nci", "the host already has a job of non-CPU-intensive app %s"
+                        % app["name"])
+            continue
+        if app["beta"] and not prefs.allow_beta_work:
+            if cfg.debug_send:
+                work.log.normal("%s is beta" % app["name"])
+            work.reason("beta", "app %s is beta and the user doesn't accept beta work"
+                        % app["name"])
+            continue
+        if app_not_selected(work, app["id"]) and not prefs.allow_non_preferred_apps:
+            if cfg.debug_send:
+                work.log.normal("%s is not selected" % app["name"])
+            work.reason("app_not_selected", "the user's preferences don't select app %s"
+                        % app["name"])
+            continue
+        if not _send_job_for_app(work, app):
+            work.log.normal("failed to send job for NCI app %s" % _app_name(app))
+
+
+# ---------------------------------------------------------------------------
+# the legacy multi-pass scan (<sched_old/>, sched_array.cpp)
+
+class _Pass:
+    """Which jobs one pass of the legacy scan takes."""
+
+    __slots__ = ("reliable_only", "beta_only", "infeasible_only", "lite_only")
+
+    def __init__(self, reliable_only=False, beta_only=False, infeasible_only=False,
+                 lite_only=False):
+        self.reliable_only = reliable_only
+        self.beta_only = beta_only
+        self.infeasible_only = infeasible_only
+        self.lite_only = lite_only
+
+
+def _quick_check(work, slot, app, p):
+    """quick_check(): the app version for this job if the pass takes it and
+    the fast feasibility checks pass, else None."""
+    cfg = work.cfg
+    debug = cfg.debug_send_job
+    log = work.log.normal
+    wu = slot.wu
+    if p.beta_only:
+        if not app["beta"]:
+            if debug:
+                log("[send_job] job is not from beta app; skipping")
+            return None
+        if debug:
+            log("[send_job] [HOST#%d] beta work found: [RESULT#%d]"
+                % (work.hostid, slot.resultid))
+    elif app["beta"]:
+        if debug:
+            log("[send_job] job is from beta app; skipping")
+        if not work.prefs.allow_beta_work:
+            work.reason("beta", "app %s is beta and the user doesn't accept beta work"
+                        % app["name"])
+        return None
+    if not app["beta"]:
+        if p.reliable_only and not slot.need_reliable:
+            if debug:
+                log("[send_job] job doesn't need reliable host; skipping")
+            return None
+        if not p.reliable_only and slot.need_reliable:
+            if debug:
+                log("[send_job] job needs reliable host; skipping")
+            if not work.has_reliable_version:
+                work.reason("reliable", "job [RESULT#%d] needs a reliable host"
+                            % slot.resultid)
+            return None
+    if p.infeasible_only and not slot.infeasible_count:
+        if debug:
+            log("[send_job] job is not infeasible; skipping")
+        return None
+    if (p.lite_only and app.get("locality_scheduling") == LOCALITY_SCHED_LITE
+            and _host_files(work)):
+        n = nfiles_on_host(work, slot)
+        if cfg.debug_locality_lite:
+            log("[loc_lite] job %s has %d files on this host" % (wu["name"], n))
+        if n == 0:
+            return None
+    bav = get_app_version(work, wu, app, check_req=True, reliable_only=p.reliable_only)
+    if bav is None:
+        if debug:
+            log("[send_job] No app version for job; skipping")
+        return None
+    # after the version choice, so its messages aren't misleading (as BOINC);
+    # beta apps count as selected unless <distinct_beta_apps/>
+    if work.user_apps_only and (not p.beta_only or cfg.distinct_beta_apps):
+        if app_not_selected(work, app["id"]):
+            work.no_allowed_apps_available = True
+            if debug:
+                log("[send_job] [USER#%d] [WU#%d] user doesn't want work for app %s"
+                    % (work.userid, wu["id"], app["name"]))
+            work.reason("app_not_selected", "the user's preferences don't select app %s"
+                        % app["name"])
+            return None
+    why = infeasible_fast(work, wu, slot.res_server_state, slot.res_priority,
+                          slot.res_report_deadline, app, bav)
+    if why:
+        if debug:
+            log("[send_job] [HOST#%d] [WU#%d %s] WU is infeasible: %s"
+                % (work.hostid, wu["id"], wu["name"], why))
+        return None
+    return bav
+
+
+def _scan_work_array(work, p):
+    """scan_work_array(): one pass over the whole array from a random slot,
+    sending every job the pass takes.  True when no more work is needed."""
+    ja, pid = work.ja, work.pid
+    debug = work.cfg.debug_send_job
+    n = ja.nslots
+    start = random.randrange(n)
+    for j in range(n):
+        i = (start + j) % n
+        if debug:
+            work.log.normal("[send_job] scanning slot %d" % i)
+        state, _, _, _, resultid, appid = ja.slot_head(i)
+        if state != shmem.PRESENT and state != pid:
+            continue
+        app = ja.lookup_app(appid)
+        if app is None:
+            work.log.critical("[RESULT#%d] no app" % resultid)
+            continue
+        if app["non_cpu_intensive"]:
+            continue
+        slot = ja.read_slot(i)
+        bav = _quick_check(work, slot, app, p)
+        if bav is None:
+            if debug:
+                work.log.normal("[send_job] slot %d failed quick check" % i)
+            continue
+        _try_send(work, i, resultid, app, bav)
+        if not work_needed(work):
+            return True
+    return False
+
+
+def send_work_old(work):
+    """send_work_old(): passes over the array in priority order -- jobs that
+    need a reliable host (if this host has a reliable version), beta jobs (if
+    the user takes them), jobs infeasible for other hosts, locality-lite jobs
+    whose files the host has (if an app uses it), everything; then, if
+    nothing was sent and the user's preferences allow it, jobs of apps the
+    user didn't select."""
+    scan = work.cfg.debug_send_scan
+    log = work.log.normal
+    work.user_apps_only = True
+    if work.has_reliable_version:
+        if scan:
+            log("[send_scan] scanning for jobs that need reliable host")
+        work.best.clear()               # versions chosen among reliable ones only
+        if _scan_work_array(work, _Pass(reliable_only=True)):
+            return
+        work.best.clear()
+    elif scan:
+        log("[send_scan] host has no reliable app versions; skipping scan")
+    if work.prefs.allow_beta_work:
+        if scan:
+            log("[send_scan] host will accept beta jobs.  Scanning for them.")
+        if _scan_work_array(work, _Pass(beta_only=True)):
+            return
+    if scan:
+        log("[send_scan] Scanning for jobs that were infeasible for another host.")
+    if _scan_work_array(work, _Pass(infeasible_only=True)):
+        return
+    if any(a.get("locality_scheduling") == LOCALITY_SCHED_LITE for a in work.ja.apps):
+        if scan:
+            log("[send_scan] Scanning for locality sched Lite jobs.")
+        if _scan_work_array(work, _Pass(lite_only=True)):
+            return
+    if scan:
+        log("[send_scan] Scanning: general case.")
+    if _scan_work_array(work, _Pass()):
+        return
+    if not work.njobs_sent and work.prefs.allow_non_preferred_apps:
+        work.user_apps_only = False
+        work.selected_app_message_index = len(work.no_work_messages)
+        if scan:
+            log("[send_scan] scanning for jobs from non-selected applications")
+        _scan_work_array(work, _Pass())
 
 
 # ---------------------------------------------------------------------------
@@ -1912,14 +2365,19 @@ def _send_work_body(work, reserved):
         if cfg.debug_assignment:
             work.log.normal("[assign] [HOST#%d] sent assigned jobs" % work.hostid)
         return
-    # non-CPU-intensive apps (send_nci) plug in here
+    if getattr(work.ja, "have_nci_app", False):
+        send_nci(work)
     if not reserved:                    # enable_assignment and an empty array
         return
     if not work_needed(work):
         return
-    if work.cfg.locality_scheduling or work.cfg.locality_scheduler_fraction:
+    locality = work.cfg.locality_scheduling or work.cfg.locality_scheduler_fraction
+    if locality:
         work.reason("locality", "locality scheduling is not supported yet; using the "
                     "job cache")
+    if cfg.sched_old and not locality:
+        send_work_old(work)
+        return
     for rt in range(NPROC_TYPES - 1, -1, -1):
         if work.need_proc_type(rt) and work.have_apps(rt):
             _scan_type(work, rt)
@@ -1934,6 +2392,8 @@ def _send_user_messages(work):
         for prio, text in plan_class.gpu_messages(_plan_host(work), work.ja_have_apps,
                                                   work.anonymous):
             reply.add_message(text, PRIORITY_NOTICE if prio == "notice" else PRIORITY_LOW)
+    if work.cfg.sched_old and work.njobs_sent and not work.user_apps_only:
+        _non_selected_apps_messages(work)
     if work.njobs_sent or not req.work_req_seconds:
         return
     work.set_delay(0)
@@ -1982,6 +2442,25 @@ def _send_user_messages(work):
             if key == "plan_class":
                 text += ": " + work.reasons[key]      # which plan class, and why
             reply.add_message(text, PRIORITY_LOW)
+
+
+def _non_selected_apps_messages(work):
+    """sched_old sent jobs of apps the user didn't select (their preferences
+    allow it): say so, and why the selected ones had none."""
+    reply = work.ctx.reply
+    reply.add_message("No tasks are available for the applications you have selected",
+                      PRIORITY_LOW)
+    for appid, available in work.prefs.selected_apps.items():
+        if not available:
+            app = work.ja.lookup_app(appid)
+            if app is not None:
+                reply.add_message("No tasks are available for %s" % _app_name(app),
+                                  PRIORITY_LOW)
+    for text in work.no_work_messages[:work.selected_app_message_index]:
+        reply.add_message(text, PRIORITY_NOTICE)
+    reply.add_message("Your preferences allow tasks from applications other than those "
+                      "selected", PRIORITY_LOW)
+    reply.add_message("Sending tasks from other applications", PRIORITY_LOW)
 
 
 def _finish(work, sent_before):

@@ -434,21 +434,41 @@ def handle_global_prefs(ctx):
     master_mod = prefs_mod_time(master, now) if master else 0.0
     working_mod = prefs_mod_time(working, now) if working else 0.0
     db_mod = prefs_mod_time(db_prefs, now) if db_prefs else 0.0
+    # debug_prefs: BOINC's [prefs] lines, word for word
+    log = ctx.log.normal if ctx.cfg.debug_prefs else None
+    if log:
+        log("[prefs] have_master:%d have_working: %d have_db: %d"
+            % (bool(master), bool(working), bool(db_prefs)))
     if working:
-        pass                                # already parsed from the request
+        if log:
+            log("[prefs] using working prefs")   # already parsed from the request
     elif master and not (db_prefs and db_mod > master_mod):
         req.global_prefs = parse_global_prefs(master, venue, now)
+        if log:
+            log("[prefs] using master prefs")
     elif db_prefs:
         req.global_prefs = parse_global_prefs(db_prefs, venue, now)
+        if log:
+            log("[prefs] using db prefs - more recent" if master else "[prefs] using db prefs")
+    elif log:
+        log("[prefs] using default prefs")
+    had_db, read_db_mod = bool(db_prefs), db_mod
     if not ctx.using_weak_auth and master:
         same_account = req.global_prefs_source_email_hash == ctx.email_hash
         if same_account and (not db_prefs or master_mod > db_mod):
+            if log:
+                log("[prefs] updating db prefs")
             ctx.db.execute("UPDATE user SET global_prefs = %s WHERE id = %s",
                            (master, user["id"]))
             user["global_prefs"] = master
             db_prefs = master
             db_mod = master_mod
+    if log:
+        log("[prefs] have DB prefs: %d; dbmod %f; global mod %f; working mod %f"
+            % (had_db, read_db_mod, req.global_prefs.mod_time, working_mod))
     if db_prefs and db_mod > master_mod and db_mod > working_mod:
+        if ctx.cfg.debug_prefs:
+            ctx.log.debug("[prefs] sending DB prefs in reply")
         reply.send_global_prefs = True
 
 

@@ -242,6 +242,8 @@ class SchedulerRequest(Record):
         ("have_other_results_list", False),
         ("msgs_from_host", list),         # [MsgFromHost]
         ("sticky_files", list),           # [(name, nbytes)] top-level <file_info>
+        ("user_keywords_yes", list),      # [int] <user_keywords><yes> (account managers)
+        ("user_keywords_no", list),       # [int] <user_keywords><no>
         # -- added with the parser --
         ("working_global_prefs_xml", ""),  # <working_global_preferences> contents, raw
         ("global_prefs_source_email_hash", ""),
@@ -848,6 +850,24 @@ class _Parser:
         if box.get("name"):
             self.req.sticky_files.append((box["name"], box.get("nbytes", 0.0)))
 
+    def user_keywords(self, tag, offset):
+        """<user_keywords> (USER_KEYWORDS::parse): <yes>N</yes> and <no>N</no>
+        keyword ids, for keyword scheduling."""
+        if tag.endswith("/"):
+            return
+        yes, no = self.req.user_keywords_yes, self.req.user_keywords_no
+        del yes[:], no[:]
+
+        def child(t, o):
+            name = t.rstrip("/")
+            if name not in ("yes", "no"):
+                return False
+            value = self.int_(t, o)
+            if value is not None:
+                (yes if name == "yes" else no).append(value)
+            return True
+        self.container(tag, offset, child)
+
     def msg_from_host(self, tag, offset):
         if tag.endswith("/"):
             return
@@ -934,6 +954,7 @@ _TOP_HANDLERS = {
     "in_progress_results": _Parser.in_progress_results,
     "coprocs": _Parser.coprocs,
     "file_info": _Parser.sticky_file_info,
+    "user_keywords": _Parser.user_keywords,
     "msg_from_host": _Parser.msg_from_host,
     "cpu_req_secs": _cpu_field,
     "cpu_req_instances": _cpu_field,
@@ -942,7 +963,7 @@ _TOP_HANDLERS = {
 
 # Elements BOINC skips without a log line (legacy or unused).
 _IGNORED_TOP = frozenset((
-    "host_venue", "time_stats_log", "job_log", "user_keywords", "daily_xfer_history",
+    "host_venue", "time_stats_log", "job_log", "daily_xfer_history",
     "active_task_set", "app", "app_version", "duration_variability",
     "new_version_check_time", "newer_version", "project", "project_files", "proxy_info",
     "user_network_request", "user_run_request", "master_url", "project_name",
