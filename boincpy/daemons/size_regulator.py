@@ -59,10 +59,11 @@ class SizeRegulator(Daemon):
                             help="release results of a class when it has fewer than N "
                                  "unsent")
         parser.add_argument(*_option_names("hi"), type=int, default=0, metavar="N",
-                            help="... up to N unsent")
+                            help="... as many as bring it to N unsent")
         parser.add_argument(*_option_names("sleep_time"), type=int, default=0,
-                            metavar="S", help="seconds to sleep after a pass with "
-                                              "nothing (fully) released")
+                            metavar="S", help="seconds to sleep after a pass in which no "
+                                              "class got all it asked for (replaces "
+                                              "--sleep_interval)")
         parser.add_argument(*_option_names("debug_leveld"), dest="debug_level", type=int,
                             default=argparse.SUPPRESS, metavar="N", help="same as -d (BOINC's spelling)")
         group = parser.add_mutually_exclusive_group()
