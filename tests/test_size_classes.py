@@ -442,3 +442,31 @@ def test_scores_are_boincs(sched):
     app["n_size_classes"] = 1
     assert choose.size_class_score(work, ja.read_slot(0).wu, app, bav) == 0
     ja.close()
+
+
+def test_reread_db_picks_up_a_new_census(sched):
+    project, cfg, db, feed = sched
+    by_class = _sized_jobs(db)
+    log = io.StringIO()
+    feeder = make_feeder(cfg, log_stream=log)
+    try:
+        feeder.one_pass()
+        ja = shmem.attach(cfg, wait_ready=0)
+        assert ja.apps == [] and ja.n_present == 0
+        (project / "size_census_example_app").write_text("1e3\n1e4\n")
+        (project / "reread_db").write_text("")
+        feeder.one_pass()                 # re-reads at the end of the pass
+        assert not (project / "reread_db").exists()
+        assert ja.lookup_app(1)["size_class_quantiles"] == [1e3, 1e4]
+        feeder.one_pass()
+        assert ja.n_present == 3
+        sent, out = send(cfg, db, ja)
+        assert sent == [by_class[2]], out  # every host is in class 2 with these
+        # a later census replaces the boundaries on the next reread
+        (project / "size_census_example_app").write_text("1e30\n1e31\n")
+        (project / "reread_db").write_text("")
+        feeder.one_pass()
+        assert ja.lookup_app(1)["size_class_quantiles"] == [1e30, 1e31]
+        ja.close()
+    finally:
+        feeder.shutdown()
