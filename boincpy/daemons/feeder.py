@@ -32,6 +32,13 @@ Differences from the C++ feeder, on purpose:
 * config.xml's <homogeneous_redundancy> is applied to the cached apps after
   a ``reread_db`` too (C++ applies it only at start).
 
+Job size classes, as in C++: an app with ``n_size_classes`` > 1 gets its
+``size_census_APPNAME`` boundaries (boincpy.sizeclass) as the cached app's
+``size_class_quantiles``, read at start and on ``reread_db``.  If that file is
+missing or short the feeder logs it as CRITICAL and caches no apps at all
+(C++ scan_tables stops there), so nothing is sent until the census is written
+and the tables are re-read.
+
 Every AV_UPDATE_PERIOD seconds the main feeder (no ``--mod``/``--wmod``, or
 part 0 of one) updates the app versions' credit scales
 (:meth:`Feeder.update_av_scales`, credit.py's ``app_version_scales``).
@@ -43,6 +50,7 @@ import time
 from boincpy.credit import app_version_scales
 from boincpy.daemons.base import Daemon, _option_names
 from boincpy.errors import ToolError
+from boincpy.sizeclass import CensusFileError, census_file_name, read_census
 from boincpy import shmem
 
 REREAD_DB_FILE = "reread_db"
@@ -107,6 +115,19 @@ def scan_tables(db, cfg, log=None):
         app = _plain(r)
         if cfg.non_cpu_intensive:
             app["non_cpu_intensive"] = 1
+        if (app.get("n_size_classes") or 0) > 1:
+            try:
+                app["size_class_quantiles"] = read_census(
+                    cfg.project_path(census_file_name(app["name"])), app["name"],
+                    app["n_size_classes"])
+            except CensusFileError as exc:
+                # C++ scan_tables returns here: no apps, versions or
+                # assignments are cached, so nothing is sent until the file
+                # exists and reread_db (or a restart) reads it
+                if log is not None:
+                    log.critical(str(exc))
+                return {"platforms": platforms, "apps": [], "app_versions": [],
+                        "assignments": []}
         apps.append(app)
     by_pair = {}
     for r in db.query("SELECT * FROM app_version WHERE deprecated = 0 ORDER BY id"):

@@ -549,7 +549,7 @@ def job_score(work, slot, app, bav):
     if slot.infeasible_count:
         score += 1
     score += locality_lite_score(work, slot, app)
-    # size classes (+5/-2/-1) plug in here
+    score += size_class_score(work, slot.wu, app, bav)
     score += slot.res_priority
     kw = keyword_score(work, slot)
     if kw < 0:
@@ -723,6 +723,27 @@ def keyword_score(work, slot):
     if debug:
         work.log.normal("[keyword] keyword score: %f" % score)
     return score
+
+
+def size_class_score(work, wu, app, bav):
+    """Job size matching by class (JOB::get_score): with <size_classes/> and an
+    app of several classes, +5 if the job's class is the host's, -2 if the
+    host's class is smaller, -1 if larger.  The class boundaries are the
+    app's ``size_class_quantiles``, which the feeder read from the
+    size_census file; the host's speed is its version's projected FLOPS
+    times the fraction of time it computes."""
+    n = app.get("n_size_classes") or 0
+    if not work.cfg.size_classes or n <= 1:
+        return 0
+    from boincpy.sizeclass import host_size_class
+    speed = bav.usage.projected_flops * _available_frac(work, bav)
+    target = host_size_class(app.get("size_class_quantiles") or (), n, speed)
+    job = wu["size_class"]
+    if work.cfg.debug_send_job:
+        work.log.normal("[send_job] size: host %d job %d speed %f" % (target, job, speed))
+    if target == job:
+        return 5
+    return -2 if target < job else -1
 
 
 # ---------------------------------------------------------------------------
