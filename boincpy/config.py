@@ -69,10 +69,16 @@ _TABLE = (
     ("db_socket", "str", "", "project",
      "boincpy extension: Unix socket of the database server (empty: the "
      "client library's default)."),
-    ("replica_db_name", "str", "", "project", "Read-replica database name (empty: db_name)."),
+    ("replica_db_name", "str", "", "project",
+     "Read-replica database name (empty: db_name).  db_dump and antique_file_deleter "
+     "read through the replica (each empty replica_db_* taken from db_*); the ops "
+     "pages' lists and counts read it only if all four replica_db_* are set, else or "
+     "if it refuses they use the main database (BOINC's BoincDb::get(true)); the "
+     "account RPCs always use the main database."),
     ("replica_db_user", "str", "", "project", "Read-replica user (empty: db_user)."),
     ("replica_db_passwd", "str", "", "project", "Read-replica password (empty: db_passwd)."),
-    ("replica_db_host", "str", "", "project", "Read-replica host (empty: db_host)."),
+    ("replica_db_host", "str", "", "project",
+     "Read-replica host (empty: db_host; db_dump --db_host overrides it)."),
     ("shmem_key", "int", 0, "project",
      "Key of the feeder/scheduler shared-memory segment (hex allowed: 0x1111abcd).",
      0x1111ABCD),
