@@ -258,9 +258,13 @@ _TABLE = (
     ("user_filter", "bool", False, "advanced", "Jobs may be restricted to users."),
     ("distinct_beta_apps", "bool", False, "advanced", "Beta apps are separate apps."),
     ("replace_download_url_by_timezone", "str", "", "advanced",
-     "Mirror list file for timezone-based download URLs."),
+     "If set, each download <url> of a sent app version or job containing this text "
+     "becomes one <url> per mirror listed in PROJECT/download_servers (lines "
+     "'UTC_OFFSET_SECONDS URL'), the mirror URL followed by the rest of the original, "
+     "nearest the host's time zone first (e.g. the download_url with a trailing /)."),
     ("max_download_urls_per_file", "int", 0, "advanced",
-     "Maximum mirror URLs per file."),
+     "With replace_download_url_by_timezone: at most this many mirror URLs per file "
+     "(0: all)."),
     ("enable_vda", "bool", False, "advanced", "Enable volunteer data archival."),
     ("vda_host_timeout", "float", 0.0, "advanced", "Volunteer data archival host timeout."),
     ("sched_old", "bool", False, "advanced", "Use the old array-scan job selection."),
