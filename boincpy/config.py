@@ -157,7 +157,8 @@ _TABLE = (
     ("report_grace_period", "int", 0, "scheduler",
      "Seconds after the client deadline before a job times out."),
     ("grace_period_hours", "float", 0.0, "scheduler",
-     "Same as report_grace_period, in hours (sets report_grace_period)."),
+     "Same as report_grace_period, in hours: sets report_grace_period where it is "
+     "read, so the later of the two in the file wins."),
     ("delete_delay_hours", "float", 0.0, "scheduler",
      "Hours to keep files after the last report (Config.delete_delay is in seconds)."),
     ("maintenance_delay", "float", 3600.0, "scheduler",
@@ -197,7 +198,9 @@ _TABLE = (
      "Refuse hosts whose 'os_name<TAB>os_version' matches this POSIX ERE (repeatable)."),
     ("ban_cpu", "list", (), "scheduler",
      "Refuse hosts whose 'p_vendor<TAB>p_model' matches this POSIX ERE (repeatable)."),
-    ("no_amd_k6", "bool", False, "scheduler", "Shorthand for banning AMD K6 CPUs."),
+    ("no_amd_k6", "bool", False, "scheduler",
+     "Refuse AMD K6 hosts: adds BOINC's ban_cpu pattern "
+     "'.*AMD.*<TAB>.*Family 5 Model 8 Stepping 0.*'."),
     ("nowork_skip", "bool", False, "scheduler", "Skip database work when there are no jobs."),
     ("credit_by_app", "bool", False, "scheduler", "Maintain credit_user/credit_team per app."),
     ("request_time_stats_log", "bool", False, "scheduler", "Store the client's time-stats log."),
@@ -212,7 +215,10 @@ _TABLE = (
      "Estimate FLOPS from host_app_version statistics."),
     ("rte_no_stats", "bool", False, "scheduler",
      "Runtime estimates ignore statistics."),
-    ("scheduler_log_buffer", "int", 32768, "scheduler", "Scheduler log buffer size in bytes."),
+    ("scheduler_log_buffer", "int", 32768, "scheduler",
+     "Bytes of a request's scheduler.log lines held before they are written, in "
+     "blocks of this size (BOINC's stderr buffer), so requests running at once do "
+     "not interleave lines; 0 writes each line at once."),
     ("symstore", "str", "", "scheduler", "URL of a symbol store for Windows clients."),
     ("user_url", "bool", True, "scheduler", "db_dump exports user.url."),
     ("user_country", "bool", True, "scheduler", "db_dump exports user.country."),
