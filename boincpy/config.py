@@ -119,7 +119,9 @@ _TABLE = (
     ("debug_req_reply_dir", "str", "", "paths",
      "If set, the scheduler saves each request and reply here."),
     ("cache_md5_info", "bool", False, "paths",
-     "create_work keeps FILE.md5 caches of checksum and size.", True),
+     "create_work keeps FILE.md5 ('<md5> <size>') next to each input file and takes "
+     "them from it while it is not older than the file (so a large file shared by "
+     "many jobs is hashed once); file_deleter removes it with the file.", True),
 
     # -- upload handler -------------------------------------------------------
     ("fuh_debug_level", "int", 3, "upload",
