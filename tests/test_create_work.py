@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import MySQLdb
-import pytest
 
 from boincpy.tools import create_work, stage_file
 
