@@ -48,6 +48,9 @@ CONFIG_FILE = "config.xml"
 #   xml    raw inner XML text (for options with structure)
 # Sections group the reference text and the example file.
 
+# Doc prefix of options only BOINC's PHP volunteer site reads.
+_VOLUNTEER_SITE = "Volunteer web site only (not built by boincpy): "
+
 _TABLE = (
     # -- project identity and database --------------------------------------
     ("master_url", "str", "", "project",
@@ -69,10 +72,16 @@ _TABLE = (
     ("db_socket", "str", "", "project",
      "boincpy extension: Unix socket of the database server (empty: the "
      "client library's default)."),
-    ("replica_db_name", "str", "", "project", "Read-replica database name (empty: db_name)."),
+    ("replica_db_name", "str", "", "project",
+     "Read-replica database name (empty: db_name).  db_dump and antique_file_deleter "
+     "read through the replica (each empty replica_db_* taken from db_*); the ops "
+     "pages' lists and counts read it only if all four replica_db_* are set, else or "
+     "if it refuses they use the main database (BOINC's BoincDb::get(true)); the "
+     "account RPCs always use the main database."),
     ("replica_db_user", "str", "", "project", "Read-replica user (empty: db_user)."),
     ("replica_db_passwd", "str", "", "project", "Read-replica password (empty: db_passwd)."),
-    ("replica_db_host", "str", "", "project", "Read-replica host (empty: db_host)."),
+    ("replica_db_host", "str", "", "project",
+     "Read-replica host (empty: db_host; db_dump --db_host overrides it)."),
     ("shmem_key", "int", 0, "project",
      "Key of the feeder/scheduler shared-memory segment (hex allowed: 0x1111abcd).",
      0x1111ABCD),
@@ -110,7 +119,9 @@ _TABLE = (
     ("debug_req_reply_dir", "str", "", "paths",
      "If set, the scheduler saves each request and reply here."),
     ("cache_md5_info", "bool", False, "paths",
-     "create_work keeps FILE.md5 caches of checksum and size.", True),
+     "create_work keeps FILE.md5 ('<md5> <size>') next to each input file and takes "
+     "them from it while it is not older than the file (so a large file shared by "
+     "many jobs is hashed once); file_deleter removes it with the file.", True),
 
     # -- upload handler -------------------------------------------------------
     ("fuh_debug_level", "int", 3, "upload",
@@ -151,7 +162,8 @@ _TABLE = (
     ("report_grace_period", "int", 0, "scheduler",
      "Seconds after the client deadline before a job times out."),
     ("grace_period_hours", "float", 0.0, "scheduler",
-     "Same as report_grace_period, in hours (sets report_grace_period)."),
+     "Same as report_grace_period, in hours: sets report_grace_period where it is "
+     "read, so the later of the two in the file wins."),
     ("delete_delay_hours", "float", 0.0, "scheduler",
      "Hours to keep files after the last report (Config.delete_delay is in seconds)."),
     ("maintenance_delay", "float", 3600.0, "scheduler",
@@ -194,7 +206,9 @@ _TABLE = (
      "Refuse hosts whose 'os_name<TAB>os_version' matches this POSIX ERE (repeatable)."),
     ("ban_cpu", "list", (), "scheduler",
      "Refuse hosts whose 'p_vendor<TAB>p_model' matches this POSIX ERE (repeatable)."),
-    ("no_amd_k6", "bool", False, "scheduler", "Shorthand for banning AMD K6 CPUs."),
+    ("no_amd_k6", "bool", False, "scheduler",
+     "Refuse AMD K6 hosts: adds BOINC's ban_cpu pattern "
+     "'.*AMD.*<TAB>.*Family 5 Model 8 Stepping 0.*'."),
     ("nowork_skip", "bool", False, "scheduler", "Skip database work when there are no jobs."),
     ("credit_by_app", "bool", False, "scheduler", "Maintain credit_user/credit_team per app."),
     ("request_time_stats_log", "bool", False, "scheduler", "Store the client's time-stats log."),
@@ -209,7 +223,10 @@ _TABLE = (
      "Estimate FLOPS from host_app_version statistics."),
     ("rte_no_stats", "bool", False, "scheduler",
      "Runtime estimates ignore statistics."),
-    ("scheduler_log_buffer", "int", 32768, "scheduler", "Scheduler log buffer size in bytes."),
+    ("scheduler_log_buffer", "int", 32768, "scheduler",
+     "Bytes of a request's scheduler.log lines held before they are written, in "
+     "blocks of this size (BOINC's stderr buffer), so requests running at once do "
+     "not interleave lines; 0 writes each line at once."),
     ("symstore", "str", "", "scheduler", "URL of a symbol store for Windows clients."),
     ("user_url", "bool", True, "scheduler", "db_dump exports user.url."),
     ("user_country", "bool", True, "scheduler", "db_dump exports user.country."),
@@ -263,9 +280,13 @@ _TABLE = (
     ("distinct_beta_apps", "bool", False, "advanced",
      "With sched_old: beta apps must be selected in the volunteer's preferences too."),
     ("replace_download_url_by_timezone", "str", "", "advanced",
-     "Mirror list file for timezone-based download URLs."),
+     "If set, each download <url> of a sent app version or job containing this text "
+     "becomes one <url> per mirror listed in PROJECT/download_servers (lines "
+     "'UTC_OFFSET_SECONDS URL'), the mirror URL followed by the rest of the original, "
+     "nearest the host's time zone first (e.g. the download_url with a trailing /)."),
     ("max_download_urls_per_file", "int", 0, "advanced",
-     "Maximum mirror URLs per file."),
+     "With replace_download_url_by_timezone: at most this many mirror URLs per file "
+     "(0: all)."),
     ("enable_vda", "bool", False, "advanced", "Enable volunteer data archival."),
     ("vda_host_timeout", "float", 0.0, "advanced", "Volunteer data archival host timeout."),
     ("sched_old", "bool", False, "advanced",
@@ -296,45 +317,70 @@ _TABLE = (
     ("debug_version_select", "bool", False, "debug", "Log app version selection."),
 
     # -- read only by the web code ---------------------------------------------------
-    ("disable_account_creation", "bool", False, "web", "No new accounts."),
-    ("disable_account_creation_rpc", "bool", False, "web", "No new accounts through RPC."),
-    ("disable_web_account_creation", "bool", False, "web", "No new accounts through the web."),
-    ("no_web_account_creation", "bool", False, "web", "Older spelling of disable_web_account_creation."),
+    ("disable_account_creation", "bool", False, "web",
+     "No new accounts: create_account.php refuses them and get_project_config.php "
+     "says <account_creation_disabled/>."),
+    ("disable_account_creation_rpc", "bool", False, "web",
+     "create_account.php refuses new accounts (the web site may still make them)."),
+    ("disable_web_account_creation", "bool", False, "web",
+     "Written by BOINC's make_project but read by no BOINC code (its web code reads "
+     "no_web_account_creation); accepted and ignored."),
+    ("no_web_account_creation", "bool", False, "web",
+     "No new accounts through the web site; with disable_account_creation_rpc, "
+     "create_account.php answers 'not accepting new accounts' instead of 'visit the "
+     "project web site'."),
     ("account_creation_rpc_require_consent", "bool", False, "web",
      "Account-creation RPC requires terms-of-use consent."),
     ("enable_login_mustagree_termsofuse", "bool", False, "web",
-     "Users must accept the terms of use at login."),
-    ("enable_privacy_by_default", "bool", False, "web", "New accounts are private by default."),
-    ("show_results", "bool", False, "web", "Show result lists on the web site.", True),
+     _VOLUNTEER_SITE + "users must accept the terms of use at web login."),
+    ("enable_privacy_by_default", "bool", False, "web",
+     "New accounts (create_account.php's too) hide their computers (show_hosts 0)."),
+    ("show_results", "bool", False, "web",
+     _VOLUNTEER_SITE + "show result lists on host and result pages.", True),
     ("enable_delete_account", "int", 0, "web",
-     "Let users delete their accounts (0 off; 1-3 deletion method)."),
-    ("no_computing", "bool", False, "web", "Project has no computing (web only)."),
-    ("disable_team_creation", "bool", False, "web", "No new teams."),
-    ("account_manager", "bool", False, "web", "The project is an account manager."),
-    ("dont_suppress_pending", "bool", False, "web", "Show pending credit."),
-    ("moderators_allowed_to_ban", "bool", False, "web", "Forum moderators may ban users."),
-    ("moderators_vote_to_ban", "bool", False, "web", "Forum bans need a moderators' vote."),
-    ("no_forum_rating", "bool", False, "web", "Disable forum post rating."),
-    ("profile_screening", "bool", False, "web", "Profiles are screened before display."),
-    ("team_forums_members_only", "bool", False, "web", "Team forums visible to members only."),
+     _VOLUNTEER_SITE + "let users delete their accounts (0 off; 1-3 deletion method)."),
+    ("no_computing", "bool", False, "web",
+     "Written by BOINC's make_project --no_computing but read by no BOINC code; "
+     "accepted and ignored."),
+    ("disable_team_creation", "bool", False, "web", "No new teams (create_team.php refuses)."),
+    ("account_manager", "bool", False, "web",
+     "The project is an account manager: get_project_config.php says <account_manager/>."),
+    ("dont_suppress_pending", "bool", False, "web", _VOLUNTEER_SITE + "show pending credit."),
+    ("moderators_allowed_to_ban", "bool", False, "web", _VOLUNTEER_SITE + "forum moderators may ban users."),
+    ("moderators_vote_to_ban", "bool", False, "web", _VOLUNTEER_SITE + "forum bans need a moderators' vote."),
+    ("no_forum_rating", "bool", False, "web", _VOLUNTEER_SITE + "no forum post rating."),
+    ("profile_screening", "bool", False, "web", _VOLUNTEER_SITE + "profiles are screened before display."),
+    ("team_forums_members_only", "bool", False, "web", _VOLUNTEER_SITE + "team forums visible to members only."),
     ("scheduler_disk_space_check_hardcoded", "bool", False, "web",
-     "Preferences page notes the hard-coded disk check."),
-    ("cgi_url", "str", "", "web", "URL of the cgi-bin directory."),
-    ("stripchart_cgi_url", "str", "", "web", "URL of the stripchart CGI."),
-    ("akismet_key", "str", "", "web", "Akismet spam filter key."),
-    ("recaptcha_public_key", "str", "", "web", "reCAPTCHA public key."),
-    ("recaptcha_private_key", "str", "", "web", "reCAPTCHA private key."),
-    ("rpc_key", "str", "", "web", "Key for privileged web RPCs."),
-    ("project_id", "int", 0, "web", "Project id assigned by BOINC."),
-    ("min_passwd_length", "int", 6, "web", "Minimum password length."),
-    ("profile_min_credit", "float", 0.0, "web", "Credit needed to create a profile."),
-    ("hosts_per_page", "int", 20, "web", "Rows per page in the top-hosts list."),
-    ("teams_per_page", "int", 20, "web", "Rows per page in the top-teams list."),
-    ("users_per_page", "int", 20, "web", "Rows per page in the top-users list."),
-    ("sandbox_dir", "str", "", "web", "Directory of per-user sandbox files."),
-    ("remote_submission_log", "str", "", "web", "Log file of remote job submission."),
-    ("remote_submit_log", "str", "", "web", "Log file of remote job submission RPCs."),
-    ("remote_submit_request_log", "str", "", "web", "Log file of remote submission requests."),
+     _VOLUNTEER_SITE + "the preferences page notes the hard-coded disk check."),
+    ("cgi_url", "str", "", "web",
+     "URL of the cgi-bin directory; read by no BOINC code (only BOINC's retired test "
+     "harness wrote it); accepted and ignored."),
+    ("stripchart_cgi_url", "str", "", "web",
+     "URL of the stripchart CGI, linked from BOINC's ops index page; boincpy's ops "
+     "pages have no stripcharts and ignore it."),
+    ("akismet_key", "str", "", "web", _VOLUNTEER_SITE + "Akismet spam filter key."),
+    ("recaptcha_public_key", "str", "", "web", _VOLUNTEER_SITE + "reCAPTCHA public key."),
+    ("recaptcha_private_key", "str", "", "web", _VOLUNTEER_SITE + "reCAPTCHA private key."),
+    ("rpc_key", "str", "", "web",
+     _VOLUNTEER_SITE + "key the BOINC web site passes to download_software.php."),
+    ("project_id", "int", 0, "web",
+     _VOLUNTEER_SITE + "project id assigned by BOINC (download_software.php, sample_index.php)."),
+    ("min_passwd_length", "int", 6, "web",
+     "Minimum password length, announced by get_project_config.php (the server sees "
+     "only a hash, so only web forms can enforce it)."),
+    ("profile_min_credit", "float", 0.0, "web", _VOLUNTEER_SITE + "credit needed to create a profile."),
+    ("hosts_per_page", "int", 20, "web", _VOLUNTEER_SITE + "rows per page in the top-hosts list."),
+    ("teams_per_page", "int", 20, "web", _VOLUNTEER_SITE + "rows per page in the top-teams list."),
+    ("users_per_page", "int", 20, "web", _VOLUNTEER_SITE + "rows per page in the top-users list."),
+    ("sandbox_dir", "str", "", "web",
+     "Remote job submission only (not built by boincpy): directory of per-user sandbox files."),
+    ("remote_submission_log", "str", "", "web",
+     "Remote job submission only (not built by boincpy): job_file.php's log file."),
+    ("remote_submit_log", "str", "", "web",
+     "Remote job submission only (not built by boincpy): its RPCs' log file."),
+    ("remote_submit_request_log", "str", "", "web",
+     "Remote job submission only (not built by boincpy): log of its requests."),
     ("secure_url_base", "str", "", "web",
      "URL base of the account web RPCs, sent as <web_rpc_url_base> by "
      "get_project_config.php (BOINC's SECURE_URL_BASE in project.inc; empty: master_url)."),

@@ -83,24 +83,29 @@ class SchedLog(MessageLog):
         2026-11-22 08:05:30.3392 UTC [PID=2298 ]   Request: [USER#1] [HOST#1] ...
         2026-11-22 08:05:30.3428 UTC [PID=2298 ]    Sending reply to [HOST#1]: ...
 
-    Lines are kept in memory and written with one ``write`` by ``flush()``
-    (BOINC gives stderr a 32 KB buffer for the same reason): CGI processes
-    running at once append whole requests, never interleaved lines.
+    Lines are kept in memory and written with one ``write`` by ``flush()``,
+    so CGI processes running at once append whole requests, never interleaved
+    lines.  ``buffer_size`` is config.xml's <scheduler_log_buffer> (BOINC's
+    setvbuf of stderr to that many bytes, fully buffered): once that much is
+    held it goes out in blocks of that size, as stdio writes a full buffer;
+    0 writes every line at once (BOINC's stderr left unbuffered); None (the
+    default, for tests) holds everything until ``flush()``.
     """
 
     _WORDS = {CRITICAL: "[CRITICAL]", NORMAL: "", DEBUG: "[debug]"}
 
-    def __init__(self, stream=None, debug_level=3, pid=None):
+    def __init__(self, stream=None, debug_level=3, pid=None, buffer_size=None):
         super().__init__(stream, debug_level, show_pid=True)
         self.pid = os.getpid() if pid is None else pid
         self.indent = 0
-        self.lines = []
+        self.buffer_size = buffer_size
+        self.buf = bytearray()
 
     @classmethod
-    def open(cls, path, debug_level=3, pid=None):
-        """Append to ``path`` (raw, unbuffered: flush() writes whole requests)."""
+    def open(cls, path, debug_level=3, pid=None, buffer_size=None):
+        """Append to ``path`` (raw, unbuffered: this class does the buffering)."""
         stream = open(path, "ab", buffering=0)
-        return cls(stream, debug_level, pid)
+        return cls(stream, debug_level, pid, buffer_size)
 
     def printf(self, kind, message, word=None):
         if kind > self.debug_level:
@@ -109,20 +114,32 @@ class SchedLog(MessageLog):
             word = self._WORDS.get(kind, "[debug]")
         prefix = "%s [PID=%-5d] %s%s " % (timestamp(), self.pid, word, " " * self.indent)
         for line in str(message).splitlines() or [""]:
-            self.lines.append(prefix + line + "\n")
+            self.buf += (prefix + line + "\n").encode("utf-8", "replace")
+        size = self.buffer_size
+        if size is not None and len(self.buf) >= size:
+            if size <= 0:
+                self.flush()
+            else:
+                # whole buffers out, the rest kept (a line may straddle two)
+                n = len(self.buf) - len(self.buf) % size
+                self._write(bytes(self.buf[:n]))
+                del self.buf[:n]
 
     def flush(self):
-        """Write the buffered lines (one write call) and forget them."""
-        if not self.lines:
+        """Write the buffered text (one write call) and forget it."""
+        if not self.buf:
             return
-        text = "".join(self.lines)
-        self.lines = []
+        data = bytes(self.buf)
+        self.buf.clear()
+        self._write(data)
+
+    def _write(self, data):
         stream = self.stream
         try:
             if "b" in getattr(stream, "mode", ""):
-                stream.write(text.encode("utf-8", "replace"))
+                stream.write(data)
             else:
-                stream.write(text)
+                stream.write(data.decode("utf-8", "replace"))
                 stream.flush()
         except (OSError, ValueError):
             pass

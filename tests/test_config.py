@@ -528,3 +528,29 @@ def test_find_project_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("BOINC_PROJECT_DIR", str(tmp_path))
     with pytest.raises(ConfigError, match="BOINC_PROJECT_DIR"):
         C.find_project_dir()
+
+
+def test_options_documented_as_unread_are_read_by_no_module():
+    # config.py's docs say which options only BOINC's (unbuilt) volunteer web
+    # site or remote job submission reads, or nothing reads at all: keep that true
+    import re
+    unread = [name for name, opt in C.OPTIONS.items()
+              if opt.doc.startswith((C._VOLUNTEER_SITE, "Remote job submission only"))
+              or "accepted and ignored" in opt.doc or "ignore it" in opt.doc]
+    assert {"rpc_key", "project_id", "users_per_page", "no_computing", "cgi_url",
+            "disable_web_account_creation", "stripchart_cgi_url"} <= set(unread)
+    sources = []
+    for top in ("boincpy", "bin", "cgi-bin", "html"):
+        for root, _dirs, files in os.walk(REPO / top):
+            for f in files:
+                path = os.path.join(root, f)
+                if f.endswith((".py", ".php")) or top in ("bin", "cgi-bin"):
+                    # make_project writes some of them, as BOINC's does
+                    if path not in (str(REPO / "boincpy" / "config.py"),
+                                    str(REPO / "boincpy" / "tools" / "make_project.py")):
+                        sources.append(open(path, errors="replace").read())
+    text = "\n".join(sources)
+    for name in unread:
+        # attribute reads (cfg.NAME) and look-ups by name ("NAME")
+        pattern = r"\.%s\b|['\"]%s['\"]" % (name, name)
+        assert not re.search(pattern, text), name

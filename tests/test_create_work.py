@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import MySQLdb
-import pytest
 
 from boincpy.tools import create_work, stage_file
 
@@ -165,3 +164,113 @@ def test_bin_create_work_as_subprocess(mini_project, db_root_params):
     names = {x["name"] for x in _rows(mini_project, db_root_params,
                                        "SELECT name FROM workunit")}
     assert names == {"sub1"}
+
+
+# ---------------------------------------------------------------------------
+# <cache_md5_info/>: FILE.md5 next to each input file (process_input_template.cpp
+# got_md5_info / write_md5_info), read by later create_work runs.
+
+def _md5_cache_on(project, on=True):
+    from boincpy.config import load_config, write_config
+    options = load_config(str(project)).as_options()
+    options["cache_md5_info"] = on
+    write_config(str(project), options)
+
+
+def _place(project, name, data):
+    """An input file put straight into the hierarchy (stage_file would also
+    write the .md5 file, which these tests must control)."""
+    from boincpy.files import dir_hier_path
+    path = dir_hier_path(str(project / "download"), name, 1024, create=True)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def _job_doc(project, db_root_params, wu_name, infile):
+    status, out, err = _run(project, ["--appname", "example_app", "--wu_name", wu_name,
+                                      infile])
+    assert status == 0, err
+    rows = _rows(project, db_root_params, "SELECT xml_doc FROM workunit WHERE name = %s",
+                 (wu_name,))
+    return rows[0]["xml_doc"].decode(), err
+
+
+def _age(path, seconds):
+    st = os.stat(path)
+    os.utime(path, (st.st_atime - seconds, st.st_mtime - seconds))
+
+
+def test_md5_cache_written_then_read_by_next_job(mini_project, db_root_params):
+    _md5_cache_on(mini_project)
+    data = b"big input\n" * 100
+    path = _place(mini_project, "big.dat", data)
+    doc, _ = _job_doc(mini_project, db_root_params, "job_1", "big.dat")
+    md5 = hashlib.md5(data).hexdigest()
+    assert "<md5_cksum>%s</md5_cksum>\n    <nbytes>1000</nbytes>" % md5 in doc
+    # BOINC's format: "%s %.15e\n"
+    assert open(path + ".md5").read() == "%s 1.000000000000000e+03\n" % md5
+    # the next job (another create_work run) takes md5 and size from the cache
+    # without reading the file: a cache saying otherwise is believed
+    fake = "0123456789abcdef0123456789abcdef"
+    with open(path + ".md5", "w") as f:
+        f.write("%s 7\n" % fake)
+    doc, _ = _job_doc(mini_project, db_root_params, "job_2", "big.dat")
+    assert "<md5_cksum>%s</md5_cksum>\n    <nbytes>7</nbytes>" % fake in doc
+
+
+def test_md5_cache_older_than_file_is_removed_and_rebuilt(mini_project, db_root_params):
+    _md5_cache_on(mini_project)
+    path = _place(mini_project, "changing.dat", b"version one\n")
+    _job_doc(mini_project, db_root_params, "job_a", "changing.dat")
+    assert os.path.exists(path + ".md5")
+    _age(path + ".md5", 100)
+    new = b"version two, longer\n"
+    with open(path, "wb") as f:          # the file changes: size differs, newer mtime
+        f.write(new)
+    doc, _ = _job_doc(mini_project, db_root_params, "job_b", "changing.dat")
+    md5 = hashlib.md5(new).hexdigest()
+    assert "<md5_cksum>%s</md5_cksum>\n    <nbytes>%d</nbytes>" % (md5, len(new)) in doc
+    assert open(path + ".md5").read() == "%s %.15e\n" % (md5, len(new))
+
+
+def test_md5_cache_not_older_is_trusted_even_if_size_differs(mini_project, db_root_params):
+    # BOINC's got_md5_info compares only modification times (seconds): a file
+    # replaced with its old mtime kept (cp -p) keeps its stale cache
+    _md5_cache_on(mini_project)
+    old = b"12345"
+    path = _place(mini_project, "kept.dat", old)
+    _job_doc(mini_project, db_root_params, "job_a", "kept.dat")
+    md5_text = open(path + ".md5").read()
+    with open(path, "wb") as f:
+        f.write(b"123456789")
+    _age(path, 100)
+    doc, _ = _job_doc(mini_project, db_root_params, "job_b", "kept.dat")
+    assert "<md5_cksum>%s</md5_cksum>\n    <nbytes>5</nbytes>" % hashlib.md5(old).hexdigest() \
+        in doc
+    assert open(path + ".md5").read() == md5_text
+
+
+def test_malformed_md5_cache_is_reported_and_left(mini_project, db_root_params, capfd):
+    _md5_cache_on(mini_project)
+    data = b"abc"
+    path = _place(mini_project, "odd.dat", data)
+    with open(path + ".md5", "w") as f:
+        f.write("%s 3\nextra\n" % hashlib.md5(data).hexdigest())
+    doc, _ = _job_doc(mini_project, db_root_params, "job_a", "odd.dat")
+    assert "<md5_cksum>%s</md5_cksum>" % hashlib.md5(data).hexdigest() in doc
+    assert "bad MD5 cache file %s.md5" % path in capfd.readouterr().err
+    # write_md5_info never replaces an existing file
+    assert open(path + ".md5").read().endswith("extra\n")
+
+
+def test_without_cache_md5_info_no_md5_file_is_read_or_written(mini_project, db_root_params):
+    data = b"plain\n"
+    path = _place(mini_project, "plain.dat", data)
+    doc, _ = _job_doc(mini_project, db_root_params, "job_a", "plain.dat")
+    assert not os.path.exists(path + ".md5")
+    with open(path + ".md5", "w") as f:
+        f.write("0123456789abcdef0123456789abcdef 99\n")
+    doc, _ = _job_doc(mini_project, db_root_params, "job_b", "plain.dat")
+    assert "<md5_cksum>%s</md5_cksum>\n    <nbytes>6</nbytes>" % hashlib.md5(data).hexdigest() \
+        in doc

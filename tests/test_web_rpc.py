@@ -191,6 +191,16 @@ def test_create_account_stores_the_user_as_boinc_does(mini_project, db):
         "International", 1, 1, 0)
 
 
+def test_create_account_with_privacy_by_default_hides_computers(mini_project, db):
+    # user_util.inc default_show_hosts(): 0 with <enable_privacy_by_default/>
+    authenticator(create(mini_project, enable_privacy_by_default=True))
+    assert db.query_one("SELECT show_hosts FROM user")["show_hosts"] == 0
+    authenticator(create(mini_project, email="other@example.com", name="Other",
+                         pw_hash=passwords.client_passwd_hash("pw", "other@example.com")))
+    row = db.query_one("SELECT show_hosts FROM user WHERE email_addr = 'other@example.com'")
+    assert row["show_hosts"] == 1
+
+
 def test_create_account_repeat_returns_the_same_authenticator(mini_project, db):
     first = authenticator(create(mini_project))
     # same e-mail (any case) and passwd_hash: the same account

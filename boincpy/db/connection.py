@@ -315,3 +315,17 @@ def connect(cfg, replica=False):
     """
     params = connect_params(cfg, replica)
     return Database(open_connection(params), params)
+
+
+_REPLICA_PARTS = ("host", "name", "user", "passwd")
+
+
+def web_replica_configured(cfg):
+    """True if config.xml names a read replica the way BOINC's web code
+    requires: all four of replica_db_host, _name, _user and _passwd written
+    and non-empty (html/inc/boinc_db.inc BoincDb::get_aux: "must include all";
+    PHP's truthiness, so "0" counts as empty).  The C++ programs instead fill
+    missing replica settings from db_* (which Config already did)."""
+    raw = cfg.raw
+    return all(raw.get("replica_db_" + part, "") not in ("", "0") for part in _REPLICA_PARTS)
+

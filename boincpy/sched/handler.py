@@ -42,10 +42,12 @@ def open_log(cfg):
     """scheduler.log in the project's log directory (stderr if it can't be opened)."""
     import sys
     from boincpy.log import SchedLog
+    size = cfg.scheduler_log_buffer
     try:
-        return SchedLog.open(os.path.join(cfg.log_dir, "scheduler.log"), cfg.sched_debug_level)
+        return SchedLog.open(os.path.join(cfg.log_dir, "scheduler.log"), cfg.sched_debug_level,
+                             buffer_size=size)
     except OSError:
-        return SchedLog(sys.stderr, cfg.sched_debug_level)
+        return SchedLog(sys.stderr, cfg.sched_debug_level, buffer_size=size)
 
 
 def read_code_sign_key(cfg):

@@ -112,10 +112,13 @@ def result_xml(job, platform_name):
     return "".join(out)
 
 
-def app_version_xml(job, platform_name, core_client_version):
-    """The app_version.xml_doc up to </app_version>, then this host's usage."""
+def app_version_xml(job, platform_name, core_client_version, mirrors=None):
+    """The app_version.xml_doc up to </app_version>, then this host's usage
+    (``mirrors``: a DownloadServers rewriting the files' URLs first)."""
     av = job.app_version
     doc = _s(av["xml_doc"])
+    if mirrors is not None:
+        doc = mirrors.rewrite(doc, "APP version")
     end = doc.find("</app_version>")
     if end < 0:
         raise ValueError("app version %d: xml_doc has no </app_version>" % av["id"])
@@ -331,6 +334,11 @@ def _write_jobs(ctx, w, ccv):
     names = {p["id"]: _s(p["name"]) for p in ctx.platforms}
     apps, versions, wus = [], [], []
     seen_apps, seen_versions, seen_wus = set(), set(), set()
+    mirrors = None
+    if ctx.cfg.replace_download_url_by_timezone:
+        # imported only when the option is on, to keep the CGI's start-up lean
+        from boincpy.sched.download_servers import DownloadServers
+        mirrors = DownloadServers(ctx.cfg, ctx.host, ctx.log)
     for job in jobs:
         if job.app_version is not None:
             # anonymous-platform jobs carry neither app nor app version
@@ -340,10 +348,13 @@ def _write_jobs(ctx, w, ccv):
             if job.app_version["id"] not in seen_versions:
                 seen_versions.add(job.app_version["id"])
                 versions.append(app_version_xml(
-                    job, names.get(job.app_version["platformid"], ""), ccv))
+                    job, names.get(job.app_version["platformid"], ""), ccv, mirrors))
         if job.workunit["id"] not in seen_wus:
             seen_wus.add(job.workunit["id"])
-            wus.append(workunit_xml(job) + "\n")
+            doc = workunit_xml(job)
+            if mirrors is not None:
+                doc = mirrors.rewrite(doc, "WU")
+            wus.append(doc + "\n")
     for text in apps:
         w(text)
     for text in versions:

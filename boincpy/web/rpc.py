@@ -66,14 +66,20 @@ class RpcContext:
     login_fail_sleep: float = LOGIN_FAIL_SLEEP_SEC
     _db: object = field(default=None, repr=False)
 
-    def db(self, replica=False):
-        """The project database (BOINC's db_init_xml): -183 if stop_web, -138 if unreachable."""
+    def db(self):
+        """The project database (BOINC's db_init_xml): -183 if stop_web, -138 if unreachable.
+
+        Always the main database, even where BOINC's page first calls
+        BoincDb::get(true): its db_init_xml() and the BoincUser/BoincTeam
+        lookups call BoincDb::get(), which since 2024 (da1727c64f) closes a
+        replica connection and reopens the main one, so no account RPC reads
+        the replica (show_user.php never asked for it)."""
         if self._db is None:
             if self.web_stopped():
                 raise XmlError(ERR_PROJECT_DOWN)
             from boincpy.db import connect
             try:
-                self._db = connect(self.cfg, replica=replica)
+                self._db = connect(self.cfg)
             except DatabaseError as exc:
                 log_error("database: %s" % exc)
                 raise XmlError(ERR_DB_CANT_CONNECT) from None
@@ -131,7 +137,7 @@ def _platforms_xml(ctx):
     """
     rows = []
     try:
-        db = ctx.db(replica=True)
+        db = ctx.db()
         rows = db.query(
             "SELECT platform.name AS name, platform.user_friendly_name AS user_friendly_name, "
             "app_version.plan_class AS plan_class "
@@ -359,7 +365,7 @@ def _urlencode(text):
 def am_get_info(ctx):
     """am_get_info.php: an account's attributes, for account managers."""
     req = ctx.request
-    db = ctx.db(replica=True)
+    db = ctx.db()
     req.check_args(("account_key",))
     user = accounts.lookup_user_by_auth(db, req.get_str("account_key"))
     if not user:
@@ -623,7 +629,7 @@ def show_user(ctx):
     userid = None
     try:
         userid = None if auth else req.get_int("userid")
-        db = ctx.db(replica=True)
+        db = ctx.db()
         user = (accounts.lookup_user_by_auth(db, auth) if auth
                 else accounts.lookup_user_by_id(db, userid))
         if not user or (not xml and "deleted" in user.authenticator):
@@ -682,7 +688,7 @@ def team_lookup(ctx):
     xml = req.get_str("format", True) == "xml"
     team_id = req.get_int("team_id", True)
     team_ids = req.get_str("team_ids", True)
-    db = ctx.db(replica=True)
+    db = ctx.db()
     if team_id:
         team = accounts.lookup_team_by_id(db, team_id)
         if not team:

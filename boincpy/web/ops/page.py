@@ -1,9 +1,10 @@
 """What every ops page shares: the request context, the layout, small HTML helpers.
 
 A page is a function ``page(ctx) -> Response`` (see :mod:`boincpy.web.ops.main`).
-``ctx.rdb`` reads through the replica settings (lists, counts, summaries:
-where BOINC's pages use the replica); ``ctx.db`` is the main database (detail
-views and every write).  Actions call :meth:`Context.require_action` first:
+``ctx.rdb`` reads through the read replica (lists, counts, summaries: where
+BOINC's pages query the handle of ``BoincDb::get(true)``), if config.xml names
+one completely (:func:`boincpy.db.connection.web_replica_configured`) and it
+answers; ``ctx.db`` is the main database (detail views and every write).  Actions call :meth:`Context.require_action` first:
 POST only, a valid form token, and not from another site.
 """
 
@@ -11,8 +12,8 @@ import base64
 import hashlib
 import time
 
-from boincpy.db import connect
-from boincpy.errors import BoincpyError
+from boincpy.db.connection import connect, web_replica_configured
+from boincpy.errors import DatabaseError
 from boincpy.web.ops.request import Response
 from boincpy.web.markup import Markup, fmt, join, link
 from boincpy.web.ops import csrf
@@ -52,14 +53,12 @@ class Context:
         """The read replica if one is configured and reachable, else the main one."""
         if self._rdb is None:
             cfg = self.cfg
-            same = all(getattr(cfg, "replica_db_" + p) == getattr(cfg, "db_" + p)
-                       for p in ("host", "name", "user", "passwd"))
-            if same:
+            if not web_replica_configured(cfg):
                 self._rdb = self.db
             else:
                 try:
                     self._rdb = connect(cfg, replica=True)
-                except BoincpyError:
+                except DatabaseError:
                     # As BOINC's BoincDb::get(true): fall back to the main DB.
                     self._rdb = self.db
         return self._rdb
