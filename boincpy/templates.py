@@ -503,7 +503,10 @@ def read_md5_info(path):
     """(md5, nbytes) from PATH.md5 as BOINC's got_md5_info reads it, or None.
 
     The file must be exactly ``"<md5> <number>\\n"``; one older than the data
-    file is deleted and ignored."""
+    file, or (unlike BOINC, which compares times only) giving another size
+    than the file has, is deleted and ignored: a file replaced with its old
+    modification time kept (``cp -p``) would otherwise keep a wrong checksum
+    and every client would fail to download it."""
     md5name = path + ".md5"
     try:
         st_file = os.stat(path)
@@ -518,7 +521,7 @@ def read_md5_info(path):
         print("bad MD5 cache file %s; remove it and stage file again" % md5name,
               file=sys.stderr)
         return None
-    if int(st_md5.st_mtime) < int(st_file.st_mtime):
+    if int(st_md5.st_mtime) < int(st_file.st_mtime) or float(m.group(2)) != st_file.st_size:
         try:
             os.unlink(md5name)
         except OSError:

@@ -210,13 +210,13 @@ def test_md5_cache_written_then_read_by_next_job(mini_project, db_root_params):
     assert "<md5_cksum>%s</md5_cksum>\n    <nbytes>1000</nbytes>" % md5 in doc
     # BOINC's format: "%s %.15e\n"
     assert open(path + ".md5").read() == "%s 1.000000000000000e+03\n" % md5
-    # the next job (another create_work run) takes md5 and size from the cache
+    # the next job (another create_work run) takes the md5 from the cache
     # without reading the file: a cache saying otherwise is believed
     fake = "0123456789abcdef0123456789abcdef"
     with open(path + ".md5", "w") as f:
-        f.write("%s 7\n" % fake)
+        f.write("%s 1000\n" % fake)
     doc, _ = _job_doc(mini_project, db_root_params, "job_2", "big.dat")
-    assert "<md5_cksum>%s</md5_cksum>\n    <nbytes>7</nbytes>" % fake in doc
+    assert "<md5_cksum>%s</md5_cksum>\n    <nbytes>1000</nbytes>" % fake in doc
 
 
 def test_md5_cache_older_than_file_is_removed_and_rebuilt(mini_project, db_root_params):
@@ -234,21 +234,22 @@ def test_md5_cache_older_than_file_is_removed_and_rebuilt(mini_project, db_root_
     assert open(path + ".md5").read() == "%s %.15e\n" % (md5, len(new))
 
 
-def test_md5_cache_not_older_is_trusted_even_if_size_differs(mini_project, db_root_params):
+def test_md5_cache_giving_another_size_is_rebuilt(mini_project, db_root_params):
     # BOINC's got_md5_info compares only modification times (seconds): a file
-    # replaced with its old mtime kept (cp -p) keeps its stale cache
+    # replaced with its old mtime kept (cp -p) would keep its stale cache.
+    # boincpy also compares the size.
     _md5_cache_on(mini_project)
     old = b"12345"
     path = _place(mini_project, "kept.dat", old)
     _job_doc(mini_project, db_root_params, "job_a", "kept.dat")
-    md5_text = open(path + ".md5").read()
+    new = b"123456789"
     with open(path, "wb") as f:
-        f.write(b"123456789")
+        f.write(new)
     _age(path, 100)
     doc, _ = _job_doc(mini_project, db_root_params, "job_b", "kept.dat")
-    assert "<md5_cksum>%s</md5_cksum>\n    <nbytes>5</nbytes>" % hashlib.md5(old).hexdigest() \
-        in doc
-    assert open(path + ".md5").read() == md5_text
+    md5 = hashlib.md5(new).hexdigest()
+    assert "<md5_cksum>%s</md5_cksum>\n    <nbytes>9</nbytes>" % md5 in doc
+    assert open(path + ".md5").read() == "%s %.15e\n" % (md5, len(new))
 
 
 def test_malformed_md5_cache_is_reported_and_left(mini_project, db_root_params, capfd):
