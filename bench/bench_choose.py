@@ -5,7 +5,7 @@ feeder's fill time for 2,000 empty slots.
 Builds a throwaway project and database (root over the local socket, or
 BOINCPY_TEST_DB_* as in the tests), one app version, enough jobs for every
 request, then for each array size: fills the array with the feeder (timed),
-and times boincpy.sched.choose.send_work for R requests of one job each
+and times boincpy.sched.send.send_work for R requests of one job each
 (distinct hosts, as a real load would be), refilling the array between
 requests when it runs low (not timed).  The C++ scheduler scores every slot,
 so its cost grows with the array (README.txt of the reference server: 88 ->
@@ -35,7 +35,7 @@ from conftest import root_db_params  # noqa: E402
 from boincpy import shmem  # noqa: E402
 from boincpy.config import write_config  # noqa: E402
 from boincpy.db import connect, schema  # noqa: E402
-from boincpy.sched import choose  # noqa: E402
+from boincpy.sched import send  # noqa: E402
 from jobs_helpers import (add_app_version, add_jobs, make_ctx, make_feeder,  # noqa: E402
                           make_request, project_config)
 
@@ -83,7 +83,7 @@ def bench_size(root, nslots, nrequests):
             ctx = make_ctx(cfg, db, make_request(req_secs=10, ncpus=4), hostid=k + 1,
                            userid=k + 1)
             t0 = time.perf_counter()
-            choose.send_work(ctx, ja)
+            send.send_work(ctx, ja)
             times.append(time.perf_counter() - t0)
             sent += len(ctx.reply.jobs)
         ja.close()
@@ -95,7 +95,7 @@ def bench_size(root, nslots, nrequests):
 
 
 def import_cost():
-    """Extra ms `import boincpy.sched.choose, boincpy.shmem` adds to a fresh
+    """Extra ms `import boincpy.sched.send, boincpy.shmem` adds to a fresh
     interpreter that has imported the contract module (sched.context)."""
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)       # a CGI runs from compiled bytecode
@@ -110,7 +110,7 @@ def import_cost():
             best = min(best, time.perf_counter() - t0)
         return best
     base = run("import boincpy.sched.context")
-    return 1000 * (run("import boincpy.sched.choose, boincpy.shmem") - base)
+    return 1000 * (run("import boincpy.sched.send, boincpy.shmem") - base)
 
 
 def main():
@@ -139,7 +139,7 @@ def main():
             a, b = (statistics.median(results[s]) for s in (sizes[0], sizes[-1]))
             print("median send_work %d -> %d slots: %.2f -> %.2f ms (x%.2f; C++ scheduler "
                   "run time ~12 -> ~86 ms)" % (sizes[0], sizes[-1], a * 1000, b * 1000, b / a))
-        print("import boincpy.sched.choose + boincpy.shmem (beyond sched.context): %.1f ms"
+        print("import boincpy.sched.send + boincpy.shmem (beyond sched.context): %.1f ms"
               % import_cost())
         return 0
     finally:

@@ -1,4 +1,5 @@
-"""Job choice (boincpy.sched.choose) against MariaDB and a real job array."""
+"""Job choice (boincpy.sched.send and the modules it calls) against MariaDB
+and a real job array."""
 
 import io
 import os
@@ -8,8 +9,8 @@ import pytest
 
 from boincpy import shmem
 from boincpy.db import connect
-from boincpy.sched import choose
-from jobs_helpers import (ClientAppVersion, OtherResult, add_app_version, add_jobs,
+from boincpy.sched import send as sched_send
+from jobs_helpers import (ClientAppVersion, add_app_version, add_jobs,
                           add_platform, make_ctx, make_feeder, make_request, project_config)
 
 LINUX = "x86_64-pc-linux-gnu"
@@ -41,7 +42,7 @@ def proj(mini_project):
 
 def send(cfg, db, ja, request=None, hostid=1, userid=1, **kw):
     ctx = make_ctx(cfg, db, request or make_request(), hostid=hostid, userid=userid, **kw)
-    choose.send_work(ctx, ja)
+    sched_send.send_work(ctx, ja)
     return ctx
 
 
@@ -172,7 +173,7 @@ def test_beta_versions_need_beta_users(proj):
     ja = feed()
     ctx = send(cfg, db, ja)
     assert ctx.reply.jobs == [] and reason_keys(ctx) == ["beta"]
-    assert choose.EXTRA_MESSAGES["beta"] in messages(ctx)
+    assert sched_send.EXTRA_MESSAGES["beta"] in messages(ctx)
     prefs = "<project_preferences><allow_beta_work>1</allow_beta_work></project_preferences>"
     ctx = send(cfg, db, ja, project_prefs=prefs)
     assert len(ctx.reply.jobs) == 1
@@ -223,7 +224,7 @@ def test_one_result_per_user_and_host_per_wu(proj):
     assert len(ctx.reply.jobs) == 1                   # not two of the same WU in one reply
     ctx = send(cfg, db, ja, big, hostid=2, userid=1)  # same user, other host
     assert ctx.reply.jobs == [] and reason_keys(ctx) == ["one_result_per_user_per_wu"]
-    assert messages(ctx) == ["No tasks sent", choose.EXTRA_MESSAGES[
+    assert messages(ctx) == ["No tasks sent", sched_send.EXTRA_MESSAGES[
         "one_result_per_user_per_wu"]]
     ctx = send(cfg, db, ja, big, hostid=3, userid=3)
     assert len(ctx.reply.jobs) == 1
@@ -309,7 +310,7 @@ def test_priority_first_and_bounded_scan(proj):
     ja.read_slot = lambda i: calls.append(i) or real(i)
     ctx = send(cfg, db, ja, make_request(req_secs=10), hostid=2, userid=2)
     assert len(ctx.reply.jobs) == 1
-    assert len(calls) <= 2 * (2 * 1 + choose.SCAN_SLACK)
+    assert len(calls) <= 2 * (2 * 1 + sched_send.SCAN_SLACK)
 
 
 def test_taken_slot_is_skipped(proj):
@@ -364,7 +365,7 @@ def test_resend_lost_results(proj):
     kept_name = db.query_value("SELECT name FROM result WHERE id = %s", (kept,))
     req = make_request(req_secs=1e6, other_results=[kept_name])
     ctx = make_ctx(cfg, db, req)
-    assert choose.resend_lost_results(ctx, ja) is True
+    assert sched_send.resend_lost_results(ctx, ja) is True
     names = {r["id"]: r["name"] for r in db.query("SELECT id, name FROM result")}
     assert [j.result["id"] for j in ctx.reply.jobs] == [lost]
     assert ctx.reply.jobs[0].resend is True
@@ -380,7 +381,7 @@ def test_resend_lost_results(proj):
     # without the option nothing happens
     cfg.resend_lost_results = False
     ctx = make_ctx(cfg, db, req)
-    assert choose.resend_lost_results(ctx, ja) is False and ctx.reply.jobs == []
+    assert sched_send.resend_lost_results(ctx, ja) is False and ctx.reply.jobs == []
 
 
 def test_selected_apps_and_non_preferred(proj):

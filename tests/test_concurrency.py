@@ -10,7 +10,7 @@ import pytest
 
 from boincpy import shmem
 from boincpy.db import connect
-from boincpy.sched import choose
+from boincpy.sched import send
 from jobs_helpers import add_app_version, add_jobs, make_ctx, make_feeder, make_request, \
     project_config
 
@@ -78,7 +78,7 @@ def _scheduler(project_dir, keys, hostid, q):
         n += 1
         ctx = make_ctx(cfg, db, make_request(req_secs=1500, ncpus=1), hostid=hostid,
                        userid=hostid)
-        choose.send_work(ctx, ja)
+        send.send_work(ctx, ja)
         ids = [(j.result["id"], j.result["workunitid"]) for j in ctx.reply.jobs]
         misses = 0 if ids else misses + 1
         sent += ids

@@ -479,7 +479,7 @@ def test_spec_job_id_range_is_checked_for_every_job(sched_env, versions):
 
 
 def test_infeasible_custom_checks_the_job_range():
-    from boincpy.sched import choose
+    from boincpy.sched import check, choose
 
     class W:                    # the parts of choose.Work infeasible_custom reads
         pc_specs = pc.parse_specs(GOOD)
@@ -487,12 +487,12 @@ def test_infeasible_custom_checks_the_job_range():
         reason = choose.Work.reason
     bav = choose.BestVersion(1, {"id": 7, "plan_class": "vbox"}, None, pc.HostUsage(), 7)
     w = W()
-    assert choose.infeasible_custom(w, {"id": 12, "batch": 0}, {}, bav) is None
-    assert choose.infeasible_custom(w, {"id": 9, "batch": 0}, {}, bav) == "plan_class"
+    assert check.infeasible_custom(w, {"id": 12, "batch": 0}, {}, bav) is None
+    assert check.infeasible_custom(w, {"id": 9, "batch": 0}, {}, bav) == "plan_class"
     assert w.reasons == {"plan_class": "job #9 is older than plan class 'vbox' allows "
                                        "(min_wu_id 10)"}
     bav.av = {"id": 7, "plan_class": "mt"}          # not job-restricted
-    assert choose.infeasible_custom(w, {"id": 9, "batch": 0}, {}, bav) is None
+    assert check.infeasible_custom(w, {"id": 9, "batch": 0}, {}, bav) is None
 
 
 def opencl_cpu_prop(vendor="Intel(R) Corporation", version="OpenCL 1.2 (Build 37)"):

@@ -10,7 +10,7 @@ import pytest
 
 from boincpy import shmem
 from boincpy.db import connect
-from boincpy.sched import choose
+from boincpy.sched import assign, send as sched_send
 from boincpy.states import INT_MAX
 from boincpy.tools import create_work, stage_file
 from jobs_helpers import add_app_version, add_jobs, make_ctx, make_feeder, make_request, \
@@ -81,7 +81,7 @@ def send(cfg, db, ja, hostid, userid, teamid=0):
     ctx = make_ctx(cfg, db, make_request(), hostid=hostid, userid=userid, log_stream=log)
     if teamid:
         ctx.team = {"id": teamid, "name": "team%d" % teamid}
-    choose.send_work(ctx, ja)
+    sched_send.send_work(ctx, ja)
     return ctx, log.getvalue()
 
 
@@ -193,7 +193,7 @@ def test_targeted_job_is_locked_while_another_request_sends_it(proj, monkeypatch
     cfg, db, feed, make_job = proj
     wu = make_job("--target_user", "1")
     ja = feed()
-    monkeypatch.setattr(choose, "ASSIGN_LOCK_WAIT", 0)
+    monkeypatch.setattr(assign, "ASSIGN_LOCK_WAIT", 0)
     other = connect(cfg)
     name = "boincpy.assign.%s.%d" % (cfg.db_name[:40], wu["id"])
     try:

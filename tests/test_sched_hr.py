@@ -10,7 +10,7 @@ from backend_util import run_daemon_once, set_options
 from boincpy import shmem
 from boincpy.daemons.transitioner import Transitioner
 from boincpy.db import connect
-from boincpy.sched import choose, hr
+from boincpy.sched import choose, hr, send as sched_send, version
 from jobs_helpers import add_app, add_app_version, add_jobs, add_platform, make_ctx, \
     make_feeder, make_request, project_config
 
@@ -84,7 +84,7 @@ def send(cfg, db, ja, host, hostid, userid=None, **kw):
     log = io.StringIO()
     ctx = make_ctx(cfg, db, make_request(**dict(host, **kw)), hostid=hostid,
                    userid=userid or hostid, log_stream=log)
-    choose.send_work(ctx, ja)
+    sched_send.send_work(ctx, ja)
     return ctx, log.getvalue()
 
 
@@ -191,7 +191,7 @@ def test_commit_is_conditional(proj):
     wu = wu_row(db, wuid)
     result = db.query_one("SELECT * FROM result WHERE id = %s", (rid,))
     app = ja.lookup_app(wu["appid"])
-    bav = choose.get_app_version(work, wu, app)
+    bav = version.get_app_version(work, wu, app)
     db.execute("UPDATE workunit SET hr_class = 405 WHERE id = %s", (wuid,))
     assert choose.add_result_to_reply(work, result, wu, app, bav) is None
     assert "WU already sent to other HR class or app version" in log.getvalue()

@@ -11,7 +11,7 @@ import pytest
 
 from boincpy import shmem
 from boincpy.log import SchedLog
-from boincpy.sched import choose
+from boincpy.sched import send
 from boincpy.sched.handler import handle_request
 from boincpy.sched.hosts import rss_auth
 from jobs_helpers import make_feeder
@@ -111,10 +111,10 @@ def _deadline_free(text):
 @pytest.mark.parametrize("start_slot", [0, 1])
 def test_reference_job_replies_with_the_real_feeder_and_job_choice(ref_env, feeder_for,
                                                                    start_slot, monkeypatch):
-    """The reference server's replies 01-03, made by feeder + choose + handler,
+    """The reference server's replies 01-03, made by feeder + job choice + handler,
     equal the C++ ones byte for byte (deadlines aside: they depend on the clock).
     Job choice scans from a random slot: both orders are run."""
-    monkeypatch.setattr(choose.random, "randrange", lambda n: start_slot % n)
+    monkeypatch.setattr(send.random, "randrange", lambda n: start_slot % n)
     env = ref_env
     env.execute("DELETE FROM host")
     env.execute("ALTER TABLE host AUTO_INCREMENT = 1")

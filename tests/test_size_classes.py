@@ -16,7 +16,7 @@ from boincpy.daemons.size_census import SizeCensus, effective_speed
 from boincpy.daemons.size_regulator import SizeRegulator
 from boincpy.daemons.transitioner import Transitioner
 from boincpy.db import connect
-from boincpy.sched import choose
+from boincpy.sched import choose, score, send as sched_send, version
 from boincpy.sizeclass import (atof, census_quantiles, census_text, host_size_class, php_e,
                                read_census, CensusFileError)
 from jobs_helpers import add_app, add_app_version, add_jobs, make_ctx, make_feeder, \
@@ -354,7 +354,7 @@ def send(cfg, db, ja, hostid=1, req_secs=1.0):
     log = io.StringIO()
     ctx = make_ctx(cfg, db, make_request(req_secs=req_secs), hostid=hostid, userid=1,
                    log_stream=log)
-    choose.send_work(ctx, ja)
+    sched_send.send_work(ctx, ja)
     return [j.result["id"] for j in ctx.reply.jobs], log.getvalue()
 
 
@@ -383,7 +383,7 @@ def _speed(cfg, db, ja):
     ctx = make_ctx(cfg, db, make_request())
     work = choose._setup(ctx, ja)
     app = ja.lookup_app(1)
-    bav = choose.get_app_version(work, ja.read_slot(0).wu, app)
+    bav = version.get_app_version(work, ja.read_slot(0).wu, app)
     return bav.usage.projected_flops * choose._available_frac(work, bav)
 
 
@@ -422,25 +422,25 @@ def test_scores_are_boincs(sched):
         if ja.slot_state(i) != shmem.PRESENT:
             continue
         slot = ja.read_slot(i)
-        bav = choose.get_app_version(work, slot.wu, app)
-        scores[slot.wu["size_class"]] = choose.job_score(work, slot, app, bav)
+        bav = version.get_app_version(work, slot.wu, app)
+        scores[slot.wu["size_class"]] = score.job_score(work, slot, app, bav)
     assert scores == {0: -1.0, 1: -1.0, 2: 5.0}
     # host class 0: larger jobs -2
     app["size_class_quantiles"] = [1e30, 1e31]
     for i in range(ja.nslots):
         if ja.slot_state(i) == shmem.PRESENT:
             slot = ja.read_slot(i)
-            bav = choose.get_app_version(work, slot.wu, app)
-            scores[slot.wu["size_class"]] = choose.job_score(work, slot, app, bav)
+            bav = version.get_app_version(work, slot.wu, app)
+            scores[slot.wu["size_class"]] = score.job_score(work, slot, app, bav)
     assert scores == {0: 5.0, 1: -2.0, 2: -2.0}
     # without <size_classes/> (or with one class) no size term at all
     cfg.size_classes = False
-    assert {choose.job_score(work, ja.read_slot(i), app,
-                             choose.get_app_version(work, ja.read_slot(i).wu, app))
+    assert {score.job_score(work, ja.read_slot(i), app,
+                             version.get_app_version(work, ja.read_slot(i).wu, app))
             for i in range(ja.nslots) if ja.slot_state(i) == shmem.PRESENT} == {0.0}
     cfg.size_classes = True
     app["n_size_classes"] = 1
-    assert choose.size_class_score(work, ja.read_slot(0).wu, app, bav) == 0
+    assert score.size_class_score(work, ja.read_slot(0).wu, app, bav) == 0
     ja.close()
 
 

@@ -1,9 +1,10 @@
 """The state of one scheduler request, shared by the steps that handle it.
 
 ``handler`` builds a :class:`SchedContext` (request parsed, user and host
-found), ``reports`` fills the acknowledgements, ``choose`` appends the jobs it
-sends as :class:`SentJob` and the reasons it sends none, and ``reply`` turns
-the :class:`ReplyData` into the <scheduler_reply> document.
+found), ``reports`` fills the acknowledgements, job choice (``send`` and the
+modules it calls) appends the jobs it sends as :class:`SentJob` and the
+reasons it sends none, and ``reply`` turns the :class:`ReplyData` into the
+<scheduler_reply> document.
 
 Rows (user, host, team, app, workunit, result, app_version, platform,
 host_app_version) are plain dicts keyed by column name, as the database layer

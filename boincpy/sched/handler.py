@@ -14,7 +14,7 @@ process_request; scheduler-protocol.md §5):
 4. user and host (:mod:`hosts`), host fields, platforms, preferences;
 5. reported results (:mod:`reports`), lost-job resends and result aborts;
 6. work: code-signing key, ``min_sendwork_interval``, ``dont_send_jobs``,
-   then :func:`boincpy.sched.choose.send_work`;
+   then :func:`boincpy.sched.send.send_work`;
 7. trickles, the host row and host_app_version rows, the reply.
 
 Every reply that asked for work and got none says why in a ``<message>``,
@@ -550,11 +550,13 @@ def _explain_no_work(ctx, reasons):
 
 
 def _choose_module():
+    """Job choice (boincpy.sched.send and the modules it imports), loaded
+    only when a request may get jobs."""
     try:
-        from boincpy.sched import choose
+        from boincpy.sched import send
     except ImportError:
         return None
-    return choose
+    return send
 
 
 def _lock_host(ctx):
