@@ -187,7 +187,7 @@ def test_commit_is_conditional(proj):
     ja = feed()
     log = io.StringIO()
     ctx = make_ctx(cfg, db, make_request(**LINUX_CORE), hostid=1, userid=1, log_stream=log)
-    work = choose._setup(ctx, ja)
+    work = choose.setup_work(ctx, ja)
     wu = wu_row(db, wuid)
     result = db.query_one("SELECT * FROM result WHERE id = %s", (rid,))
     app = ja.lookup_app(wu["appid"])

@@ -381,10 +381,10 @@ def _speed(cfg, db, ja):
     """The host's effective speed for the app: its version's projected FLOPS
     times the fraction of time it computes (what the score compares)."""
     ctx = make_ctx(cfg, db, make_request())
-    work = choose._setup(ctx, ja)
+    work = choose.setup_work(ctx, ja)
     app = ja.lookup_app(1)
     bav = version.get_app_version(work, ja.read_slot(0).wu, app)
-    return bav.usage.projected_flops * choose._available_frac(work, bav)
+    return bav.usage.projected_flops * choose.available_frac(work, bav)
 
 
 @pytest.mark.parametrize("host_class", [0, 1, 2])
@@ -415,7 +415,7 @@ def test_scores_are_boincs(sched):
     ja, _ = feed()
     log = io.StringIO()
     ctx = make_ctx(cfg, db, make_request(), log_stream=log)
-    work = choose._setup(ctx, ja)
+    work = choose.setup_work(ctx, ja)
     app = ja.lookup_app(1)
     scores = {}
     for i in range(ja.nslots):

@@ -3,7 +3,7 @@
 :func:`infeasible_fast` (wu_is_infeasible_fast) runs on the feeder's copy of
 the job: the project-specific hook (:func:`infeasible_custom`), user filter,
 homogeneous redundancy and app version, memory, disk, bandwidth and the
-deadline.  :func:`_slow_check_and_read` (slow_check and
+deadline.  :func:`slow_check_and_read` (slow_check and
 result_still_sendable) reads the result and workunit rows again once the
 job's slot is claimed, including whether another request has committed the
 workunit to another HR class or app version meanwhile.
@@ -11,9 +11,9 @@ workunit to another HR class or app version meanwhile.
 
 from boincpy.sched import hr, plan_class
 from boincpy.sched.choose import (
-    KILO, MEGA, SERVER_STATE_IN_PROGRESS, SERVER_STATE_UNSENT, _app_name, estimate_duration)
-from boincpy.sched.hr import _already_sent_to_different_hr_class, host_hr_class, hr_feasible
-from boincpy.sched.version import _plan_class_specs
+    KILO, MEGA, SERVER_STATE_IN_PROGRESS, SERVER_STATE_UNSENT, app_label, estimate_duration)
+from boincpy.sched.hr import already_sent_to_different_hr_class, host_hr_class, hr_feasible
+from boincpy.sched.version import plan_class_specs
 
 CHECK_OK, CHECK_NO_HOST, CHECK_NO_ANY = 0, 1, 2
 
@@ -26,7 +26,7 @@ def infeasible_custom(work, wu, app, bav):
     As BOINC's: a plan class of plan_class_spec.xml limited to some job ids or
     batches (the version was chosen for another job of the same app)."""
     if bav.av and bav.av["plan_class"]:
-        specs = _plan_class_specs(work)
+        specs = plan_class_specs(work)
         if isinstance(specs, dict):
             spec = specs.get(bav.av["plan_class"])
             if spec is not None and spec.wu_restricted:
@@ -79,7 +79,7 @@ def infeasible_fast(work, wu, res_server_state, res_priority, res_report_deadlin
     if mem > work.usable_ram:
         work.add_no_work_message(
             "%s needs %0.2f MB RAM but only %0.2f MB is available for use."
-            % (_app_name(app), mem / MEGA, work.usable_ram / MEGA))
+            % (app_label(app), mem / MEGA, work.usable_ram / MEGA))
         work.mem_insufficient = True
         work.reason("memory", "%s needs %.2f MB RAM, the host has %.2f MB usable"
                     % (app["name"], mem / MEGA, work.usable_ram / MEGA))
@@ -88,7 +88,7 @@ def infeasible_fast(work, wu, res_server_state, res_priority, res_report_deadlin
     if diff > 0:
         work.add_no_work_message(
             "%s needs %0.2fMB more disk space.  You currently have %0.2f MB available and "
-            "it needs %0.2f MB." % (_app_name(app), diff / MEGA, work.disk_available / MEGA,
+            "it needs %0.2f MB." % (app_label(app), diff / MEGA, work.disk_available / MEGA,
                                     wu["rsc_disk_bound"] / MEGA))
         work.disk_insufficient = True
         work.reason("disk", "%s needs %.2f MB disk, the host has %.2f MB for BOINC"
@@ -98,7 +98,7 @@ def infeasible_fast(work, wu, res_server_state, res_priority, res_report_deadlin
     if bw and work.hinfo.n_bwdown and bw > work.hinfo.n_bwdown:
         work.add_no_work_message(
             "%s requires %0.2f KB/sec download bandwidth.  Your computer has been measured "
-            "at %0.2f KB/sec." % (_app_name(app), bw / KILO, work.hinfo.n_bwdown / KILO))
+            "at %0.2f KB/sec." % (app_label(app), bw / KILO, work.hinfo.n_bwdown / KILO))
         work.bandwidth_insufficient = True
         work.reason("bandwidth", "%s needs %.2f KB/s download bandwidth" % (app["name"],
                                                                            bw / KILO))
@@ -132,7 +132,7 @@ def infeasible_fast(work, wu, res_server_state, res_priority, res_report_deadlin
 # ---------------------------------------------------------------------------
 # the slow check (against the database, once the slot is claimed)
 
-def _slow_check_and_read(work, slot, app=None, bav=None):
+def slow_check_and_read(work, slot, app=None, bav=None):
     """slow_check() and result_still_sendable() in one query.
 
     For apps with homogeneous redundancy or homogeneous app version the
@@ -204,7 +204,7 @@ def _committed_elsewhere(work, slot, app, bav, wu_hr_class, wu_avid):
     debug = work.cfg.debug_send_job
     if hr_type:
         wu["hr_class"] = wu_hr_class
-        if _already_sent_to_different_hr_class(work, wu, hr_type):
+        if already_sent_to_different_hr_class(work, wu, hr_type):
             if debug:
                 work.log.normal("[send_job] [HOST#%d] [WU#%d %s] is assigned to different HR "
                                 "class" % (work.hostid, wu["id"], wu["name"]))

@@ -23,11 +23,11 @@ What this module holds:
   (:class:`JobLimit`, :class:`Limits`; sched_limit.cpp): config.xml's
   ``max_wus_in_progress[_gpu]`` and config_aux.xml's
   ``<max_jobs_in_progress>``, per app by :func:`app_job_limits`;
-* setup (``send_work_setup``, :func:`_setup`): per-resource requests, disk,
+* setup (``send_work_setup``, :func:`setup_work`): per-resource requests, disk,
   usable RAM, availability, effective CPUs, ``max_jobs_per_rpc``, in-progress
   limits (counting the client's <other_results>), project preferences,
   host_app_version rows (quota initialisation and the day rollover of
-  ``n_jobs_today``, written back by :func:`_write_host_app_versions`);
+  ``n_jobs_today``, written back by :func:`write_host_app_versions`);
 * :func:`work_needed` and :func:`estimate_duration`;
 * the commit, :func:`add_result_to_reply`: the conditional UPDATE of the
   workunit (its homogeneous-redundancy class / app version commitment) and
@@ -339,7 +339,7 @@ def app_job_limits(cfg, ninstances):
 LOCALITY_SCHED_LITE = 1
 
 
-def _host_files(work):
+def host_sticky_files(work):
     """Names of the sticky files the host has: the client's <file_info>s,
     plus those of lite jobs sent in this request (add_job_files_to_host)."""
     if work.host_files is None:
@@ -347,7 +347,7 @@ def _host_files(work):
     return work.host_files
 
 
-def _sticky_input_files(work, wuid, xml_doc):
+def sticky_input_files(work, wuid, xml_doc):
     """The names of the <file_info>s marked <sticky/> in a workunit's xml_doc
     (kept per workunit for the request)."""
     names = work.wu_sticky.get(wuid)
@@ -365,8 +365,8 @@ def _sticky_input_files(work, wuid, xml_doc):
 def add_job_files_to_host(work, wu):
     """A lite job is being sent: its sticky files count as on the host for the
     rest of this request."""
-    have = _host_files(work)
-    for name in _sticky_input_files(work, wu["id"], wu.get("xml_doc")):
+    have = host_sticky_files(work)
+    for name in sticky_input_files(work, wu["id"], wu.get("xml_doc")):
         if name not in have:
             if work.cfg.debug_send:
                 work.log.normal("[send] Adding file %s to host file list" % name)
@@ -380,7 +380,7 @@ def _clamp_req(x):
     return min(max(x, 0.0), MAX_REQ_SECS)
 
 
-def _prefs_body(xml, venue):
+def prefs_body(xml, venue):
     """user.project_prefs reduced to the host's venue (extract_venue)."""
     import re
     if not xml:
@@ -401,7 +401,7 @@ def _parse_project_prefs(xml, venue):
     prefs = ProjectPrefs()
     if not xml:
         return prefs
-    body = _prefs_body(xml, venue)
+    body = prefs_body(xml, venue)
 
     def flag(tag):
         m = re.search(r"<%s\s*/>|<%s>\s*([^<]*)</%s>" % (tag, tag, tag), body)
@@ -478,7 +478,7 @@ def _max_allowable_disk(work):
     return x
 
 
-def _setup(ctx, job_array):
+def setup_work(ctx, job_array):
     """send_work_setup(), once per request (kept on ctx.work)."""
     work = ctx.work
     if work is not None and work.ja is job_array:
@@ -680,7 +680,7 @@ def daily_quota_exceeded(work, gavid, usage):
     return False
 
 
-def _write_host_app_versions(work):
+def write_host_app_versions(work):
     """Persist n_jobs_today / max_jobs_per_day changes and create missing rows."""
     db = work.db
     for gavid, hav in work.havs.items():
@@ -716,7 +716,7 @@ def _write_host_app_versions(work):
 # ---------------------------------------------------------------------------
 # duration estimates; whether more work is needed
 
-def _available_frac(work, bav):
+def available_frac(work, bav):
     return work.gpu_frac if bav.proc_type else work.cpu_frac
 
 
@@ -725,10 +725,10 @@ def estimate_duration(work, wu, bav):
     est = wu["rsc_fpops_est"]
     if est <= 0:
         est = 1e12
-    return est / bav.usage.projected_flops / _available_frac(work, bav)
+    return est / bav.usage.projected_flops / available_frac(work, bav)
 
 
-def _app_name(app):
+def app_label(app):
     return app.get("user_friendly_name") or app["name"]
 
 
@@ -771,7 +771,7 @@ def work_needed(work):
 # ---------------------------------------------------------------------------
 # committing a job
 
-def _matched_rows(db, affected):
+def matched_rows(db, affected):
     """Rows an UPDATE matched (MySQL counts only changed rows without FOUND_ROWS)."""
     if affected:
         return affected
@@ -784,7 +784,7 @@ def _matched_rows(db, affected):
     return 0
 
 
-def _text(v):
+def as_text(v):
     return v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray)) else v
 
 
@@ -813,7 +813,7 @@ def add_result_to_reply(work, result, wu, app, bav, resend=False):
         "WHERE id = %s AND server_state = %s",
         (SERVER_STATE_IN_PROGRESS, work.hostid, work.userid, now, deadline + grace,
          usage.peak_flops, bav.app_version_id(), result["id"], old_state))
-    if _matched_rows(db, n) != 1:
+    if matched_rows(db, n) != 1:
         work.log.critical("[RESULT#%d] [HOST#%d]: CAN'T SEND, already sent to another host"
                           % (result["id"], work.hostid))
         work.taken += 1
@@ -825,10 +825,10 @@ def add_result_to_reply(work, result, wu, app, bav, resend=False):
                   flops_estimate=usage.peak_flops, app_version_id=bav.app_version_id())
     for k in ("xml_doc_in", "xml_doc_out", "stderr_out"):
         if k in result:
-            result[k] = _text(result[k])
+            result[k] = as_text(result[k])
     wu = dict(wu)
     wu.update(committed)
-    wu["xml_doc"] = _text(wu.get("xml_doc"))
+    wu["xml_doc"] = as_text(wu.get("xml_doc"))
     if usage.mem_usage:
         wu["rsc_memory_bound"] = usage.mem_usage
     if bav.rsc_fpops_scale != 1.0:
@@ -910,7 +910,7 @@ def _update_wu_on_send(work, wu, app, bav, transition_time):
     n = work.db.execute("UPDATE workunit SET %s WHERE id = %%s%s"
                         % (", ".join(sets), "".join(" AND " + w for w in where)),
                         params + [wu["id"]] + where_params)
-    if _matched_rows(work.db, n) != 1:
+    if matched_rows(work.db, n) != 1:
         work.log.normal("add_result_to_reply: WU already sent to other HR class or app version")
         work.reason("hr_committed", "[WU#%d] was committed to another HR class or app "
                     "version meanwhile" % wu["id"])

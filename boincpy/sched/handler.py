@@ -302,7 +302,7 @@ def _quota_fields(row):
     return (row["consecutive_valid"], row["max_jobs_per_day"], row["n_jobs_today"])
 
 
-def _write_host_app_versions(ctx, orig):
+def write_host_app_versions(ctx, orig):
     """Write back the quota fields that changed (BOINC's update_scheduler)."""
     for gavid, row in ctx.host_app_versions.items():
         new = _quota_fields(row)
@@ -477,7 +477,7 @@ def _process_host(ctx, job_array, blocked, wants_work, have_no_work):
     if req.results or ctx.new_day:
         ctx.host_app_versions, hav_orig = _load_host_app_versions(ctx)
         reports.handle_results(ctx)
-        _write_host_app_versions(ctx, hav_orig)
+        write_host_app_versions(ctx, hav_orig)
     else:
         reports.handle_results(ctx)         # file-transfer pseudo-results only
 

@@ -179,7 +179,7 @@ def app_hr_type(cfg, app):
 # ---------------------------------------------------------------------------
 # the request's side (sched_hr.cpp): ``work`` is boincpy.sched.choose.Work
 
-def _host_hr_fields(work):
+def host_hr_fields(work):
     """(os_name, p_vendor, p_model) of the host as this request describes it."""
     h, row = work.hinfo, work.host
     return (h.os_name or row.get("os_name", "") or "",
@@ -189,10 +189,10 @@ def _host_hr_fields(work):
 
 def host_hr_class(work, hr_type):
     """This host's homogeneous-redundancy class under ``hr_type``."""
-    return hr_class(*_host_hr_fields(work), hr_type)
+    return hr_class(*host_hr_fields(work), hr_type)
 
 
-def _already_sent_to_different_hr_class(work, wu, hr_type):
+def already_sent_to_different_hr_class(work, wu, hr_type):
     """already_sent_to_different_hr_class(): also sets (or clears) the flag
     behind "Tasks are committed to other platforms", as BOINC does on every call."""
     work.hr_reject_temp = False
@@ -209,7 +209,7 @@ def all_apps_use_hr(work):
 
 def hr_unknown_platform(work):
     """hr_unknown_platform(): True if the host has no HR class for any app."""
-    fields = _host_hr_fields(work)
+    fields = host_hr_fields(work)
     return all(hr_unknown_class(*fields, app_hr_type(work.cfg, a))
                for a in work.ja.apps)
 
@@ -227,14 +227,14 @@ def hr_feasible(work, wu, app):
     hr_type = app_hr_type(work.cfg, app)
     if not hr_type:
         return True
-    if hr_unknown_class(*_host_hr_fields(work), hr_type):
+    if hr_unknown_class(*host_hr_fields(work), hr_type):
         if work.cfg.debug_send_job:
             work.log.normal("[send_job] [HOST#%d] [WU#%d %s] host is of unknown class in HR "
                             "type %d" % (work.hostid, wu["id"], wu["name"], hr_type))
         work.reason("homogeneous_redundancy", "this host has no class in homogeneous "
                     "redundancy type %d, which app %s uses" % (hr_type, app["name"]))
         return False
-    if _already_sent_to_different_hr_class(work, wu, hr_type):
+    if already_sent_to_different_hr_class(work, wu, hr_type):
         mine = host_hr_class(work, hr_type)
         if work.cfg.debug_send_job:
             work.log.normal("[send_job] [HOST#%d] [WU#%d %s] failed quick HR check: WU is "

@@ -6,7 +6,7 @@ sched_keyword.cpp) and job size classes (:func:`size_class_score`).
 A new term is one more function called from :func:`job_score`.
 """
 from boincpy.sched.choose import (
-    LOCALITY_SCHED_LITE, _available_frac, _host_files, _sticky_input_files, _text,
+    LOCALITY_SCHED_LITE, available_frac, host_sticky_files, sticky_input_files, as_text,
     app_not_selected)
 
 
@@ -73,7 +73,7 @@ def batch_accel_score(work, slot, app):
 def _slot_xml_doc(work, slot):
     doc = work.ja.read_xml_doc(slot.index)
     if doc is None:                     # too big for the array: the row has it
-        doc = _text(work.db.query_value("SELECT xml_doc FROM workunit WHERE id = %s",
+        doc = as_text(work.db.query_value("SELECT xml_doc FROM workunit WHERE id = %s",
                                         (slot.wu["id"],), default=""))
     return doc
 
@@ -83,15 +83,15 @@ def nfiles_on_host(work, slot):
     wu = slot.wu
     names = work.wu_sticky.get(wu["id"])
     if names is None:
-        names = _sticky_input_files(work, wu["id"], _slot_xml_doc(work, slot))
-    have = _host_files(work)
+        names = sticky_input_files(work, wu["id"], _slot_xml_doc(work, slot))
+    have = host_sticky_files(work)
     return sum(1 for n in names if n in have)
 
 
 def locality_lite_score(work, slot, app):
     """+10 when the app uses locality scheduling lite (app.locality_scheduling
     = 1) and the host already has one of the job's sticky input files."""
-    if app.get("locality_scheduling") != LOCALITY_SCHED_LITE or not _host_files(work):
+    if app.get("locality_scheduling") != LOCALITY_SCHED_LITE or not host_sticky_files(work):
         return 0
     n = nfiles_on_host(work, slot)
     if work.cfg.debug_locality_lite:
@@ -189,7 +189,7 @@ def size_class_score(work, wu, app, bav):
     if not work.cfg.size_classes or n <= 1:
         return 0
     from boincpy.sizeclass import host_size_class
-    speed = bav.usage.projected_flops * _available_frac(work, bav)
+    speed = bav.usage.projected_flops * available_frac(work, bav)
     target = host_size_class(app.get("size_class_quantiles") or (), n, speed)
     job = wu["size_class"]
     if work.cfg.debug_send_job:

@@ -51,16 +51,16 @@ from boincpy import shmem
 from boincpy.sched import plan_class
 from boincpy.sched.assign import send_broadcast_jobs, send_targeted_jobs
 from boincpy.sched.check import (
-    CHECK_NO_ANY, CHECK_NO_HOST, _slow_check_and_read, infeasible_fast)
+    CHECK_NO_ANY, CHECK_NO_HOST, slow_check_and_read, infeasible_fast)
 from boincpy.sched.choose import (
-    LOCALITY_SCHED_LITE, NPROC_TYPES, PROC_TYPE_NAMES, SERVER_STATE_IN_PROGRESS, _app_name,
-    _host_files, _matched_rows, _setup, _text, _write_host_app_versions,
+    LOCALITY_SCHED_LITE, NPROC_TYPES, PROC_TYPE_NAMES, SERVER_STATE_IN_PROGRESS, app_label,
+    host_sticky_files, matched_rows, setup_work, as_text, write_host_app_versions,
     add_result_to_reply, app_not_selected, daily_quota_exceeded, estimate_duration,
     work_needed)
 from boincpy.sched.context import PRIORITY_LOW, PRIORITY_NOTICE
-from boincpy.sched.hr import _host_hr_fields, all_apps_use_hr, hr_unknown_platform
+from boincpy.sched.hr import host_hr_fields, all_apps_use_hr, hr_unknown_platform
 from boincpy.sched.score import job_score, nfiles_on_host
-from boincpy.sched.version import _plan_host, get_app_version
+from boincpy.sched.version import get_plan_host, get_app_version
 
 RESEND_FRAC = 0.5
 
@@ -194,7 +194,7 @@ def _try_send(work, i, resultid, app, bav):
             work.taken += 1
             work.reason("taken", "the job chosen was taken by another request")
         return None
-    status, row = _slow_check_and_read(work, slot, app, bav)
+    status, row = slow_check_and_read(work, slot, app, bav)
     if status == CHECK_NO_HOST:
         ja.release(i, pid, empty=False)
         return None
@@ -226,7 +226,7 @@ def _apps_with_jobs(work, appids):
     for part in chunks(names):
         for row in work.db.query("SELECT name, appid FROM result WHERE name IN (%s)"
                                  % placeholders(len(part)), part):
-            found.add(_text(row["name"]))
+            found.add(as_text(row["name"]))
             if row["appid"] in appids:
                 have.add(row["appid"])
     for name in names:
@@ -267,7 +267,7 @@ def _send_job_for_app(work, app):
                 work.log.normal("Sending non-CPU-intensive job: %s" % wu["name"])
             return True
         work.log.normal("NCI job was not still sendable")
-    work.log.normal("no sendable NCI jobs for %s" % _app_name(app))
+    work.log.normal("no sendable NCI jobs for %s" % app_label(app))
     return False
 
 
@@ -302,7 +302,7 @@ def send_nci(work):
                         % app["name"])
             continue
         if not _send_job_for_app(work, app):
-            work.log.normal("failed to send job for NCI app %s" % _app_name(app))
+            work.log.normal("failed to send job for NCI app %s" % app_label(app))
 
 
 # ---------------------------------------------------------------------------
@@ -360,7 +360,7 @@ def _quick_check(work, slot, app, p):
             log("[send_job] job is not infeasible; skipping")
         return None
     if (p.lite_only and app.get("locality_scheduling") == LOCALITY_SCHED_LITE
-            and _host_files(work)):
+            and host_sticky_files(work)):
         n = nfiles_on_host(work, slot)
         if cfg.debug_locality_lite:
             log("[loc_lite] job %s has %d files on this host" % (wu["name"], n))
@@ -481,7 +481,7 @@ def send_work(ctx, job_array):
     ``ctx.reply.no_work_reasons``; updates result, workunit and
     host_app_version rows.  Returns the number of jobs sent.
     """
-    work = _setup(ctx, job_array)
+    work = setup_work(ctx, job_array)
     sent_before = work.njobs_sent
     if not work.platforms:
         work.reason("no_platform", "platform %s is not supported by this project"
@@ -504,7 +504,7 @@ def send_work(ctx, job_array):
     finally:
         job_array.restore(work.pid)
         if not work.hr_reject_perm:
-            _write_host_app_versions(work)
+            write_host_app_versions(work)
     if not work.hr_reject_perm:         # BOINC returns before its messages then
         _send_user_messages(work)
     _finish(work, sent_before)
@@ -517,7 +517,7 @@ def _send_work_body(work, reserved):
         work.log.normal("Not sending work because unknown HR class")
         work.hr_reject_perm = True
         work.reason("homogeneous_redundancy", "this host (%s, %s %s) has no homogeneous "
-                    "redundancy class for any app" % _host_hr_fields(work))
+                    "redundancy class for any app" % host_hr_fields(work))
         return
     if cfg.enable_assignment and send_targeted_jobs(work):
         if cfg.debug_assignment:
@@ -553,7 +553,7 @@ def _send_user_messages(work):
     reply = ctx.reply
     # send_gpu_messages(), whether or not jobs were sent
     if req.resources[1:] or not work.ja_have_apps[0]:
-        for prio, text in plan_class.gpu_messages(_plan_host(work), work.ja_have_apps,
+        for prio, text in plan_class.gpu_messages(get_plan_host(work), work.ja_have_apps,
                                                   work.anonymous):
             reply.add_message(text, PRIORITY_NOTICE if prio == "notice" else PRIORITY_LOW)
     if work.cfg.sched_old and work.njobs_sent and not work.user_apps_only:
@@ -566,7 +566,7 @@ def _send_user_messages(work):
         if not available:
             app = work.ja.lookup_app(appid)
             if app is not None:
-                reply.add_message("No tasks are available for %s" % _app_name(app),
+                reply.add_message("No tasks are available for %s" % app_label(app),
                                   PRIORITY_LOW)
     for text in work.no_work_messages:
         reply.add_message(text, PRIORITY_NOTICE)
@@ -618,7 +618,7 @@ def _non_selected_apps_messages(work):
         if not available:
             app = work.ja.lookup_app(appid)
             if app is not None:
-                reply.add_message("No tasks are available for %s" % _app_name(app),
+                reply.add_message("No tasks are available for %s" % app_label(app),
                                   PRIORITY_LOW)
     for text in work.no_work_messages[:work.selected_app_message_index]:
         reply.add_message(text, PRIORITY_NOTICE)
@@ -662,7 +662,7 @@ def resend_lost_results(ctx, job_array):
         return False
     if not (cfg.resend_lost_results or ctx.resend_lost_results):
         return False
-    work = _setup(ctx, job_array)
+    work = setup_work(ctx, job_array)
     if not work.hostid:
         return False
     listed = {o.name for o in req.other_results}
@@ -724,7 +724,7 @@ def resend_lost_results(ctx, job_array):
             if work.njobs_sent >= cfg.max_wus_to_send:
                 break
     finally:
-        _write_host_app_versions(work)
+        write_host_app_versions(work)
     if n_lost and cfg.debug_resend:
         work.log.normal("[resend] [HOST#%d] %d lost results, resent %d"
                         % (work.hostid, n_lost, n_resent))
@@ -739,7 +739,7 @@ def _expire_lost_result(work, result, wu):
     n = work.db.execute("UPDATE result SET report_deadline = %s WHERE id = %s "
                         "AND server_state = %s",
                         (deadline + grace, result["id"], SERVER_STATE_IN_PROGRESS))
-    if not _matched_rows(work.db, n):
+    if not matched_rows(work.db, n):
         return
     if wu is not None:
         work.db.execute("UPDATE workunit SET transition_time = LEAST(transition_time, %s) "

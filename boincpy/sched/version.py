@@ -6,14 +6,14 @@ from host / version statistics, daily quotas and in-progress limits.
 Plan class call-outs: :func:`plan_class_usage` asks
 :func:`boincpy.sched.plan_class.app_plan` for a plan-class version's host
 usage (the project's plan_class_spec.xml, read once per request by
-:func:`_plan_class_specs`, else BOINC's built-in classes).
+:func:`plan_class_specs`, else BOINC's built-in classes).
 """
 
 import random
 
 from boincpy.sched import plan_class
 from boincpy.sched.choose import (
-    BestVersion, GIGA, MIN_HOST_SAMPLES, PROC_TYPE_NAMES, _prefs_body, daily_quota_exceeded)
+    BestVersion, GIGA, MIN_HOST_SAMPLES, PROC_TYPE_NAMES, prefs_body, daily_quota_exceeded)
 from boincpy.sched.plan_class import HostUsage
 
 MIN_VERSION_SAMPLES = 100
@@ -28,8 +28,8 @@ def plan_class_usage(work, av, wu):
     """HostUsage for a plan-class app version on this host, or None if the plan
     class rejects the host (app_plan: the project's plan_class_spec.xml if it
     has one, else BOINC's built-in classes; see boincpy.sched.plan_class)."""
-    specs = _plan_class_specs(work)
-    r = plan_class.app_plan(_plan_host(work), av["plan_class"], specs, wu)
+    specs = plan_class_specs(work)
+    r = plan_class.app_plan(get_plan_host(work), av["plan_class"], specs, wu)
     for text in work.plan_host.messages:
         work.add_no_work_message(text)
     if not r:
@@ -46,7 +46,7 @@ def plan_class_usage(work, av, wu):
     return r
 
 
-def _plan_class_specs(work):
+def plan_class_specs(work):
     """plan_class_spec.xml, looked for once per request; a bad file is logged
     once per request (and refuses every plan class)."""
     if work.pc_specs is False:
@@ -69,7 +69,7 @@ def _capped_fpops(work):
         "host_fpops_95_percentile"] > 0 else x
 
 
-def _plan_host(work):
+def get_plan_host(work):
     ph = work.plan_host
     if ph is None:
         req = work.req
@@ -79,7 +79,7 @@ def _plan_host(work):
             req.core_client_major_version, work.userid, work.effective_ncpus,
             work.usable_ram, _capped_fpops(work),
             work.platforms[0]["name"] if work.platforms else req.platform_name,
-            _prefs_body(work.user.get("project_prefs"), venue),
+            prefs_body(work.user.get("project_prefs"), venue),
             req.dont_use_docker, req.dont_use_wsl)
         work.plan_host = ph
     return ph
