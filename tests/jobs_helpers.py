@@ -100,6 +100,36 @@ def make_feeder(cfg, argv=(), log_stream=None):
     return feeder
 
 
+class Feeding:
+    """Drives a project's feeder for scheduler tests: each call (re)starts it
+    with ``argv``, runs one pass and returns the attached JobArray;
+    ``self.log`` holds the last feeder's log.  ``close()`` stops it and
+    removes the segment."""
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.feeder = None
+        self.log = None
+
+    def __call__(self, argv=()):
+        from boincpy import shmem
+        if self.feeder is not None:
+            self.feeder.shutdown()
+        self.log = io.StringIO()
+        self.feeder = make_feeder(self.cfg, argv, log_stream=self.log)
+        self.feeder.one_pass()
+        return shmem.attach(self.cfg, wait_ready=0)
+
+    def close(self):
+        from boincpy import shmem
+        if self.feeder is not None:
+            self.feeder.shutdown()
+            self.feeder = None
+        path = shmem.segment_path(self.cfg)
+        if os.path.exists(path):
+            os.unlink(path)
+
+
 def make_request(platform=LINUX, alt_platforms=(), req_secs=1000.0, req_instances=0.0,
                  estimated_delay=0.0, ncpus=4, p_fpops=3e9, m_nbytes=8e9, d_free=100e9,
                  d_total=200e9, version=(7, 20, 5), other_results=(), app_versions=(),

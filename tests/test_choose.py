@@ -10,8 +10,8 @@ import pytest
 from boincpy import shmem
 from boincpy.db import connect
 from boincpy.sched import send as sched_send
-from jobs_helpers import (ClientAppVersion, add_app_version, add_jobs,
-                          add_platform, make_ctx, make_feeder, make_request, project_config)
+from jobs_helpers import (Feeding, ClientAppVersion, add_app_version, add_jobs,
+                          add_platform, make_ctx, make_request, project_config)
 
 LINUX = "x86_64-pc-linux-gnu"
 
@@ -21,23 +21,10 @@ def proj(mini_project):
     cfg = project_config(mini_project, one_result_per_user_per_wu=True,
                          daily_result_quota=500, report_grace_period=3600)
     db = connect(cfg)
-    state = {"feeder": None}
-
-    def feed(argv=()):
-        """(Re)start the feeder, fill the array, return an attached JobArray."""
-        if state["feeder"] is not None:
-            state["feeder"].shutdown()
-        state["feeder"] = make_feeder(cfg, argv)
-        state["feeder"].one_pass()
-        return shmem.attach(cfg, wait_ready=0)
-
+    feed = Feeding(cfg)
     yield cfg, db, feed
-    if state["feeder"] is not None:
-        state["feeder"].shutdown()
+    feed.close()
     db.close()
-    path = shmem.segment_path(cfg)
-    if os.path.exists(path):
-        os.unlink(path)
 
 
 def send(cfg, db, ja, request=None, hostid=1, userid=1, **kw):

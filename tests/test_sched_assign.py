@@ -8,12 +8,11 @@ import time
 
 import pytest
 
-from boincpy import shmem
 from boincpy.db import connect
 from boincpy.sched import assign, send as sched_send
 from boincpy.states import INT_MAX
 from boincpy.tools import create_work, stage_file
-from jobs_helpers import add_app_version, add_jobs, make_ctx, make_feeder, make_request, \
+from jobs_helpers import Feeding, add_app_version, add_jobs, make_ctx, make_request, \
     project_config
 
 from tests import sched_env as sched_env_module
@@ -41,15 +40,8 @@ def proj(mini_project):
         assert e.code in (0, None)
     finally:
         os.chdir(old)
-    state = {"feeder": None, "n": 0}
-
-    def feed():
-        """(Re)start the feeder, fill the array, return the attached JobArray."""
-        if state["feeder"] is not None:
-            state["feeder"].shutdown()
-        state["feeder"] = make_feeder(cfg)
-        state["feeder"].one_pass()
-        return shmem.attach(cfg, wait_ready=0)
+    state = {"n": 0}
+    feed = Feeding(cfg)
 
     def make_job(*args):
         """create_work (in-process) with these extra arguments; the workunit row."""
@@ -68,12 +60,8 @@ def proj(mini_project):
         return db.query_one("SELECT * FROM workunit WHERE name = %s", (name,))
 
     yield cfg, db, feed, make_job
-    if state["feeder"] is not None:
-        state["feeder"].shutdown()
+    feed.close()
     db.close()
-    path = shmem.segment_path(cfg)
-    if os.path.exists(path):
-        os.unlink(path)
 
 
 def send(cfg, db, ja, hostid, userid, teamid=0):

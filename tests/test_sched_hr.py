@@ -2,7 +2,6 @@
 don't get a job once it is committed; hosts of the same class do."""
 
 import io
-import os
 
 import pytest
 
@@ -11,7 +10,7 @@ from boincpy import shmem
 from boincpy.daemons.transitioner import Transitioner
 from boincpy.db import connect
 from boincpy.sched import choose, hr, send as sched_send, version
-from jobs_helpers import add_app, add_app_version, add_jobs, add_platform, make_ctx, \
+from jobs_helpers import Feeding, add_app, add_app_version, add_jobs, add_platform, make_ctx, \
     make_feeder, make_request, project_config
 
 UNSENT, IN_PROGRESS, OVER = 2, 4, 5
@@ -62,22 +61,10 @@ def proj(mini_project):
                          daily_result_quota=500, dont_generate_upload_certificates=True,
                          debug_send_job=True)
     db = connect(cfg)
-    state = {"feeder": None}
-
-    def feed(argv=()):
-        if state["feeder"] is not None:
-            state["feeder"].shutdown()
-        state["feeder"] = make_feeder(cfg, argv)
-        state["feeder"].one_pass()
-        return shmem.attach(cfg, wait_ready=0)
-
+    feed = Feeding(cfg)
     yield cfg, db, feed
-    if state["feeder"] is not None:
-        state["feeder"].shutdown()
+    feed.close()
     db.close()
-    path = shmem.segment_path(cfg)
-    if os.path.exists(path):
-        os.unlink(path)
 
 
 def send(cfg, db, ja, host, hostid, userid=None, **kw):

@@ -4,7 +4,6 @@ scheduler's +5/-2/-1 score, against MariaDB."""
 
 import contextlib
 import io
-import os
 import re
 
 import pytest
@@ -19,7 +18,7 @@ from boincpy.db import connect
 from boincpy.sched import choose, score, send as sched_send, version
 from boincpy.sizeclass import (atof, census_quantiles, census_text, host_size_class, php_e,
                                read_census, CensusFileError)
-from jobs_helpers import add_app, add_app_version, add_jobs, make_ctx, make_feeder, \
+from jobs_helpers import Feeding, add_app, add_app_version, add_jobs, make_ctx, make_feeder, \
     make_request, project_config
 from test_create_work import _run as create_work_run, _stage
 
@@ -318,23 +317,14 @@ def sched(mini_project):
     cfg = project_config(mini_project, size_classes=True, debug_send_job=True,
                          dont_generate_upload_certificates=True, daily_result_quota=500)
     db = connect(cfg)
-    state = {"feeder": None, "log": None}
+    feeding = Feeding(cfg)
 
     def feed():
-        if state["feeder"] is not None:
-            state["feeder"].shutdown()
-        state["log"] = io.StringIO()
-        state["feeder"] = make_feeder(cfg, log_stream=state["log"])
-        state["feeder"].one_pass()
-        return shmem.attach(cfg, wait_ready=0), state["log"].getvalue()
+        return feeding(), feeding.log.getvalue()
 
     yield mini_project, cfg, db, feed
-    if state["feeder"] is not None:
-        state["feeder"].shutdown()
+    feeding.close()
     db.close()
-    path = shmem.segment_path(cfg)
-    if os.path.exists(path):
-        os.unlink(path)
 
 
 def _sized_jobs(db):
