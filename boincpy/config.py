@@ -767,12 +767,14 @@ def find_project_dir():
     raise ConfigError("Not in a project directory or subdirectory")
 
 
-def load_config(project_dir=None, filename=CONFIG_FILE):
+def load_config(project_dir=None, filename=CONFIG_FILE, aux=True):
     """Parse PROJECT/config.xml into a Config (see the module docstring).
 
     ``project_dir`` None: find it as BOINC does (find_project_dir).  Raises
     ConfigError naming the file (and line, and option) for a missing file,
-    malformed XML, a wrong root, or a value of the wrong type.
+    malformed XML, a wrong root, or a value of the wrong type.  ``aux``:
+    also read config_aux.xml, as every C++ server program does (BOINC's web
+    pages don't: they pass False, so a broken config_aux.xml can't stop them).
     """
     if project_dir is None:
         project_dir = find_project_dir()
@@ -784,7 +786,8 @@ def load_config(project_dir=None, filename=CONFIG_FILE):
     except OSError as exc:
         raise ConfigError("can't read %s: %s" % (path, exc.strerror)) from None
     cfg = parse_config_text(data, project_dir, path)
-    cfg.max_jobs_in_progress = load_config_aux(os.path.dirname(path))
+    if aux:
+        cfg.max_jobs_in_progress = load_config_aux(os.path.dirname(path))
     return cfg
 
 

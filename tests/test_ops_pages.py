@@ -695,3 +695,19 @@ def test_queue_depth_matches_a_replay_of_the_rows(mini_project, db_root_params):
     assert unsent == [sum(unsent_at(r, t) for r in rows) for t in points]
     assert progress == [sum(progress_at(r, t) for r in rows) for t in points]
     assert max(unsent) > 0 and max(progress) > 0
+
+
+def test_broken_config_aux_does_not_stop_the_web_pages(ops_project):
+    """config_aux.xml is the scheduler's (BOINC's PHP never reads it): a broken
+    one stops the scheduler with a message, not the ops pages or web RPCs."""
+    from boincpy.errors import ConfigError
+    (ops_project / "config_aux.xml").write_text("<config><max_jobs_in_progress>\n")
+    with pytest.raises(ConfigError, match="config_aux.xml"):
+        load_config(str(ops_project))
+    assert "Project Management" in assert_ok(call(ops_project, "index.php"))
+    env = dict(os.environ, BOINC_PROJECT_DIR=str(ops_project), REQUEST_METHOD="GET",
+               QUERY_STRING="")
+    out = subprocess.run([sys.executable, os.path.join(REPO, "html", "user",
+                                                       "get_project_config.php")],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert "<project_config>" in out.stdout and "<error>" not in out.stdout, out.stdout

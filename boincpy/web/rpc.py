@@ -812,7 +812,7 @@ def cgi_main(name):
     from boincpy.errors import ConfigError
     request = parse_request(os.environ, sys.stdin.buffer)
     try:
-        cfg = load_config()
+        cfg = load_config(aux=False)
     except ConfigError as exc:
         log_error("%s.php: %s" % (name, exc))
         write_response(xml_response(error_xml(-1, "Can't parse project config file.")))

@@ -70,7 +70,7 @@ def handle(page_name, req, project_dir, now=None):
         func = PAGES.get(page_name)
         if func is None:
             raise PageError("no ops page named %s" % page_name, "404 Not Found", "Not found")
-        cfg = load_config(project_dir, CONFIG_FILE)
+        cfg = load_config(project_dir, CONFIG_FILE, aux=False)
         ctx = Context(req, cfg, now)
         return func(ctx)
     except PageError as err:
