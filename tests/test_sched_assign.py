@@ -11,9 +11,10 @@ import pytest
 from boincpy.db import connect
 from boincpy.sched import assign, send as sched_send
 from boincpy.states import INT_MAX
-from boincpy.tools import create_work, stage_file
+from boincpy.tools import create_work
 from jobs_helpers import Feeding, add_app_version, add_jobs, make_ctx, make_request, \
     project_config
+from test_create_work import _stage
 
 from tests import sched_env as sched_env_module
 
@@ -30,16 +31,7 @@ def proj(mini_project):
                          debug_assignment=True, debug_send=True)
     db = connect(cfg)
     add_app_version(db)
-    src = root / "src_in"
-    src.write_text("input\n")
-    old = os.getcwd()
-    os.chdir(root)
-    try:
-        stage_file.stage_main(["--copy", str(src)])
-    except SystemExit as e:
-        assert e.code in (0, None)
-    finally:
-        os.chdir(old)
+    _stage(root, "in", b"input\n")                    # staged as src_in
     state = {"n": 0}
     feed = Feeding(cfg)
 
