@@ -409,17 +409,20 @@ class Feeder(Daemon):
         debug = self.cfg.debug_credit
         if debug:
             self.log.normal("-- updating app version scales --")
+        cached = tables["app_versions"]
+        fresh = {}
+        if cached:
+            # one query for every cached version (C++ looks each up in turn)
+            fresh = {r["id"]: _plain(r) for r in self.db.query(
+                "SELECT id, pfc_n, pfc_avg, pfc_scale, expavg_credit, expavg_time "
+                "FROM app_version WHERE id IN (%s)" % ", ".join(["%s"] * len(cached)),
+                [av["id"] for av in cached])}
         for app in tables["apps"]:
             versions = []
-            for av in tables["app_versions"]:
-                if av["appid"] != app["id"]:
+            for av in cached:
+                if av["appid"] != app["id"] or av["id"] not in fresh:
                     continue
-                row = self.db.query_one(
-                    "SELECT pfc_n, pfc_avg, pfc_scale, expavg_credit, expavg_time "
-                    "FROM app_version WHERE id = %s", (av["id"],))
-                if row is None:
-                    continue
-                av.update(_plain(row))
+                av.update(fresh[av["id"]])
                 is_gpu = shmem.plan_class_to_proc_type(av["plan_class"]) != 0
                 versions.append((av["id"], is_gpu, av["pfc_n"], av["pfc_avg"]))
                 if debug:
@@ -435,7 +438,7 @@ class Feeder(Daemon):
                 if debug:
                     self.log.normal(" updating scale factor for %d: new scale %g"
                                     % (avid, scale))
-            for av in tables["app_versions"]:
+            for av in cached:
                 if av["id"] in scales:
                     av["pfc_scale"] = scales[av["id"]]
             self.db.execute("UPDATE app SET min_avg_pfc = %s WHERE id = %s",
