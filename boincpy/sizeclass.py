@@ -13,12 +13,9 @@ in the first class whose boundary is above ``es`` (:func:`host_size_class`).
 Standard library only: the feeder imports this.
 """
 
-import re
+from boincpy.cnum import atof
 
 CENSUS_PREFIX = "size_census_"
-
-# atof(): the longest leading decimal number, 0 if there is none
-_LEADING_NUMBER = re.compile(r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
 
 # html/inc/util_basic.inc is_gpu(): substrings of a GPU plan class
 GPU_PLAN_CLASS_WORDS = ("ati", "cuda", "nvidia", "intel_gpu", "apple_gpu")
@@ -39,11 +36,6 @@ def php_e(x):
     sign, digits = exponent[0], exponent[1:].lstrip("0") or "0"
     return "%se%s%s" % (mantissa, sign, digits)
 
-
-def atof(text):
-    """C's atof(): the number a line starts with, 0.0 if it starts with none."""
-    m = _LEADING_NUMBER.match(text)
-    return float(m.group(1)) if m else 0.0
 
 
 def is_gpu_plan_class(plan_class):

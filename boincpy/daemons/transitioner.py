@@ -54,6 +54,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from boincpy.cnum import atoi
 from boincpy.credit import (HAV_AVG_LIMIT, HAV_AVG_THRESH, HAV_AVG_WEIGHT,
                             average_var_update)
 from boincpy.daemons.base import Daemon, _option_names, run_daemon
@@ -109,16 +110,7 @@ class Plan:
 def result_suffix(name):
     """The number after a result name's last ``_`` (C's atoi: 0 when none)."""
     p = name.rfind("_")
-    if p < 0:
-        return 0
-    digits = name[p + 1:].lstrip(" \t\n\r\f\v")
-    end = 1 if digits[:1] in ("-", "+") else 0
-    while end < len(digits) and digits[end].isdigit():
-        end += 1
-    try:
-        return int(digits[:end])
-    except ValueError:
-        return 0
+    return atoi(name[p + 1:]) if p >= 0 else 0
 
 
 def generalized_app_version_id(app_version_id, appid):

@@ -5,6 +5,7 @@
 sched_keyword.cpp) and job size classes (:func:`size_class_score`).
 A new term is one more function called from :func:`job_score`.
 """
+from boincpy.cnum import atoi
 from boincpy.sched.choose import (
     LOCALITY_SCHED_LITE, available_frac, host_sticky_files, sticky_input_files, as_text,
     app_not_selected)
@@ -104,19 +105,7 @@ def locality_lite_score(work, slot, app):
 
 def _atoi_list(text):
     """Space-separated keyword ids as BOINC reads them (atoi of each token)."""
-    out = []
-    for token in (text or "").split():
-        digits = ""
-        for i, ch in enumerate(token):
-            if ch.isdigit() or (i == 0 and ch in "+-"):
-                digits += ch
-            else:
-                break
-        try:
-            out.append(int(digits))
-        except ValueError:
-            out.append(0)
-    return out
+    return [atoi(token) for token in (text or "").split()]
 
 
 def user_keywords(work):

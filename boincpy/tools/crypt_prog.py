@@ -29,6 +29,7 @@ import hashlib
 import sys
 
 from boincpy import crypto
+from boincpy.cnum import atoi
 from boincpy.errors import BoincpyError, KeyFileError
 from boincpy.files import atomic_write, md5_file
 
@@ -246,21 +247,6 @@ _OPERATIONS = {
 }
 
 
-def _atoi(text):
-    """C's atoi: leading digits (after an optional sign), 0 when there are none."""
-    text = text.strip()
-    digits = ""
-    for i, c in enumerate(text):
-        if c.isdigit() or (i == 0 and c in "+-"):
-            digits += c
-        else:
-            break
-    try:
-        return int(digits)
-    except ValueError:
-        return 0
-
-
 def run(argv, out=None):
     """Run crypt_prog with ``argv`` (without the program name); return the exit status."""
     out = out or sys.stdout
@@ -275,7 +261,7 @@ def run(argv, out=None):
         return 1
     a = argv[1:]
     if name == "genkey":
-        return genkey(_atoi(a[0]), a[1], a[2], out)
+        return genkey(atoi(a[0]), a[1], a[2], out)
     if name == "sign":
         return sign(a[0], a[1], out)
     if name == "sign_string":
