@@ -56,3 +56,12 @@ class ShmemError(BoincpyError):
         self.log_text = log_text or message
         if user_message is not None:
             self.user_message = user_message
+
+
+class SubmitError(BoincpyError):
+    """A remote job submission request refused (BOINC's ``<error>`` reply):
+    ``num`` is its error_num (-1 for every refusal of the PHP handlers)."""
+
+    def __init__(self, message, num=-1, *, exit_code=None):
+        super().__init__(message, exit_code=exit_code)
+        self.num = num
