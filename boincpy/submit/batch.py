@@ -222,6 +222,21 @@ def refresh_active(db, batches, now=None):
     return batches
 
 
+def refresh_moved(db, batch_ids, log=None, now=None):
+    """refresh() the batches in progress among ``batch_ids`` (batches whose
+    jobs a daemon just moved); log each that became COMPLETE.  BOINC updates
+    a batch only when a submitter looks at it; the back end doing it means a
+    batch is complete as soon as its last job is, whoever asks."""
+    for batch_id in sorted(set(batch_ids)):
+        b = lookup(db, batch_id=batch_id)
+        if b is None or b.state != BatchState.IN_PROGRESS:
+            continue
+        refresh(db, b, now)
+        if b.state == BatchState.COMPLETE and log is not None:
+            log.normal("[BATCH#%d %s] all %d jobs done (%d failed): batch complete"
+                       % (b.id, b.name, b.njobs, b.nerror_jobs))
+
+
 def total_cpu_time(db, batch_id):
     """Sum of the CPU time of every result of the batch's jobs."""
     value = db.query_value(
