@@ -374,13 +374,17 @@ _TABLE = (
     ("teams_per_page", "int", 20, "web", _VOLUNTEER_SITE + "rows per page in the top-teams list."),
     ("users_per_page", "int", 20, "web", _VOLUNTEER_SITE + "rows per page in the top-users list."),
     ("sandbox_dir", "str", "", "web",
-     "Remote job submission only (not built by boincpy): directory of per-user sandbox files."),
+     "Remote job submission only: directory of per-user sandbox files (BOINC's web "
+     "sandbox; boincpy refuses the sandbox file mode, so nothing reads it)."),
     ("remote_submission_log", "str", "", "web",
-     "Remote job submission only (not built by boincpy): job_file.php's log file."),
+     "File in the log directory where job_file.php appends each request's XML "
+     "(empty: none)."),
     ("remote_submit_log", "str", "", "web",
-     "Remote job submission only (not built by boincpy): its RPCs' log file."),
+     "File in the log directory where submit_rpc_handler.php and job_file.php log "
+     "what they do and refuse (BOINC's log_write; empty: no log)."),
     ("remote_submit_request_log", "str", "", "web",
-     "Remote job submission only (not built by boincpy): log of its requests."),
+     "File in the log directory where submit_rpc_handler.php appends each request's "
+     "XML (empty: none)."),
     ("secure_url_base", "str", "", "web",
      "URL base of the account web RPCs, sent as <web_rpc_url_base> by "
      "get_project_config.php (BOINC's SECURE_URL_BASE in project.inc; empty: master_url)."),

@@ -45,10 +45,16 @@ def state_text(state):
     return _STATE_TEXT.get(state, "unknown state %s" % state)
 
 
-def make_batch_name(user_name, app_name, now=None):
-    """BOINC's default batch name: user:app:RFC 2822 date."""
+def make_batch_name(db, user_name, app_name, now=None):
+    """BOINC's default batch name, user:app:RFC 2822 date -- with " #2",
+    " #3"... when that name is taken (two batches in one second)."""
     import email.utils
-    return "%s:%s:%s" % (user_name, app_name, email.utils.formatdate(now, localtime=True))
+    base = "%s:%s:%s" % (user_name, app_name, email.utils.formatdate(now, localtime=True))
+    name, n = base, 1
+    while db.query_value("SELECT id FROM batch WHERE name = %s LIMIT 1", (name,)) is not None:
+        n += 1
+        name = "%s #%d" % (base, n)
+    return name
 
 
 def lookup(db, batch_id=None, name=None):
@@ -309,3 +315,17 @@ def expire(db, project_dir=None, now=None):
             abort(db, b, now)
         retire(db, b, project_dir, now)
     return expired
+
+
+def delete_empty_retired(db):
+    """Delete retired batches with no workunit left (html/ops/delete_batches.php)
+    and their file associations; return their ids."""
+    ids = [r["id"] for r in db.query(
+        "SELECT batch.id FROM batch WHERE batch.state = %s AND NOT EXISTS "
+        "(SELECT 1 FROM workunit WHERE workunit.batch = batch.id)", (int(BatchState.RETIRED),))]
+    for batch_id in ids:
+        with db.transaction():
+            db.execute("DELETE FROM batch_file_assoc WHERE batch_id = %s", (batch_id,))
+            db.execute("DELETE FROM batch WHERE id = %s AND state = %s",
+                       (batch_id, int(BatchState.RETIRED)))
+    return ids

@@ -205,7 +205,7 @@ def submit(db, cfg, user, spec, now=None):
             if batch.state != BatchState.INIT:
                 raise SubmitError("batch not in init state")
         else:
-            name = spec.batch_name or batches.make_batch_name(user.name, app["name"], now)
+            name = spec.batch_name or batches.make_batch_name(db, user.name, app["name"], now)
             if len(name.encode()) > 255:
                 raise SubmitError("batch name too long (at most 255 bytes)")
             batch = batches.create(db, user.id, app["id"], name, 0.0, now)

@@ -283,9 +283,9 @@ def estimate_batch(ctx, r):
     return "<seconds>%s</seconds>\n        </estimate_batch>\n    " % php_float(seconds)
 
 
-def _batch_name(r, path, user, app, now):
+def _batch_name(ctx, r, path, user, app, now):
     from boincpy.submit.batch import make_batch_name
-    name = text(r, path) or make_batch_name(user.name, app["name"], now)
+    name = text(r, path) or make_batch_name(ctx.db(), user.name, app["name"], now)
     if len(name.encode()) > 255:
         raise SubmitError("batch name too long (at most 255 bytes)")
     return name
@@ -296,7 +296,7 @@ def create_batch(ctx, r):
     app = lookup_app(ctx, text(r, "app_name"))
     user = authenticate(ctx, r, app)
     now = time.time()
-    name = _batch_name(r, "batch_name", user, app, now)
+    name = _batch_name(ctx, r, "batch_name", user, app, now)
     expire_time = non_negative(number(r, "expire_time"), "expire_time")
     b = batches.create(ctx.db(), user.id, app["id"], name, expire_time, now)
     ctx.log("created batch %d" % b.id)
