@@ -403,6 +403,14 @@ _TABLE = (
     ("enable_create_team_rpc", "bool", False, "web",
      "boincpy extension: serve create_team.php; BOINC disabled this RPC (spam) and "
      "answers 'Nope'."),
+    ("email_from", "str", "", "web",
+     "boincpy: the From: address of e-mail the ops pages send (mass_email.php; BOINC's "
+     "EMAIL_FROM in project.inc); empty: noreply@ the master URL's host."),
+    ("email_command", "str", "", "web",
+     "boincpy: a local command that sends one e-mail given on its standard input "
+     "(headers, blank line, body), such as '/usr/sbin/sendmail -t -i'; empty: "
+     "mass_email.php writes the messages to an mbox file in PROJECT/mail/ instead.",
+     "/usr/sbin/sendmail -t -i"),
 
     # -- obsolete options still found in old files (accepted, ignored) ----------------
     ("debug_array", "bool", False, "obsolete", "Obsolete; ignored."),

@@ -51,6 +51,18 @@ def effective_speed(row):
     return (1.0 / row["et_avg"]) * avail
 
 
+def host_speeds(db, appid):
+    """The effective speeds of an app's host app versions on hosts that do
+    work (size_census.php's do_app query); the ops page shows them too."""
+    rows = db.query(
+        "SELECT hav.et_avg, host.on_frac, host.active_frac, host.gpu_active_frac, "
+        "app_version.plan_class FROM host_app_version hav, host, app_version "
+        "WHERE hav.app_version_id = app_version.id AND app_version.appid = %s "
+        "AND hav.et_n > 0 AND hav.et_avg > 0 AND host.id = hav.host_id "
+        "AND host.expavg_credit > %s", (appid, MIN_HOST_EXPAVG_CREDIT))
+    return [effective_speed(r) for r in rows]
+
+
 class SizeCensus(Daemon):
     """The size_census task."""
 
@@ -69,13 +81,7 @@ class SizeCensus(Daemon):
 
     def speeds(self, appid):
         """The effective speeds of the app's host app versions (do_app's query)."""
-        rows = self.db.query(
-            "SELECT hav.et_avg, host.on_frac, host.active_frac, host.gpu_active_frac, "
-            "app_version.plan_class FROM host_app_version hav, host, app_version "
-            "WHERE hav.app_version_id = app_version.id AND app_version.appid = %s "
-            "AND hav.et_n > 0 AND hav.et_avg > 0 AND host.id = hav.host_id "
-            "AND host.expavg_credit > %s", (appid, MIN_HOST_EXPAVG_CREDIT))
-        return [effective_speed(r) for r in rows]
+        return host_speeds(self.db, appid)
 
     def do_app(self, app):
         """Write one app's census file; returns its boundaries."""

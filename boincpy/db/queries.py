@@ -5,7 +5,7 @@ are lookups and inserts several programs need.
 """
 
 from boincpy.db.rows import App, AppVersion, Platform, Workunit
-from boincpy.states import Outcome, ServerState, WuError
+from boincpy.states import FileDeleteState, Outcome, ServerState, ValidateState, WuError
 
 
 def insert_row(db, row):
@@ -110,4 +110,36 @@ def cancel_workunits_by_id(db, wuids, now, unsent_only=False):
             nwu += db.execute(
                 "UPDATE workunit SET error_mask = error_mask | %%s, transition_time = %%s "
                 "WHERE id IN (%s)" % marks, [int(WuError.CANCELLED), now] + chunk)
+    return nwu, nres
+
+
+def revalidate_workunits(db, wuids):
+    """Have the validator look again at these workunits (BOINC's
+    revalidate.php); return (#workunits, #results) changed.
+
+    Their successful results already validated (valid, invalid, ...) go back
+    to validate_state INIT and the workunit gets need_validate = 1.  Results
+    whose output files are deleted (file_delete_state DONE or ERROR) are left
+    alone: the validator could not read them.
+    """
+    wuids = sorted({int(i) for i in wuids})
+    nwu = nres = 0
+    gone = (int(FileDeleteState.DONE), int(FileDeleteState.ERROR))
+    with db.transaction():
+        for start in range(0, len(wuids), 500):
+            chunk = wuids[start:start + 500]
+            marks = ", ".join(["%s"] * len(chunk))
+            cond = ("workunitid IN (%s) AND server_state = %%s AND outcome = %%s "
+                    "AND validate_state > %%s AND file_delete_state NOT IN (%%s, %%s)" % marks)
+            params = chunk + [int(ServerState.OVER), int(Outcome.SUCCESS),
+                              int(ValidateState.INIT)] + list(gone)
+            touched = sorted({r["workunitid"] for r in db.query(
+                "SELECT workunitid FROM result WHERE %s FOR UPDATE" % cond, params)})
+            if not touched:
+                continue
+            nres += db.execute("UPDATE result SET validate_state = %%s WHERE %s" % cond,
+                               [int(ValidateState.INIT)] + params)
+            db.execute("UPDATE workunit SET need_validate = 1 WHERE id IN (%s)"
+                       % ", ".join(["%s"] * len(touched)), touched)
+            nwu += len(touched)
     return nwu, nres

@@ -84,6 +84,18 @@ def load_schema(conn, db_name=None):
         cur.close()
 
 
+def ensure_table(db, name):
+    """Create table ``name`` as schema.sql declares it if the database lacks it
+    (a project made before boincpy used the table); True if it was created."""
+    if db.query("SHOW TABLES LIKE %s", (name,)):
+        return False
+    for stmt in schema_statements():
+        if stmt.split("(")[0].split() == ["create", "table", name]:
+            db.execute(stmt)
+            return True
+    raise DatabaseError("schema.sql declares no table %s" % name)
+
+
 def missing_tables(db):
     """Names of core tables absent from ``db`` (a boincpy.db.Database)."""
     present = {r["TABLE_NAME"].lower() for r in db.query(

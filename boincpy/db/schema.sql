@@ -526,3 +526,36 @@ create table sent_email (
     email_type              smallint        not null default 0,
     primary key (userid)
 ) engine=InnoDB;
+
+-- BOINC's community preferences.  boincpy has no message boards; the ops
+-- pages keep here what BOINC keeps here: the special-user flags
+-- (special_user, one '0'/'1' character per flag) and a ban
+-- (banished_until, a Unix time).
+create table forum_preferences (
+    userid                  integer         not null default 0,
+    signature               varchar(254)    not null default '',
+    posts                   integer         not null default 0,
+    last_post               integer         not null default 0,
+    avatar                  varchar(254)    not null default '',
+    hide_avatars            tinyint         not null default 0,
+    forum_sorting           integer         not null default 0,
+    thread_sorting          integer         not null default 0,
+    no_signature_by_default tinyint         not null default 1,
+    images_as_links         tinyint         not null default 0,
+    link_popup              tinyint         not null default 0,
+    mark_as_read_timestamp  integer         not null default 0,
+    special_user            char(12)        not null default '0',
+    jump_to_unread          tinyint         not null default 1,
+    hide_signatures         tinyint         not null default 0,
+    rated_posts             varchar(254)    not null default '',
+    low_rating_threshold    integer         not null default -25,
+    high_rating_threshold   integer         not null default 5,
+    minimum_wrap_postcount  integer         not null default 100,
+    display_wrap_postcount  integer         not null default 75,
+    ignorelist              varchar(254)    not null default '',
+    ignore_sticky_posts     tinyint         not null default 0,
+    banished_until          integer         not null default 0,
+    pm_notification         tinyint         not null default 0,
+    highlight_special       tinyint         not null default 1,
+    primary key (userid)
+) engine=InnoDB;

@@ -736,8 +736,9 @@ def build_tree(spec, stage, undo, say):
         _mkdir(S(d), 0o755)
     # Written by the CGIs (Apache's group) and by the operator's daemons:
     # setgid so files keep the group, group-writable.  tmp_HOST spools the
-    # files submitters upload (job_file.php).
-    for d in ("upload", "html/cache", log_dir, tmp_dir):
+    # files submitters upload (job_file.php); mail/ gets mass_email.php's
+    # messages when no <email_command> is set.
+    for d in ("upload", "html/cache", log_dir, tmp_dir, "mail"):
         _mkdir(S(d), 0o2770)
         perms.group(S(d), 0o2770)
     # Remote job submission writes input files into download/ and job-level

@@ -16,6 +16,7 @@ import time
 
 from boincpy import passwords
 from boincpy.db.rows import Team, User
+from boincpy.errors import DatabaseError
 from boincpy.web.cgi import php_numeric
 
 # user.email_addr and user.name are varchar(191) (unique indexes under utf8mb4).
@@ -291,3 +292,174 @@ def is_valid_country(country):
         return True
     return (len(country) <= 254 and not _SPECIAL_RE.search(country.replace("'", ""))
             and country.strip() == country)
+
+
+# -- special users and bans (BOINC's forum_preferences) ---------------------------
+
+# html/inc/forum.inc: special_user is a string of '0'/'1', one character per flag.
+SPECIAL_USER_FLAGS = ("Volunteer moderator", "Project administrator", "Project developer",
+                      "Project tester", "Volunteer developer", "Volunteer tester",
+                      "Project scientist", "Help desk expert")
+
+_NO_SUCH_TABLE = 1146
+
+
+def _forum_rows(db, sql, params):
+    # A project made before boincpy had the table has no forum preferences.
+    try:
+        return db.query(sql, params)
+    except DatabaseError as exc:
+        if getattr(exc, "mysql_code", 0) != _NO_SUCH_TABLE:
+            raise
+        return []
+
+
+def forum_prefs_of(db, userids):
+    """userid -> {"special_user": str, "banished_until": int} for the users
+    that have forum preferences (one query)."""
+    ids = sorted({int(i) for i in userids})
+    if not ids:
+        return {}
+    rows = _forum_rows(db, "SELECT userid, special_user, banished_until FROM forum_preferences "
+                           "WHERE userid IN (%s)" % ", ".join(["%s"] * len(ids)), ids)
+    return {r["userid"]: {"special_user": r["special_user"] or "0",
+                          "banished_until": int(r["banished_until"] or 0)} for r in rows}
+
+
+def forum_prefs(db, userid):
+    """A user's special-user flags and ban (defaults if they have none)."""
+    return forum_prefs_of(db, [userid]).get(userid, {"special_user": "0", "banished_until": 0})
+
+
+def special_user_ids(db):
+    """Ids of the users with at least one special-user flag."""
+    return [r["userid"] for r in _forum_rows(
+        db, "SELECT userid FROM forum_preferences WHERE special_user LIKE %s ORDER BY userid",
+        ("%1%",))]
+
+
+def special_flags(bits):
+    """The names of the flags set in a special_user string."""
+    return [name for i, name in enumerate(SPECIAL_USER_FLAGS) if bits[i:i + 1] == "1"]
+
+
+def _set_forum_pref(db, userid, column, value):
+    from boincpy.db.schema import ensure_table
+    ensure_table(db, "forum_preferences")
+    db.execute("INSERT INTO forum_preferences (userid, %s) VALUES (%%s, %%s) "
+               "ON DUPLICATE KEY UPDATE %s = VALUES(%s)" % (column, column, column),
+               (userid, value))
+
+
+def set_special_user(db, userid, flags):
+    """Store the special-user flags (indexes into SPECIAL_USER_FLAGS) of a user."""
+    bits = "".join("1" if i in flags else "0" for i in range(len(SPECIAL_USER_FLAGS)))
+    _set_forum_pref(db, userid, "special_user", bits)
+    return bits
+
+
+def set_banished_until(db, userid, until):
+    """Ban a user until the Unix time ``until`` (0 lifts the ban)."""
+    _set_forum_pref(db, userid, "banished_until", int(until))
+
+
+def is_banished(db, userid, now=None):
+    """Is the user banned now?"""
+    now = time.time() if now is None else now
+    return forum_prefs(db, userid)["banished_until"] > now
+
+
+# -- deleting an account ------------------------------------------------------------
+
+def delete_account(db, user, now=None):
+    """Delete a user's account and everything hanging on it, in one
+    transaction (BOINC's wipe_account); return {what: number of rows}.
+
+    * user_deleted / host_deleted rows are written first, so db_dump tells
+      statistics sites the account and its hosts are gone;
+    * results: the ones in progress or waiting for validation become OVER /
+      CLIENT_DETACHED / INVALID and their workunits are transitioned (so new
+      copies are sent); every result keeps its place but loses its user and
+      host;
+    * removed: hosts (with their host_app_version rows and messages),
+      job-submission rights, team membership and team admin rights, credit
+      by app, credited jobs, consent, tokens, profile, special-user flags and
+      ban, sent-e-mail records; teams the user founded that have no other
+      member and no credit (a spammer's teams) are deleted, the others lose
+      their founder;
+    * BOINC's message boards, private messages, friends and badges have no
+      tables here: there is nothing of them to delete.
+    """
+    from boincpy.states import Outcome, ServerState, ValidateState
+    now = int(time.time() if now is None else now)
+    uid = user.id
+    done = {}
+
+    def delete(what, sql, params=(uid,)):
+        done[what] = done.get(what, 0) + db.execute(sql, params)
+
+    with db.transaction():
+        # Lock the row: a scheduler request of this user waits or fails.
+        db.query_one("SELECT id FROM user WHERE id = %s FOR UPDATE", (uid,))
+        db.execute("INSERT IGNORE INTO user_deleted (userid, public_cross_project_id, "
+                   "create_time) VALUES (%s, MD5(CONCAT(%s, %s)), %s)",
+                   (uid, user.cross_project_id, user.email_addr, now))
+        db.execute("INSERT IGNORE INTO host_deleted (hostid, public_cross_project_id, "
+                   "create_time) SELECT id, COALESCE(host_cpid, ''), %s FROM host "
+                   "WHERE userid = %s", (now, uid))
+        hosts = [r["id"] for r in db.query("SELECT id FROM host WHERE userid = %s", (uid,))]
+
+        founded = db.query("SELECT id, nusers, total_credit FROM team WHERE userid = %s",
+                           (uid,))
+        quit_team(db, user, now)
+        spam_teams = [t["id"] for t in founded
+                      if not t["total_credit"] and not db.query_value(
+                          "SELECT COUNT(*) FROM user WHERE teamid = %s", (t["id"],))]
+        for tid in spam_teams:
+            delete("teams deleted", "DELETE FROM team WHERE id = %s", (tid,))
+            db.execute("DELETE FROM team_admin WHERE teamid = %s", (tid,))
+        done["teams left without founder"] = db.execute(
+            "UPDATE team SET userid = 0 WHERE userid = %s", (uid,))
+        delete("team admin rights", "DELETE FROM team_admin WHERE userid = %s")
+        delete("team history rows", "DELETE FROM team_delta WHERE userid = %s")
+
+        # Results: unfinished work goes back to the transitioner.
+        wus = [r["workunitid"] for r in db.query(
+            "SELECT workunitid FROM result WHERE userid = %s AND (server_state = %s OR "
+            "(server_state = %s AND outcome = %s AND validate_state IN (%s, %s))) FOR UPDATE",
+            (uid, int(ServerState.IN_PROGRESS), int(ServerState.OVER), int(Outcome.SUCCESS),
+             int(ValidateState.INIT), int(ValidateState.INCONCLUSIVE)))]
+        done["results cancelled"] = db.execute(
+            "UPDATE result SET server_state = %s, outcome = %s, validate_state = %s "
+            "WHERE userid = %s AND (server_state = %s OR (server_state = %s AND outcome = %s "
+            "AND validate_state IN (%s, %s)))",
+            (int(ServerState.OVER), int(Outcome.CLIENT_DETACHED), int(ValidateState.INVALID),
+             uid, int(ServerState.IN_PROGRESS), int(ServerState.OVER), int(Outcome.SUCCESS),
+             int(ValidateState.INIT), int(ValidateState.INCONCLUSIVE)))
+        done["results unlinked"] = db.execute(
+            "UPDATE result SET userid = 0, hostid = 0 WHERE userid = %s", (uid,))
+        for wuid in sorted(set(wus)):
+            db.execute("UPDATE workunit SET transition_time = %s WHERE id = %s", (now, wuid))
+
+        for hid in hosts:
+            delete("host app versions", "DELETE FROM host_app_version WHERE host_id = %s",
+                   (hid,))
+            delete("messages to and from hosts", "DELETE FROM msg_from_host WHERE hostid = %s",
+                   (hid,))
+            delete("messages to and from hosts", "DELETE FROM msg_to_host WHERE hostid = %s",
+                   (hid,))
+        delete("hosts", "DELETE FROM host WHERE userid = %s")
+        delete("job submission rights", "DELETE FROM user_submit_app WHERE user_id = %s")
+        delete("job submission rights", "DELETE FROM user_submit WHERE user_id = %s")
+        for what, table in (("credit by app", "credit_user"), ("credited jobs", "credited_job"),
+                            ("consent records", "consent"), ("tokens", "token"),
+                            ("profile", "profile"), ("sent e-mail records", "sent_email")):
+            delete(what, "DELETE FROM %s WHERE userid = %%s" % table)
+        try:
+            delete("special-user flags and ban",
+                   "DELETE FROM forum_preferences WHERE userid = %s")
+        except DatabaseError as exc:
+            if getattr(exc, "mysql_code", 0) != _NO_SUCH_TABLE:
+                raise
+        delete("user", "DELETE FROM user WHERE id = %s")
+    return done

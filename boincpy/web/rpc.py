@@ -469,6 +469,14 @@ def am_set_info(ctx):
             flags[key] = int(req_number(arg(key), key))
 
     now = time.time()
+    public = [what for what, value in (("name", name and name != user.name),
+                                       ("URL", url and url != user.url),
+                                       ("country", country and country != user.country))
+              if value]
+    if public and accounts.is_banished(db, user.id, now):
+        # boincpy's counterpart of BOINC's forum ban (manage_user.php)
+        raise XmlError(-1, "you are banned from posting: your %s can't be changed"
+                       % " and ".join(public))
     new_email = email_addr and email_addr != user.email_addr
     if new_email:
         if accounts.lookup_user_by_email(db, email_addr):
@@ -734,6 +742,8 @@ def create_team(ctx):
     user = accounts.lookup_user_by_auth(db, req.get_str("account_key"))
     if not user:
         raise XmlError(ERR_DB_NOT_FOUND)
+    if accounts.is_banished(db, user.id):
+        raise XmlError(-1, "you are banned from posting: you can't create a team")
     name = req.get.get("name") or ""
     if not name:
         raise XmlError(-1, "must set team name")

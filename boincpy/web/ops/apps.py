@@ -1,17 +1,23 @@
-"""Applications and app versions: ``manage_apps.php``, ``manage_app_versions.php``.
+"""Applications and app versions: ``manage_apps.php``, ``manage_app_versions.php``,
+``app_details.php`` (credit scale per version), ``job_times.php`` (FLOPs of
+jobs against their estimates).
 
 Each row is its own form posting back to the page (with the form token).
 After a change the page creates the ``reread_db`` trigger file, so a running
 feeder reloads apps and versions (BOINC's pages leave that to the operator).
 """
 
+import math
 import re
 
 from boincpy.errors import DatabaseError
+from boincpy.states import Outcome, ServerState, ValidateState
 from boincpy.web.markup import Markup, fmt, join, link, url
+from boincpy.web.ops import charts
 from boincpy.web.ops import names as N
 from boincpy.web.ops.lookups import Catalog
-from boincpy.web.ops.page import (PageError, hidden, notice, render, table)
+from boincpy.web.ops.page import (PageError, hidden, kv_table, notice, num, render, select,
+                                  table, text_input)
 
 NAME_RE = re.compile(r"[A-Za-z0-9_.+-]{1,191}")
 PLAN_CLASS_RE = re.compile(r"[A-Za-z0-9_.+-]{0,128}")
@@ -241,3 +247,153 @@ def _versions_post(ctx):
                             "has plan class %r." % plan_class, "409 Conflict") from None
         raise
     return _changed(ctx, "App version %d updated." % avid)
+
+
+# ---------------------------------------------------------------------------
+# app_details.php, job_times.php
+
+def _app_or_404(ctx, catalog, param="appid"):
+    appid = ctx.int_arg(param, None, minimum=1)
+    if appid is None or appid not in catalog.apps:
+        raise PageError("no application with ID %s" % appid, "404 Not Found", "Not found")
+    return catalog.apps[appid]
+
+
+def app_details(ctx):
+    """``app_details.php?appid=N``: the app's credit statistics and, per
+    current version, the jobs validated, average efficiency and credit scale."""
+    db = ctx.rdb
+    catalog = Catalog(db)
+    app = _app_or_404(ctx, catalog)
+    min_avg_pfc = db.query_value("SELECT min_avg_pfc FROM app WHERE id = %s", (app["id"],), 0)
+    ids = [av["id"] for av in catalog.current_versions(app["id"])]
+    versions = (db.query("SELECT id, platformid, plan_class, version_num, pfc_n, pfc_avg, "
+                         "pfc_scale, expavg_credit FROM app_version WHERE id IN (%s) ORDER BY id"
+                         % ", ".join(["%s"] * len(ids)), ids) if ids else [])
+    rows = [(catalog.version_link(v["id"]), catalog.platform_name(v["platformid"]),
+             v["plan_class"], N.version_text(v["version_num"]), num(v["pfc_n"], 0),
+             num(1 / v["pfc_avg"], 4) if v["pfc_avg"] else "---", num(v["pfc_scale"], 4),
+             num(v["expavg_credit"]))
+            for v in versions]
+    body = fmt(
+        "{}<p>Credit scale factor should be roughly 1 for CPU versions and 0.1 for GPU "
+        "versions; far from that, the jobs' FLOP estimates are probably wrong: {}.</p>"
+        "<h2>Current app versions</h2>{}<p>{} &middot; {}</p>",
+        kv_table([("Name", app["name"]), ("Description", app["user_friendly_name"]),
+                  ("Min average efficiency", num(min_avg_pfc, 4))]),
+        link(url("job_times.php", appid=app["id"]), "compare them with measured run times"),
+        table(("App version", "Platform", "Plan class", "Version", "Jobs validated",
+               "Average efficiency", "Credit scale factor", "Average credit"), rows,
+              empty="no current versions (bin/update_versions)"),
+        link(url("result_summary.php", appid=app["id"]), "Result summary"),
+        link(url("manage_app_versions.php"), "Manage app versions"))
+    return render(ctx, "Details for %s (%s)" % (app["name"], app["user_friendly_name"]), body)
+
+
+def _round_step(x):
+    """A 1, 2 or 5 times a power of ten near ``x`` (> 0)."""
+    exp = math.floor(math.log10(x))
+    for m in (1, 2, 5, 10):
+        if m * 10 ** exp >= x:
+            return m * 10 ** exp
+    return 10 ** (exp + 1)
+
+
+def flops_stats(values):
+    """(mean, sample standard deviation) of a list (BOINC's running formulas)."""
+    mean = varsum = 0.0
+    for count, x in enumerate(values, 1):
+        delta = x - mean
+        mean += delta / count
+        varsum += delta * (x - mean)
+    n = len(values)
+    return mean, math.sqrt(varsum / (n - 1)) if n > 1 else 0.0
+
+
+MAX_BINS = 500
+
+
+def job_times(ctx):
+    """``job_times.php?appid=N``: FLOPs of an app's recent valid jobs
+    (elapsed time x the scheduler's FLOPS estimate) against the FLOP
+    estimates the jobs were created with, per app version; histogram."""
+    db = ctx.rdb
+    catalog = Catalog(db)
+    if not ctx.req.get("appid"):
+        apps = [fmt("<li>{}</li>", link(url("job_times.php", appid=a["id"]),
+                                        "%s (%s)" % (a["name"], a["user_friendly_name"])))
+                for a in catalog.apps.values() if not a["deprecated"]]
+        return render(ctx, "FLOPs of jobs", fmt("<p>Choose an application:</p><ul>{}</ul>",
+                                                join(apps) or "no applications"))
+    app = _app_or_404(ctx, catalog)
+    avid = ctx.int_arg("app_version_id", 0, minimum=0)
+    nresults = ctx.int_arg("nresults", 1000, minimum=1, maximum=100000)
+    quantum_text = ctx.req.get("quantum")
+    quantum = None
+    if quantum_text:
+        try:
+            quantum = float(quantum_text)
+        except ValueError:
+            raise PageError("Resolution: %r is not a number" % quantum_text) from None
+        if not quantum > 0:
+            raise PageError("Resolution must be above 0")
+    where, params = ("r.appid = %s AND r.server_state = %s AND r.outcome = %s "
+                     "AND r.validate_state = %s",
+                     [app["id"], int(ServerState.OVER), int(Outcome.SUCCESS),
+                      int(ValidateState.VALID)])
+    if avid:
+        where += " AND r.app_version_id = %s"
+        params.append(avid)
+    rows = db.query("SELECT r.app_version_id, r.elapsed_time, r.flops_estimate, "
+                    "w.rsc_fpops_est FROM result r JOIN workunit w ON w.id = r.workunitid "
+                    "WHERE %s ORDER BY r.id DESC LIMIT %%s" % where, params + [nresults])
+    versions = [(0, "All")] + [(av["id"], catalog.version_desc(av["id"]))
+                               for av in catalog.current_versions(app["id"])]
+    form = fmt('<form class="filters" method="get" action="job_times.php">{}'
+               '<label for="app_version_id">App version</label><div>{}</div>'
+               '<label for="quantum">Resolution, FLOPs (empty: automatic)</label><div>{}</div>'
+               '<label for="nresults">Sample size (jobs)</label><div>{}</div>'
+               '<span></span><div><button type="submit">Show</button></div></form>',
+               hidden("appid", app["id"]), select("app_version_id", versions, avid),
+               text_input("quantum", quantum_text, 10), text_input("nresults", nresults, 8))
+    if not rows:
+        return render(ctx, "FLOPs of %s jobs" % app["name"], fmt(
+            "{}{}", form, notice("warn", "No valid results of this application in the "
+                                 "database yet.")))
+    flops = [r["elapsed_time"] * r["flops_estimate"] for r in rows]
+    mean, stdev = flops_stats(flops)
+    by_version = {}
+    for r, f in zip(rows, flops):
+        v = by_version.setdefault(r["app_version_id"], [0, 0.0, 0.0])
+        v[0] += 1
+        v[1] += f
+        v[2] += r["rsc_fpops_est"]
+    version_rows = [(catalog.version_link(k), n, "%.4e" % (m / n), "%.4e" % (e / n),
+                     "%.2f" % (m / e) if e else "---")
+                    for k, (n, m, e) in sorted(by_version.items())]
+    low, high = min(flops), max(flops)
+    if quantum is None:
+        quantum = _round_step((high - low) / 20) if high > low else (_round_step(high) if high
+                                                                       else 1.0)
+    first, last = int(low // quantum), int(high // quantum)
+    if last - first + 1 > MAX_BINS:
+        raise PageError("Resolution %g gives %d bars: use a value of at least %g"
+                        % (quantum, last - first + 1, (high - low) / MAX_BINS))
+    counts = [0] * (last - first + 1)
+    for f in flops:
+        counts[int(f // quantum) - first] += 1
+    labels = ["%.3g" % ((first + i) * quantum) for i in range(len(counts))]
+    xml = "".join("<bin>\n    <value>%e</value>\n    <count>%d</count>\n</bin>\n"
+                  % ((first + i) * quantum, c) for i, c in enumerate(counts) if c)
+    body = fmt(
+        "{}{}<h2>Per app version</h2>{}"
+        '<p class="muted small">FLOPs measured: elapsed time x the FLOPS the scheduler '
+        "estimated for the host and version; estimated: the workunit's rsc_fpops_est. "
+        "A ratio far from 1 means the jobs' estimates (create_work --rsc_fpops_est) are off, "
+        "and so are run time estimates and credit.</p><h2>Distribution</h2>{}<pre>{}</pre>",
+        form, kv_table([("Mean", "%e" % mean), ("Standard deviation", "%e" % stdev),
+                        ("Samples", len(flops)), ("Resolution", "%g FLOPs" % quantum)]),
+        table(("App version", "Jobs", "FLOPs measured, mean", "FLOPs estimated, mean",
+               "Measured / estimated"), version_rows),
+        charts.bar_chart("Jobs by FLOPs", labels, [("jobs", "#337ab7", counts)]), xml)
+    return render(ctx, "FLOPs of %s jobs" % app["name"], body)

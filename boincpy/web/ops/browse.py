@@ -17,8 +17,8 @@ from boincpy.states import ClientState, Outcome, ServerState, ValidateState
 from boincpy.web.markup import Markup, fmt, join, link, text_of, url
 from boincpy.web.ops import names as N
 from boincpy.web.ops.lookups import Catalog, names_by_id
-from boincpy.web.ops.page import (PageError, hidden, kv_table, num, render,
-                                  select, table, text_input)
+from boincpy.web.ops.page import (PageError, hidden, kv_table, num, paging, render,
+                                  select, sort_link, table, text_input)
 from boincpy.web.ops.summary import state_counts, summary_panels
 
 DEFAULT_ROWS = 20
@@ -52,7 +52,8 @@ class TableSpec:
     title: str
     filters: tuple
     time_columns: tuple = ()      # (column, label)
-    sort_columns: tuple = ()      # (column, label)
+    sort_columns: tuple = ()      # (column, label); the first is the default
+    header_sort: tuple = ()       # (list header, sort column): clickable headers
 
 
 def _enum(param, label):
@@ -81,7 +82,9 @@ TABLES = {
         (("id", "ID"), ("sent_time", "Sent time"), ("received_time", "Received time"),
          ("exit_status", "Exit status"), ("hostid", "Host ID"), ("userid", "User ID"),
          ("cpu_time", "CPU time"), ("elapsed_time", "Elapsed time"),
-         ("workunitid", "Workunit ID"))),
+         ("workunitid", "Workunit ID")),
+        (("Result", "id"), ("WU", "workunitid"), ("Exit status", "exit_status"),
+         ("Host (user)", "hostid"), ("CPU hours", "cpu_time"))),
     "workunit": TableSpec("workunit", "Workunits", (
         Filter("id", "Workunit ID", "int"),
         Filter("min_id", "ID at least", "min", "id"),
@@ -96,7 +99,8 @@ TABLES = {
         Filter("canonical", "Has canonical result", "yesno", "canonical_resultid"),
     ), (("create_time", "Created"), ("transition_time", "Transition time")),
         (("id", "ID"), ("create_time", "Created"), ("transition_time", "Transition time"),
-         ("priority", "Priority"))),
+         ("priority", "Priority"), ("name", "Name")),
+        (("ID", "id"), ("Name", "name"), ("Created", "create_time"))),
     "host": TableSpec("host", "Hosts", (
         Filter("id", "Host ID", "int"),
         Filter("userid", "User ID", "int"),
@@ -106,7 +110,9 @@ TABLES = {
         Filter("p_model", "CPU model contains", "like"),
     ), (("create_time", "Created"), ("rpc_time", "Last RPC")),
         (("id", "ID"), ("rpc_time", "Last RPC"), ("expavg_credit", "Recent credit"),
-         ("total_credit", "Total credit"))),
+         ("total_credit", "Total credit"), ("create_time", "Created")),
+        (("Host", "id"), ("RAC", "expavg_credit"), ("Total credit", "total_credit"),
+         ("Last RPC", "rpc_time"))),
     "user": TableSpec("user", "Users", (
         Filter("id", "User ID", "int"),
         Filter("name", "Name contains", "like"),
@@ -114,21 +120,49 @@ TABLES = {
         Filter("teamid", "Team ID", "int"),
     ), (("create_time", "Created"),),
         (("id", "ID"), ("create_time", "Created"), ("expavg_credit", "Recent credit"),
-         ("total_credit", "Total credit"))),
+         ("total_credit", "Total credit"), ("name", "Name")),
+        (("User", "id"), ("Name", "name"), ("Created", "create_time"),
+         ("Total credit", "total_credit"), ("RAC", "expavg_credit"))),
     "app": TableSpec("app", "Applications", (
         Filter("id", "App ID", "int"),
         Filter("deprecated", "Deprecated", "yesno"),
-    ), (), (("id", "ID"),)),
+    ), (), (("id", "ID"), ("name", "Name")), (("ID", "id"), ("Name", "name"))),
     "app_version": TableSpec("app_version", "Application versions", (
         Filter("id", "App version ID", "int"),
         Filter("appid", "Application", "app"),
         Filter("platformid", "Platform", "platform"),
         Filter("plan_class", "Plan class contains", "like"),
         Filter("deprecated", "Deprecated", "yesno"),
-    ), (("create_time", "Created"),), (("id", "ID"), ("version_num", "Version"))),
+    ), (("create_time", "Created"),), (("id", "ID"), ("version_num", "Version")),
+        (("ID", "id"), ("Version", "version_num"))),
     "platform": TableSpec("platform", "Platforms", (
         Filter("deprecated", "Deprecated", "yesno"),
-    ), (), (("id", "ID"),)),
+    ), (), (("id", "ID"), ("name", "Name")), (("ID", "id"), ("Name", "name"))),
+    "team": TableSpec("team", "Teams", (
+        Filter("id", "Team ID", "int"),
+        Filter("name", "Name contains", "like"),
+        Filter("userid", "Founder (user ID)", "int"),
+        Filter("country", "Country contains", "like"),
+        Filter("url", "URL contains", "like"),
+    ), (("create_time", "Created"),),
+        (("id", "ID"), ("create_time", "Created"), ("nusers", "Members"),
+         ("total_credit", "Total credit"), ("expavg_credit", "Recent credit"), ("name", "Name")),
+        (("ID", "id"), ("Name", "name"), ("Members", "nusers"), ("Total credit", "total_credit"),
+         ("RAC", "expavg_credit"), ("Created", "create_time"))),
+    # No id column: rows are (host, app version) pairs, shown in lists only.
+    "host_app_version": TableSpec("host_app_version", "Host app versions", (
+        Filter("host_id", "Host ID", "int"),
+        Filter("app_version_id", "App version ID", "int"),
+        Filter("min_consecutive_valid", "Consecutive valid at least", "min",
+               "consecutive_valid"),
+    ), (), (("host_id", "Host ID"), ("app_version_id", "App version ID"),
+            ("et_avg", "Elapsed per FLOP"), ("pfc_avg", "PFC average"),
+            ("consecutive_valid", "Consecutive valid"), ("n_jobs_today", "Jobs today"),
+            ("turnaround_avg", "Turnaround")),
+        (("Host", "host_id"), ("App version", "app_version_id"),
+         ("Jobs today / daily quota", "n_jobs_today"), ("Consecutive valid", "consecutive_valid"),
+         ("PFC avg (n)", "pfc_avg"), ("Speed, GFLOPS (n)", "et_avg"),
+         ("Turnaround (n)", "turnaround_avg"))),
 }
 
 # Columns a list query reads (blobs are only read for a detail page).
@@ -146,6 +180,8 @@ LIST_COLUMNS = {
     "app_version": "id, create_time, appid, version_num, platformid, plan_class, "
                    "min_core_version, max_core_version, deprecated, beta",
     "platform": "*",
+    "team": "id, name, userid, nusers, country, type, total_credit, expavg_credit, create_time",
+    "host_app_version": "*",
 }
 
 
@@ -245,8 +281,9 @@ def build_where(ctx, spec, source=None):
 
 
 def order_by(ctx, spec):
-    """ORDER BY text from the whitelisted sort parameters (default: newest id first)."""
-    sort = ctx.req.get("sort") or "id"
+    """ORDER BY text from the whitelisted sort parameters (default: the
+    table's first sort column, descending: newest first)."""
+    sort = ctx.req.get("sort") or spec.sort_columns[0][0]
     if sort not in dict(spec.sort_columns):
         raise PageError("sort: %r is not one of %s"
                         % (sort, ", ".join(c for c, _ in spec.sort_columns)))
@@ -316,17 +353,50 @@ def db_form(ctx):
 # ---------------------------------------------------------------------------
 # db_action.php
 
+# Columns the "find" box of a table searches (an id, or a name).
+FIND_COLUMNS = {"result": ("name",), "workunit": ("name",), "user": ("name", "email_addr"),
+                "host": ("domain_name", "last_ip_addr"), "team": ("name",), "app": ("name",),
+                "platform": ("name",), "app_version": ("plan_class",)}
+
+
 def db_action(ctx):
-    """``db_action.php?table=T&...``: one row (``id=N`` alone) or a paged list."""
+    """``db_action.php?table=T&...``: one row (``id=N`` alone) or a paged list;
+    ``find=TEXT``: the row with that id or name, else the rows whose name
+    contains it."""
     spec = table_spec(ctx)
     params = set(k for k, v in ctx.req.query.items() if v and v[0] != "")
-    if ctx.req.get("id") and params <= {"table", "id", "detail"}:
+    if ctx.req.get("id") and params <= {"table", "id", "detail"} and spec.name in DETAILS:
         return detail(ctx, spec, ctx.int_arg("id"))
+    find = ctx.req.get("find")
+    if find and spec.name in FIND_COLUMNS:
+        return find_rows(ctx, spec, find)
     return listing(ctx, spec)
 
 
-def listing(ctx, spec):
+def find_rows(ctx, spec, text):
+    """One match (the id, or exactly the name): its page; else the list of
+    rows whose name contains ``text``."""
+    db = ctx.db
+    cols = FIND_COLUMNS[spec.name]
+    if text.isdigit() and db.query_value("SELECT COUNT(*) FROM %s WHERE id = %%s"
+                                         % spec.name, (int(text),)):
+        return detail(ctx, spec, int(text))
+    exact = db.query("SELECT id FROM %s WHERE %s LIMIT 2" % (
+        spec.name, " OR ".join("%s = %%s" % c for c in cols)), [text] * len(cols))
+    if len(exact) == 1:
+        return detail(ctx, spec, exact[0]["id"])
+    where = "(%s)" % " OR ".join("%s LIKE %%s" % c for c in cols)
+    return listing(ctx, spec, (where, [_like(text)] * len(cols), {"find": text}))
+
+
+def listing(ctx, spec, extra=None):
+    """A paged list of the rows the query parameters select; ``extra``: one
+    more (condition, parameters, parameters to keep in links)."""
     where, params, active = build_where(ctx, spec)
+    if extra:
+        where = "%s AND %s" % (where, extra[0])
+        params = params + list(extra[1])
+        active = dict(active, **extra[2])
     order, sort_params = order_by(ctx, spec)
     n = ctx.int_arg("nresults", DEFAULT_ROWS, minimum=1, maximum=MAX_ROWS)
     start = ctx.int_arg("start", 0, minimum=0)
@@ -346,20 +416,24 @@ def listing(ctx, spec):
             tools.append(link(url("db_action.php", **base), "Hide summary"))
         else:
             tools.append(link(url("db_action.php", summary=1, **base), "Summary"))
-    if spec.name == "workunit" and total:
+    if spec.name == "workunit" and total and "find" not in active:
         tools.append(link(url("cancel_workunits.php", **active), "Cancel these workunits..."))
+        tools.append(link(url("revalidate.php", **active), "Revalidate these workunits..."))
     parts.append(fmt("<p>{}</p>", join(tools, " | ")))
     if spec.name == "result" and ctx.req.get("summary"):
         parts.append(summary_panels(state_counts(db, where, params), active))
-    parts.append(LISTS[spec.name](ctx, db, catalog, rows))
-    nav = []
-    if start > 0:
-        nav.append(link(url("db_action.php", start=max(0, start - n), **base),
-                        "Previous %d" % n))
-    if start + len(rows) < total:
-        nav.append(link(url("db_action.php", start=start + n, **base), "Next %d" % n))
-    if nav:
-        parts.append(fmt('<p class="paging">{}</p>', join(nav, " | ")))
+    by_header = dict(spec.header_sort)
+    unsorted = {k: v for k, v in base.items() if k not in ("sort", "order")}
+
+    def head(label):
+        column = by_header.get(label)
+        if column is None:
+            return label
+        return sort_link("db_action.php", unsorted, column, label, sort_params["sort"],
+                         sort_params["order"])
+
+    parts.append(LISTS[spec.name](ctx, db, catalog, rows, head))
+    parts.append(paging("db_action.php", base, start, len(rows), total, n))
     return render(ctx, spec.title, join(parts, Markup("\n")))
 
 
@@ -371,7 +445,7 @@ def _result_time(r):
     return "created " + N.time_text(r["create_time"])
 
 
-def list_results(ctx, db, catalog, rows):
+def list_results(ctx, db, catalog, rows, head=None):
     users = names_by_id(db, "user", "name", (r["userid"] for r in rows))
     out = []
     classes = {}
@@ -409,10 +483,10 @@ def list_results(ctx, db, catalog, rows):
     return table(("Result", "WU", "Server state", "Outcome", "Client state",
                   "Validate state", "Delete state", "Exit status", "Host (user)",
                   "App version", "Time", "CPU hours", "Credit"), out,
-                 lambda i, j, c: classes.get((i, j), ""), "no results match")
+                 lambda i, j, c: classes.get((i, j), ""), "no results match", head=head)
 
 
-def list_workunits(ctx, db, catalog, rows):
+def list_workunits(ctx, db, catalog, rows, head=None):
     out = []
     for r in rows:
         canon = (link(url("db_action.php", table="result", id=r["canonical_resultid"]),
@@ -429,10 +503,10 @@ def list_workunits(ctx, db, catalog, rows):
         ))
     return table(("ID", "Name", "App", "Batch", "Canonical result", "Error mask",
                   "File delete", "Assimilate", "Created"), out,
-                 lambda i, j, c: "bad" if j == 5 and c else "", "no workunits match")
+                 lambda i, j, c: "bad" if j == 5 and c else "", "no workunits match", head=head)
 
 
-def list_hosts(ctx, db, catalog, rows):
+def list_hosts(ctx, db, catalog, rows, head=None):
     out = [(link(url("db_action.php", table="host", id=r["id"]), r["id"]),
             link(url("db_action.php", table="user", id=r["userid"]), r["userid"]),
             r["last_ip_addr"], r["domain_name"], num(r["expavg_credit"]),
@@ -442,29 +516,33 @@ def list_hosts(ctx, db, catalog, rows):
             link(url("why_no_work.php", hostid=r["id"]), "why no work?"))
            for r in rows]
     return table(("Host", "User", "IP address", "Name", "RAC", "Total credit", "CPUs",
-                  "CPU", "OS", "Last RPC", ""), out, empty="no hosts match")
+                  "CPU", "OS", "Last RPC", ""), out, empty="no hosts match", head=head)
 
 
-def list_users(ctx, db, catalog, rows):
-    out = [(link(url("db_action.php", table="user", id=r["id"]), r["id"]), r["name"],
+def list_users(ctx, db, catalog, rows, head=None):
+    teams = names_by_id(db, "team", "name", (r["teamid"] for r in rows))
+    out = [(link(url("db_action.php", table="user", id=r["id"]), r["id"]),
+            link(url("manage_user.php", userid=r["id"]), r["name"]),
             r["email_addr"], N.time_text(r["create_time"]), num(r["total_credit"]),
-            num(r["expavg_credit"]), r["teamid"] or "",
+            num(r["expavg_credit"]),
+            link(url("db_action.php", table="team", id=r["teamid"]),
+                 teams.get(r["teamid"], r["teamid"])) if r["teamid"] else "",
             link(url("db_action.php", table="host", userid=r["id"]), "hosts"))
            for r in rows]
     return table(("User", "Name", "Email", "Created", "Total credit", "RAC", "Team", ""),
-                 out, empty="no users match")
+                 out, empty="no users match", head=head)
 
 
-def list_apps(ctx, db, catalog, rows):
+def list_apps(ctx, db, catalog, rows, head=None):
     out = [(link(url("db_action.php", table="app", id=r["id"]), r["id"]), r["name"],
             r["user_friendly_name"], "yes" if r["deprecated"] else "no", r["weight"],
             "yes" if r["beta"] else "no", N.time_text(r["create_time"]))
            for r in rows]
     return table(("ID", "Name", "Description", "Deprecated", "Weight", "Beta", "Created"),
-                 out, empty="no applications")
+                 out, empty="no applications", head=head)
 
 
-def list_app_versions(ctx, db, catalog, rows):
+def list_app_versions(ctx, db, catalog, rows, head=None):
     out = [(link(url("db_action.php", table="app_version", id=r["id"]), r["id"]),
             catalog.app_name(r["appid"]), N.version_text(r["version_num"]),
             catalog.platform_name(r["platformid"]), r["plan_class"],
@@ -475,21 +553,58 @@ def list_app_versions(ctx, db, catalog, rows):
            for r in rows]
     return table(("ID", "App", "Version", "Platform", "Plan class", "Min client",
                   "Max client", "Deprecated", "Beta", "Created"), out,
-                 empty="no app versions")
+                 empty="no app versions", head=head)
 
 
-def list_platforms(ctx, db, catalog, rows):
+def list_platforms(ctx, db, catalog, rows, head=None):
     out = [(r["id"], r["name"], r["user_friendly_name"], "yes" if r["deprecated"] else "no",
             N.time_text(r["create_time"]),
             link(url("db_action.php", table="app_version", platformid=r["id"]), "versions"))
            for r in rows]
     return table(("ID", "Name", "Description", "Deprecated", "Created", ""), out,
-                 empty="no platforms")
+                 empty="no platforms", head=head)
+
+
+def list_teams(ctx, db, catalog, rows, head=None):
+    founders = names_by_id(db, "user", "name", (r["userid"] for r in rows))
+    out = [(link(url("db_action.php", table="team", id=r["id"]), r["id"]), r["name"],
+            link(url("manage_user.php", userid=r["userid"]),
+                 founders.get(r["userid"], r["userid"])) if r["userid"] else "---",
+            link(url("db_action.php", table="user", teamid=r["id"]), r["nusers"]),
+            r["country"], num(r["total_credit"]), num(r["expavg_credit"]),
+            N.time_text(r["create_time"]))
+           for r in rows]
+    return table(("ID", "Name", "Founder", "Members", "Country", "Total credit", "RAC",
+                  "Created"), out, empty="no teams match", head=head)
+
+
+def _hav_cells(catalog, v):
+    """A host_app_version row's statistics, as the host page shows them."""
+    avid = v["app_version_id"]
+    return (catalog.version_link(avid) if avid < 1000000
+            else "anonymous platform %d" % avid,
+            "%d / %d" % (v["n_jobs_today"], v["max_jobs_per_day"]),
+            v["consecutive_valid"],
+            "%s (%d)" % (num(v["pfc_avg"], 3), v["pfc_n"]),
+            # et_avg is seconds per FLOP: its inverse is the version's speed there
+            "%s (%d)" % (num(1e-9 / v["et_avg"], 2) if v["et_avg"] > 0 else "---", v["et_n"]),
+            "%s days (%d)" % (num(v["turnaround_avg"] / 86400), v["turnaround_n"]))
+
+
+HAV_HEADERS = ("App version", "Jobs today / daily quota", "Consecutive valid", "PFC avg (n)",
+               "Speed, GFLOPS (n)", "Turnaround (n)")
+
+
+def list_host_app_versions(ctx, db, catalog, rows, head=None):
+    out = [(link(url("db_action.php", table="host", id=v["host_id"]), v["host_id"]),)
+           + _hav_cells(catalog, v) for v in rows]
+    return table(("Host",) + HAV_HEADERS, out, empty="no host app versions match", head=head)
 
 
 LISTS = {"result": list_results, "workunit": list_workunits, "host": list_hosts,
          "user": list_users, "app": list_apps, "app_version": list_app_versions,
-         "platform": list_platforms}
+         "platform": list_platforms, "team": list_teams,
+         "host_app_version": list_host_app_versions}
 
 
 # ---------------------------------------------------------------------------
@@ -617,7 +732,9 @@ def show_workunit(ctx, db, catalog, w):
         ("Keywords", w.get("keywords", "") or "empty"),
         ("XML doc", _pre(w["xml_doc"])),
     ]
-    actions = [link(url("show_log.php", s="[WU#%d " % w["id"]), "Grep logs for this workunit")]
+    actions = [link(url("revalidate.php", ids=w["id"]), "Revalidate..."),
+               link(url("assign.php", workunitid=w["id"]), "Assignments"),
+               link(url("show_log.php", s="[WU#%d " % w["id"]), "Grep logs for this workunit")]
     if not w["error_mask"] & 16:
         actions.insert(0, link(url("cancel_wu_action.php", wuid1=w["id"], wuid2=w["id"]),
                                "Cancel this workunit..."))
@@ -670,23 +787,15 @@ def show_host(ctx, db, catalog, h):
     ]
     havs = db.query("SELECT * FROM host_app_version WHERE host_id = %s ORDER BY app_version_id",
                     (h["id"],))
-    hav_rows = [(catalog.version_link(v["app_version_id"]) if v["app_version_id"] < 1000000
-                 else "anonymous platform %d" % v["app_version_id"],
-                 "%d / %d" % (v["n_jobs_today"], v["max_jobs_per_day"]),
-                 v["consecutive_valid"],
-                 "%s (%d)" % (num(v["pfc_avg"], 3), v["pfc_n"]),
-                 "%s (%d)" % (num(v["et_avg"], 6), v["et_n"]),
-                 "%s days (%d)" % (num(v["turnaround_avg"] / 86400), v["turnaround_n"]))
-                for v in havs]
+    hav_rows = [_hav_cells(catalog, v) for v in havs]
     clear = fmt('<form class="inline" method="post" action="clear_host.php">{}{}'
                 '<button type="submit">Clear RPC time</button></form> '
                 '<span class="muted small">lets a host whose last RPC was "too recent" '
                 'contact the scheduler again</span>',
                 ctx.token_field(), hidden("hostid", h["id"]))
     return fmt("{}<h2>Per app version</h2>{}<p>{}</p>", kv_table(pairs),
-               table(("App version", "Jobs today / daily quota", "Consecutive valid",
-                      "PFC avg (n)", "Elapsed per FLOP avg (n)", "Turnaround (n)"),
-                     hav_rows, empty="this host has no app version statistics yet"), clear)
+               table(HAV_HEADERS, hav_rows,
+                     empty="this host has no app version statistics yet"), clear)
 
 
 def show_user(ctx, db, catalog, u):
@@ -703,6 +812,8 @@ def show_user(ctx, db, catalog, u):
         ("Venue", u["venue"]), ("Send email", u["send_email"]), ("Show hosts", u["show_hosts"]),
         ("Cross-project ID", u["cross_project_id"]),
         ("Results", link(url("db_action.php", table="result", userid=u["id"]), "all results")),
+        ("Manage", link(url("manage_user.php", userid=u["id"]),
+                        "ban, special user flags, job submission, delete...")),
         ("Project preferences", _pre(u["project_prefs"])),
         ("Global preferences", _pre(u["global_prefs"])),
     ]
@@ -748,6 +859,23 @@ def show_platform(ctx, db, catalog, p):
     return kv_table([(k, p[k]) for k in p.keys()])
 
 
+def show_team(ctx, db, catalog, t):
+    founder = db.query_one("SELECT id, name FROM user WHERE id = %s", (t["userid"],))
+    pairs = [
+        ("ID", t["id"]), ("Name", t["name"]), ("Name (HTML)", t["name_html"]),
+        ("Created", N.time_text(t["create_time"])),
+        ("Founder", fmt("{} [{}]", link(url("manage_user.php", userid=founder["id"]),
+                                         founder["name"]), founder["id"])
+         if founder else t["userid"] or "none"),
+        ("Members", link(url("db_action.php", table="user", teamid=t["id"]), t["nusers"])),
+        ("URL", t["url"]), ("Type", t["type"]), ("Country", t["country"]),
+        ("Joinable", "yes" if t["joinable"] else "no"),
+        ("Total credit", t["total_credit"]), ("Average credit", t["expavg_credit"]),
+        ("Description", _pre(t["description"])),
+    ]
+    return kv_table(pairs)
+
+
 DETAILS = {"result": show_result, "workunit": show_workunit, "host": show_host,
            "user": show_user, "app": show_app, "app_version": show_app_version,
-           "platform": show_platform}
+           "platform": show_platform, "team": show_team}

@@ -1,6 +1,7 @@
 """Result summaries and failure analysis, per app and time window:
 ``result_summary.php``, ``failure_result_summary_by_platform.php``,
-``failure_result_summary_by_host.php``, ``error_summary.php``.
+``failure_result_summary_by_host.php``, ``error_summary.php``,
+``pass_percentage_by_platform.php``.
 
 A failure is what BOINC's pages count: server_state OVER with outcome
 CLIENT_ERROR, received in the window.  Exit statuses are shown by their
@@ -12,7 +13,7 @@ from boincpy.states import Outcome, ServerState
 from boincpy.web.markup import fmt, join, link, url
 from boincpy.web.ops import names as N
 from boincpy.web.ops.lookups import Catalog
-from boincpy.web.ops.page import render, select, table
+from boincpy.web.ops.page import checkbox, render, select, table
 from boincpy.web.ops.summary import state_counts, summary_panels
 
 WINDOWS = ((3600, "past hour"), (43200, "past 12 hours"), (86400, "past 24 hours"),
@@ -174,3 +175,68 @@ def error_summary(ctx):
                table(("Error", "Exit status", "Hex", "Results", "Hosts", "Latest example"),
                      out, empty="no failures in this window"))
     return render(ctx, "Error summary", body)
+
+
+# The platform of a host as pass_percentage_by_platform.php names it: the
+# first word of os_name it finds, Darwin split by CPU.
+_PLATFORM_SQL = (
+    "CASE WHEN INSTR(h.os_name, 'Darwin') THEN "
+    "(CASE WHEN INSTR(h.p_vendor, 'Power') THEN 'Darwin PPC' ELSE 'Darwin x86' END) "
+    "WHEN INSTR(h.os_name, 'Linux') THEN 'Linux' WHEN INSTR(h.os_name, 'Windows') THEN 'Windows' "
+    "WHEN INSTR(h.os_name, 'SunOS') THEN 'SunOS' WHEN INSTR(h.os_name, 'Solaris') THEN 'Solaris' "
+    "WHEN INSTR(h.os_name, 'Mac') THEN 'Mac' ELSE %s END")
+
+
+def pass_percentage(ctx):
+    """``pass_percentage_by_platform.php?appid=&nsecs=``: per app version and
+    platform, the results reported in the window, the share that succeeded and
+    the share that failed, split by the client state they failed in."""
+    appid, nsecs = _window(ctx)
+    db = ctx.rdb
+    catalog = Catalog(db)
+    all_versions = bool(ctx.req.get("allversions"))
+    all_platforms = bool(ctx.req.get("allplatforms"))
+    where, params, filters = _where(ctx, appid, nsecs, prefix="r.")
+    clauses = [where, "r.server_state = %s"]
+    params = params + [int(ServerState.OVER)]
+    current = []
+    if not all_versions and appid:
+        current = [av["id"] for av in catalog.current_versions(appid)]
+    if current:
+        clauses.append("r.app_version_id IN (%s)" % ", ".join(["%s"] * len(current)))
+        params += current
+    fails = ", ".join("SUM(r.outcome = %d AND r.client_state = %d) AS fail%d"
+                      % (Outcome.CLIENT_ERROR, i, i) for i in range(1, 7))
+    rows = db.query(
+        "SELECT r.app_version_id, %s AS platform, COUNT(*) AS total, "
+        "SUM(r.outcome = %d) AS pass, SUM(r.outcome = %d) AS fail, %s "
+        "FROM result r LEFT JOIN host h ON h.id = r.hostid WHERE %s "
+        "GROUP BY r.app_version_id, platform ORDER BY r.app_version_id DESC, platform"
+        % (_PLATFORM_SQL % ("IFNULL(h.os_name, 'unknown')" if all_platforms else "'unknown'"),
+           Outcome.SUCCESS, Outcome.CLIENT_ERROR, fails, " AND ".join(clauses)), params)
+
+    def pct(n, total):
+        return "%.2f %%" % (100.0 * int(n or 0) / total) if total else "---"
+
+    out = []
+    for r in rows:
+        total = int(r["total"])
+        out.append([fmt("{} on {}", catalog.version_link(r["app_version_id"]), r["platform"]),
+                    total, pct(r["pass"], total), pct(r["fail"], total)]
+                   + [pct(r["fail%d" % i], total) for i in range(1, 7)])
+    form = fmt('<form method="get" action="pass_percentage_by_platform.php">'
+               '<label for="appid">Application</label> {} <label for="nsecs">Window</label> {} '
+               '<label>{} all versions (not only current ones)</label> '
+               '<label>{} name unknown platforms</label> '
+               '<button type="submit">Show</button></form>',
+               select("appid", catalog.app_choices(), appid if appid else "", "All"),
+               select("nsecs", WINDOWS, nsecs), checkbox("allversions", all_versions),
+               checkbox("allplatforms", all_platforms))
+    body = fmt("{}<p>Results of {} reported in the {}.</p>{}",
+               form, catalog.app_name(appid) if appid else "all applications",
+               _window_word(nsecs),
+               table(("App version and platform", "Results", "Pass rate", "Fail rate",
+                      "Failed downloading", "Failed downloaded", "Failed computing",
+                      "Failed uploading", "Failed uploaded", "Aborted"), out,
+                     lambda i, j, c: "num" if j else "", "no results in this window"))
+    return render(ctx, "Pass percentage by platform", body)

@@ -1,5 +1,5 @@
 """Job management: cancel workunits (by id range or by query), transition all,
-clear a host's RPC time.
+clear a host's RPC time, revalidate jobs, list assigned (targeted) jobs.
 
 Every change goes through a confirmation page (GET: shows what would change,
 changes nothing) and a POST carrying the admin's form token.
@@ -16,12 +16,14 @@ only" variant bumps transition_time too (BOINC's does not, leaving the
 cancelled workunit unassimilated until something else touches it).
 """
 
-from boincpy.db.queries import cancel_workunits_by_id
-from boincpy.states import ServerState
+from boincpy.db.queries import cancel_workunits_by_id, revalidate_workunits
+from boincpy.states import FileDeleteState, Outcome, ServerState, ValidateState
 from boincpy.web.markup import Markup, fmt, join, link, url
+from boincpy.web.ops import names as N
 from boincpy.web.ops.browse import TABLES, build_where, filter_inputs, list_workunits
-from boincpy.web.ops.lookups import Catalog
-from boincpy.web.ops.page import (PageError, checkbox, hidden, notice, render, text_input)
+from boincpy.web.ops.lookups import Catalog, names_by_id
+from boincpy.web.ops.page import (PageError, checkbox, hidden, notice, paging, render, select,
+                                  sort_link, table, text_input)
 
 MAX_LIST = 1000     # workunits one confirmation page lists (and one POST cancels)
 
@@ -103,11 +105,10 @@ def cancel_wu_action(ctx):
     return render(ctx, "Confirm: cancel jobs", body)
 
 
-def cancel_workunits(ctx):
-    """``cancel_workunits.php``: choose workunits by query, tick, confirm (POST)."""
+def choose_workunits(ctx, page, button):
+    """The query form of a page acting on workunits chosen by filters or an
+    ID list; returns (form, condition, parameters, anything chosen?, limit)."""
     spec = TABLES["workunit"]
-    db = ctx.rdb
-    catalog = Catalog(db)
     where, params, active = build_where(ctx, spec)
     id_list = [x for x in ctx.req.get("ids").replace(",", " ").split()]
     try:
@@ -118,15 +119,25 @@ def cancel_workunits(ctx):
         where += " AND id IN (%s)" % ", ".join(["%s"] * len(id_list))
         params = params + id_list
     limit = ctx.int_arg("limit", 100, minimum=1, maximum=MAX_LIST)
-    form = fmt('<form class="filters" method="get" action="cancel_workunits.php">{}'
+    form = fmt('<form class="filters" method="get" action="{}">{}'
                '<label for="ids">ID list</label><div>{}</div>'
                '<label for="limit">Limit</label><div>{}</div>'
-               '<span></span><div><button type="submit">Find workunits</button></div></form>',
-               filter_inputs(ctx, spec, catalog),
-               text_input("ids", ctx.req.get("ids"), 40), text_input("limit", limit, 5, "number"))
+               '<span></span><div><button type="submit">{}</button></div></form>',
+               page, filter_inputs(ctx, spec, Catalog(ctx.rdb)),
+               text_input("ids", ctx.req.get("ids"), 40), text_input("limit", limit, 5, "number"),
+               button)
+    return form, where, params, bool(active or id_list), limit
+
+
+def cancel_workunits(ctx):
+    """``cancel_workunits.php``: choose workunits by query, tick, confirm (POST)."""
+    db = ctx.rdb
+    catalog = Catalog(db)
+    form, where, params, chosen, limit = choose_workunits(ctx, "cancel_workunits.php",
+                                                          "Find workunits")
     parts = [Markup("<p>Choose workunits; you will see the list and tick the ones to cancel "
                     "before anything changes.</p>"), form]
-    if active or id_list:
+    if chosen:
         rows = db.query("SELECT id, name, appid, batch, error_mask, create_time FROM workunit "
                         "WHERE %s AND (error_mask & 16) = 0 ORDER BY id LIMIT %%s" % where,
                         params + [limit])
@@ -203,3 +214,166 @@ def clear_host(ctx):
     return render(ctx, "Clear a host's RPC time",
                   fmt("{}<p>{}</p>", notice("ok", "Host %d's RPC time cleared." % hostid),
                       link(url("db_action.php", table="host", id=hostid), "Host %d" % hostid)))
+
+
+# ---------------------------------------------------------------------------
+# revalidate.php
+
+def revalidate(ctx):
+    """``revalidate.php``: choose workunits (filters or IDs); the list shows
+    which results would be validated again; the ticked ones are (POST)."""
+    if ctx.req.method == "POST":
+        ctx.require_action()
+        try:
+            ids = [int(x) for x in ctx.req.post_all("wuid")]
+        except ValueError:
+            raise PageError("wuid: workunit IDs must be integers; nothing was changed") from None
+        if not ids:
+            raise PageError("No workunit was ticked; nothing was changed.")
+        if len(ids) > MAX_LIST:
+            raise PageError("At most %d workunits at a time; nothing was changed." % MAX_LIST)
+        nwu, nres = revalidate_workunits(ctx.db, ids)
+        return render(ctx, "Jobs marked for revalidation", fmt(
+            "{}<p>{}</p>",
+            notice("ok", "%d job(s) and %d result(s) were marked for revalidation: the "
+                   "validator looks at them at its next pass." % (nwu, nres)),
+            link(url("db_action.php", table="workunit", need_validate=1),
+                 "Workunits waiting for validation")))
+    db = ctx.rdb
+    catalog = Catalog(db)
+    form, where, params, chosen, limit = choose_workunits(ctx, "revalidate.php",
+                                                          "Find workunits")
+    parts = [Markup(
+        "<p>Runs the validator again on jobs: use it after making the validator more "
+        "permissive, to grant credit to results it rejected. Their successful results "
+        "go back to 'not validated' and the workunit waits for the validator. Results "
+        "whose output files were deleted can't be validated again and are left "
+        "alone.</p>"), form]
+    if chosen:
+        rows = db.query("SELECT id, name, appid, canonical_resultid, file_delete_state "
+                        "FROM workunit WHERE %s ORDER BY id LIMIT %%s" % where, params + [limit])
+        counts = {}
+        if rows:
+            marks = ", ".join(["%s"] * len(rows))
+            for r in db.query(
+                    "SELECT workunitid, validate_state, file_delete_state IN (%%s, %%s) AS gone, "
+                    "COUNT(*) AS n FROM result WHERE workunitid IN (%s) AND server_state = %%s "
+                    "AND outcome = %%s GROUP BY workunitid, validate_state, gone" % marks,
+                    [int(FileDeleteState.DONE), int(FileDeleteState.ERROR)]
+                    + [r["id"] for r in rows] + [int(ServerState.OVER), int(Outcome.SUCCESS)]):
+                c = counts.setdefault(r["workunitid"], {"again": 0, "gone": 0, "words": []})
+                if r["gone"]:
+                    c["gone"] += int(r["n"])
+                elif r["validate_state"] != ValidateState.INIT:
+                    c["again"] += int(r["n"])
+                    c["words"].append("%d %s" % (r["n"], N.word("validate_state",
+                                                                r["validate_state"])))
+        items = []
+        for r in rows:
+            c = counts.get(r["id"], {"again": 0, "gone": 0, "words": []})
+            items.append(fmt(
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                checkbox("wuid", c["again"] > 0, r["id"]),
+                link(url("db_action.php", table="workunit", id=r["id"]), r["id"]), r["name"],
+                catalog.app_name(r["appid"]), ", ".join(c["words"]) or "none",
+                "%d (files deleted)" % c["gone"] if c["gone"] else ""))
+        if items:
+            parts.append(fmt(
+                "<h2>{} workunit(s) match</h2>"
+                '<form method="post" action="revalidate.php">{}'
+                "<table><thead><tr><th>Revalidate?</th><th>ID</th><th>Name</th><th>App</th>"
+                "<th>Results validated again</th><th>Left alone</th></tr></thead><tbody>{}"
+                "</tbody></table>"
+                '<button type="submit" class="danger" id="confirm">Revalidate the ticked '
+                "workunits</button></form>", len(rows), ctx.token_field(), join(items)))
+        else:
+            parts.append(notice("warn", "No workunit matches."))
+    return render(ctx, "Revalidate jobs", join(parts))
+
+
+# ---------------------------------------------------------------------------
+# assign.php
+
+# assignment.target_type (sched/sched_assign.cpp: ASSIGN_NONE, HOST, USER, TEAM)
+TARGET_TYPES = ((0, "All hosts"), (1, "Host"), (2, "User"), (3, "Team"))
+ASSIGN_SORTS = (("id", "Assignment"), ("create_time", "Created"), ("workunitid", "Workunit"),
+                ("target_type", "Target"))
+
+
+def _target(a, names):
+    kind = a["target_type"]
+    if kind == 0:
+        return "All hosts"
+    tname, word = {1: ("host", "Host"), 2: ("user", "User"), 3: ("team", "Team")}.get(
+        kind, (None, "type %d" % kind))
+    if tname is None:
+        return "%s %d" % (word, a["target_id"])
+    target = link(url("db_action.php", table=tname, id=a["target_id"]), "%s %d %s" % (
+        word, a["target_id"], names.get((tname, a["target_id"]), "")))
+    if kind == 1:
+        return target
+    return fmt("{} {}", "All hosts of" if a["multi"] else "One host of", target)
+
+
+def assign(ctx):
+    """``assign.php``: the assignments of targeted and broadcast jobs (made by
+    create_work --target_host/--target_user/--target_team/--broadcast);
+    filters, sortable, paged."""
+    db = ctx.rdb
+    kind = ctx.int_arg("target_type", None, minimum=0, maximum=3)
+    wuid = ctx.int_arg("workunitid", None, minimum=1)
+    start = ctx.int_arg("start", 0, minimum=0)
+    n = ctx.int_arg("nresults", 50, minimum=1, maximum=1000)
+    sort = ctx.req.get("sort") or "id"
+    order = ctx.req.get("order") or "desc"
+    if sort not in dict(ASSIGN_SORTS) or order not in ("asc", "desc"):
+        raise PageError("sort: one of %s; order: asc or desc"
+                        % ", ".join(c for c, _ in ASSIGN_SORTS))
+    clauses, params = [], []
+    if kind is not None:
+        clauses.append("target_type = %s")
+        params.append(kind)
+    if wuid is not None:
+        clauses.append("workunitid = %s")
+        params.append(wuid)
+    where = " AND ".join(clauses) or "1"
+    total = db.query_value("SELECT COUNT(*) FROM assignment WHERE %s" % where, params, 0)
+    rows = db.query("SELECT * FROM assignment WHERE %s ORDER BY %s %s LIMIT %%s OFFSET %%s"
+                    % (where, sort, order.upper()), params + [n, start])
+    names = {}
+    for tname, kind_num, column in (("host", 1, "domain_name"), ("user", 2, "name"),
+                                    ("team", 3, "name")):
+        for k, v in names_by_id(db, tname, column, (a["target_id"] for a in rows
+                                                   if a["target_type"] == kind_num)).items():
+            names[(tname, k)] = v
+    wus = names_by_id(db, "workunit", "name", (a["workunitid"] for a in rows))
+    out = [(a["id"], N.time_text(a["create_time"]), _target(a, names),
+            link(url("db_action.php", table="workunit", id=a["workunitid"]),
+                 wus.get(a["workunitid"], a["workunitid"])),
+            link(url("db_action.php", table="result", id=a["resultid"]), a["resultid"])
+            if a["resultid"] else "---")
+           for a in rows]
+    params_in_use = {"target_type": kind, "workunitid": wuid, "nresults": n if n != 50 else None}
+    by_label = {label: col for col, label in ASSIGN_SORTS}
+
+    def head(label):
+        if label not in by_label:
+            return label
+        return sort_link("assign.php", params_in_use, by_label[label], label, sort, order)
+
+    form = fmt('<form class="inline" method="get" action="assign.php">'
+               '<label for="target_type">Target</label> {} '
+               '<label for="workunitid">Workunit ID</label> {} '
+               '<button type="submit">Show</button></form>',
+               select("target_type", TARGET_TYPES, "" if kind is None else kind, "Any"),
+               text_input("workunitid", wuid or "", 8))
+    body = fmt("<p>Jobs sent only to chosen hosts, users or teams, or to every host. "
+               "create_work makes them (--target_host, --target_user, --target_team, "
+               "--broadcast); the scheduler needs &lt;enable_assignment/&gt; in "
+               "config.xml{}.</p>{}<p>{:,} assignment(s).</p>{}{}",
+               "" if ctx.cfg.enable_assignment else " (not set on this project)", form, total,
+               table(("Assignment", "Created", "Target", "Workunit", "Result"), out,
+                     empty="No assignments", head=head),
+               paging("assign.php", dict(params_in_use, sort=sort, order=order), start,
+                      len(rows), total, n))
+    return render(ctx, "Assigned jobs", body)

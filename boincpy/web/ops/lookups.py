@@ -14,7 +14,7 @@ class Catalog:
         self.platforms = {r["id"]: r for r in db.query(
             "SELECT id, name, user_friendly_name, deprecated FROM platform ORDER BY id")}
         self.versions = {r["id"]: r for r in db.query(
-            "SELECT id, appid, version_num, platformid, plan_class, deprecated "
+            "SELECT id, appid, version_num, platformid, plan_class, deprecated, beta "
             "FROM app_version ORDER BY id")}
 
     def app_name(self, appid):
@@ -44,6 +44,19 @@ class Catalog:
         if av["plan_class"]:
             text += " [%s]" % av["plan_class"]
         return text
+
+    def current_versions(self, appid):
+        """The app's versions clients get now: not deprecated, and the highest
+        version number of each platform, plan class and beta flag (BOINC's
+        latest_avs_app)."""
+        best = {}
+        for av in self.versions.values():
+            if av["appid"] != appid or av["deprecated"]:
+                continue
+            key = (av["platformid"], av["plan_class"], av["beta"])
+            if key not in best or av["version_num"] > best[key]["version_num"]:
+                best[key] = av
+        return sorted(best.values(), key=lambda av: av["id"])
 
     def version_link(self, avid):
         """The app version's description linking to its detail page (if it exists)."""

@@ -22,7 +22,8 @@ from boincpy.config import CONFIG_FILE, load_config
 from boincpy.errors import BoincpyError
 from boincpy.web.ops.request import BadRequest, Response, read_request, write_response
 from boincpy.web.markup import fmt
-from boincpy.web.ops import apps, browse, failures, index, jobs, logs, status, users
+from boincpy.web.ops import (apps, browse, dbinfo, failures, hosts, index, jobs, logs, mail,
+                             status, users)
 from boincpy.web.ops.page import Context, PageError, error_page, render
 
 PAGES = {
@@ -45,6 +46,18 @@ PAGES = {
     "add_user.php": users.add_user,
     "why_no_work.php": logs.why_no_work,
     "show_log.php": logs.show_log,
+    "dbinfo.php": dbinfo.page,
+    "manage_user.php": users.manage_user,
+    "list_new_users.php": users.list_new_users,
+    "manage_special_users.php": users.manage_special_users,
+    "mass_email.php": mail.mass_email,
+    "revalidate.php": jobs.revalidate,
+    "assign.php": jobs.assign,
+    "app_details.php": apps.app_details,
+    "job_times.php": apps.job_times,
+    "pass_percentage_by_platform.php": failures.pass_percentage,
+    "host_stats.php": hosts.host_stats,
+    "size_census.php": hosts.size_census,
 }
 
 

@@ -15,7 +15,7 @@ import time
 from boincpy.db.connection import connect, web_replica_configured
 from boincpy.errors import DatabaseError
 from boincpy.web.ops.request import Response
-from boincpy.web.markup import Markup, fmt, join, link
+from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.ops import csrf
 
 
@@ -200,12 +200,13 @@ def error_page(ctx, err):
 # ---------------------------------------------------------------------------
 # HTML helpers
 
-def table(headers, rows, classes=None, empty="none"):
+def table(headers, rows, classes=None, empty="none", head=None):
     """A table with a header row; cells are escaped unless Markup.
 
-    ``classes``: an optional function (row index, column index, cell) -> CSS class.
+    ``classes``: an optional function (row index, column index, cell) -> CSS class;
+    ``head``: an optional function header text -> its cell's content (sort links).
     """
-    head = join(fmt("<th>{}</th>", h) for h in headers)
+    head = join(fmt("<th>{}</th>", head(h) if head else h) for h in headers)
     body = []
     for i, row in enumerate(rows):
         cells = []
@@ -220,6 +221,30 @@ def table(headers, rows, classes=None, empty="none"):
         body.append(fmt('<tr><td colspan="{}" class="muted">{}</td></tr>', len(headers), empty))
     return fmt("<table><thead><tr>{}</tr></thead><tbody>\n{}\n</tbody></table>",
                head, join(body, Markup("\n")))
+
+
+def sort_link(page, params, column, label, sort, order):
+    """A column header that sorts the list by ``column``: descending first,
+    the other way when it is already the sort column (with an arrow)."""
+    if column == sort:
+        new = "asc" if order == "desc" else "desc"
+        label = "%s %s" % (label, "\u25bc" if order == "desc" else "\u25b2")
+    else:
+        new = "desc"
+    return link(url(page, **dict(params, sort=column, order=new)), label)
+
+
+def paging(page, params, start, shown, total, n):
+    """Previous/next links of a paged list ("" when it all fits)."""
+    nav = []
+    if start > 0:
+        nav.append(link(url(page, **dict(params, start=max(0, start - n) or None)),
+                        "Previous %d" % n))
+    if start + shown < total:
+        nav.append(link(url(page, **dict(params, start=start + n)), "Next %d" % n))
+    if not nav:
+        return Markup("")
+    return fmt('<p class="paging">{}</p>', join(nav, " | "))
 
 
 def kv_table(pairs):
