@@ -55,3 +55,20 @@ def _discard_stdout():
         os.close(devnull)
     except (OSError, ValueError, AttributeError):
         pass
+
+
+def click_main(command, argv, name):
+    """Run a click ``command`` as bin/NAME: its exit status; click's usage
+    errors and a BoincpyError are printed as one line on stderr."""
+    import click
+    from boincpy.errors import BoincpyError
+    try:
+        return command.main(args=argv, prog_name=name, standalone_mode=False) or 0
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Abort:
+        return 1
+    except BoincpyError as exc:
+        sys.stderr.write("%s: %s\n" % (name, exc.message))
+        return exc.exit_code or 1

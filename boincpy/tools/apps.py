@@ -198,6 +198,17 @@ APP_FIELDS = {
 }
 
 
+def name_problem(kind, name):
+    """Why ``name`` can't name a platform or an app ("" if it can)."""
+    if len(name) > 191 or not _NAME_RE.match(name):
+        return ("%s name %r: use letters, digits and _ . + - only (at most 191 characters)"
+                % (kind, name))
+    if kind == "platform" and "__" in name:
+        return ("platform name %r contains '__', which update_versions reads as the start "
+                "of a plan class" % name)
+    return ""
+
+
 @dataclass
 class ProjectEntry:
     """One <platform> or <app> of project.xml: the columns it sets, and where it is."""
@@ -243,12 +254,9 @@ def read_project_xml(path):
         name = values.get("name", "")
         if not name:
             raise ToolError("%s: <%s> without a <name>" % (_where(path, node), node.tag))
-        if len(name) > 191 or not _NAME_RE.match(name):
-            raise ToolError("%s: %s name %r: use letters, digits and _ . + - only "
-                            "(at most 191 characters)" % (_where(path, node), node.tag, name))
-        if node.tag == "platform" and "__" in name:
-            raise ToolError("%s: platform name %r contains '__', which update_versions "
-                            "reads as the start of a plan class" % (_where(path, node), name))
+        problem = name_problem(node.tag, name)
+        if problem:
+            raise ToolError("%s: %s" % (_where(path, node), problem))
         if len(values.get("user_friendly_name", "")) > 254:
             raise ToolError("%s: user_friendly_name is longer than 254 characters"
                             % _where(path, node))
@@ -966,7 +974,7 @@ def _update_versions(run, db):
         raise ToolError("\n".join(errors) + "\nnothing was changed")
     if not ready:
         run.say("no new app versions")
-        _touch_reread_db(cfg)
+        touch_reread_db(cfg)
         return []
 
     unsigned = [f.path for nv in ready for f in nv.files
@@ -1040,11 +1048,11 @@ def _update_versions(run, db):
         run.say("    App version added successfully; ID=%d (%s)" % (new_id, label))
     if not added:
         run.say("no app versions added")
-    _touch_reread_db(cfg)
+    touch_reread_db(cfg)
     return added
 
 
-def _touch_reread_db(cfg):
+def touch_reread_db(cfg):
     """Tell a running feeder to reload apps and app versions."""
     path = os.path.join(cfg.project_dir, "reread_db")
     with open(path, "a"):

@@ -157,4 +157,70 @@ def dir_hier_path_main(argv=None):
     sys.exit(0)
 
 
+DIR_HIER_MOVE_USAGE = """Usage: dir_hier_move SRC_DIR DST_DIR FANOUT
+
+Moves the files of SRC_DIR (flat) into DST_DIR (hierarchical) with the
+given FANOUT (config.xml's uldl_dir_fanout, 1024 for make_project's
+projects): each goes to DST_DIR/BUCKET/NAME as the download hierarchy wants
+it.  Nothing is moved if a file's place is taken by another file.
+"""
+
+
+def dir_hier_move(src_dir, dst_dir, fanout, out=None):
+    """Move every file of ``src_dir`` into ``dst_dir``'s hierarchy (BOINC's
+    dir_hier_move); returns the number moved.  Checks every destination
+    first: if one is already a different file, nothing is moved."""
+    if not os.path.isdir(src_dir):
+        raise ToolError("%s is not a directory" % src_dir)
+    if not os.path.isdir(dst_dir):
+        raise ToolError("%s is not a directory" % dst_dir)
+    names = sorted(e.name for e in os.scandir(src_dir) if e.is_file(follow_symlinks=False))
+    moves = [(os.path.join(src_dir, n), dir_hier_path(dst_dir, n, fanout)) for n in names]
+    taken = [dst for src, dst in moves if os.path.exists(dst) and not os.path.samefile(src, dst)]
+    if taken:
+        raise ToolError("%d destination(s) already exist, e.g. %s: nothing was moved"
+                        % (len(taken), taken[0]))
+    def move(todo):
+        for src, dst in todo:
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            os.rename(src, dst)
+
+    if out is not None and out.isatty() and len(moves) > 100:
+        import click
+        with click.progressbar(moves, label="moving", file=out) as bar:
+            move(bar)
+    else:
+        move(moves)
+    return len(moves)
+
+
+def dir_hier_move_main(argv=None):
+    """Entry point of bin/dir_hier_move."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("-h", "--help"):
+        sys.stdout.write(DIR_HIER_MOVE_USAGE)
+        return 0
+    if len(argv) != 3:
+        sys.stderr.write(DIR_HIER_MOVE_USAGE)
+        return 1
+    try:
+        fanout = int(argv[2])
+    except ValueError:
+        fanout = 0
+    if fanout < 1:
+        sys.stderr.write("dir_hier_move: FANOUT must be a number above 0, not %r\n%s"
+                         % (argv[2], DIR_HIER_MOVE_USAGE))
+        return 1
+    try:
+        n = dir_hier_move(argv[0], argv[1], fanout, sys.stderr)
+    except BoincpyError as exc:
+        sys.stderr.write("dir_hier_move: %s\n" % exc.message)
+        return exc.exit_code or 1
+    except OSError as exc:
+        sys.stderr.write("dir_hier_move: %s\n" % exc)
+        return 1
+    sys.stdout.write("moved %d file(s) into %s\n" % (n, argv[1]))
+    return 0
+
+
 main = stage_main

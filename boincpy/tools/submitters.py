@@ -25,11 +25,10 @@ prints the new logical start time (what a batch submitted with
 allocation_priority gets as its logical end time).
 """
 
-import sys
-
 import click
 
-from boincpy.errors import BoincpyError, ToolError
+from boincpy.cli import click_main
+from boincpy.errors import ToolError
 
 
 def _project(project_dir):
@@ -166,7 +165,7 @@ def revoke_submit(userid, appname, project_dir):
 
 def manage_privileges_main(argv=None):
     """Entry point of bin/manage_privileges."""
-    return _run(cli, argv, "manage_privileges")
+    return click_main(cli, argv, "manage_privileges")
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -196,17 +195,4 @@ def adjust_user_priority_cmd(userid, flops, appname, no_update, project_dir):
 
 def adjust_user_priority_main(argv=None):
     """Entry point of bin/adjust_user_priority."""
-    return _run(adjust_user_priority_cmd, argv, "adjust_user_priority")
-
-
-def _run(command, argv, name):
-    try:
-        return command.main(args=argv, prog_name=name, standalone_mode=False) or 0
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
-    except click.exceptions.Abort:
-        return 1
-    except BoincpyError as exc:
-        sys.stderr.write("%s: %s\n" % (name, exc.message))
-        return exc.exit_code or 1
+    return click_main(adjust_user_priority_cmd, argv, "adjust_user_priority")
