@@ -130,9 +130,10 @@ def deliver(cfg, messages, now):
 
 def _inputs(ctx):
     """(group, userids, subject, body) from the POSTed form, checked."""
-    group = ctx.int_arg("receiver", None, post=True, minimum=1, maximum=6)
-    if group is None:
-        raise PageError("Choose who gets the e-mail; nothing was sent.")
+    text = ctx.req.post("receiver")
+    group = int(text) if text.isdigit() else None
+    if group not in dict((g[0], g) for g in GROUPS):
+        raise PageError("Choose who gets the e-mail (receiver 1 to 6); nothing was sent.")
     userids = []
     if group == 6:
         text = ctx.req.post("userids").replace(",", " ").split()
