@@ -265,3 +265,130 @@ def test_server_status_with_the_daemons_started_by_bin_start(site):
     assert 'class="bad">Not running' in _status_row(body, "feeder")
     assert "<td>stop_daemons</td>" in body and "<td>stop_sched</td>" in body
     assert 'class="warn">Disabled' in _status_row(body, "scheduler (cgi)")
+
+
+def test_admin_day_to_day_in_chromium(site):
+    """An admin, clicking from the index: finds yesterday's newest job and
+    asks the validator to look at it again, bans a spammer, and lets a
+    scientist submit jobs.  Every step checked in the database."""
+    import time
+    now = int(time.time())
+    noon = (now // 86400 - 1) * 86400 + 43200           # yesterday, 12:00 UTC
+    db = MySQLdb.connect(db=site.project.db_name, **site.project.db_root_params)
+    cur = db.cursor()
+    cur.execute("UPDATE workunit SET create_time = %s", (now,))
+    for i, t in enumerate((noon - 7200, noon + 3600, noon)):
+        cur.execute("INSERT INTO workunit (create_time, appid, name, xml_doc, canonical_resultid, "
+                    "transition_time) VALUES (%s, 1, %s, '<workunit/>', 0, 2147483647)",
+                    (t, "yesterday_%d" % i))
+        wuid = cur.lastrowid
+        # one valid and one invalid result each
+        for k, state in enumerate((1, 2)):
+            cur.execute("INSERT INTO result (create_time, workunitid, server_state, outcome, "
+                        "validate_state, hostid, userid, name, appid, received_time) VALUES "
+                        "(%s, %s, 5, 1, %s, 1, 1, %s, 1, %s)",
+                        (t, wuid, state, "yesterday_%d_%d" % (i, k), t + 600))
+    cur.execute("INSERT INTO user (create_time, email_addr, name, authenticator, url) "
+                "VALUES (%s, 'pills@spam.example', 'cheap_pills', 'spam_auth', "
+                "'http://spam.example')", (now - 60,))
+    spammer = cur.lastrowid
+    db.commit()
+    db.close()
+    newest = db_query(site, "SELECT id FROM workunit WHERE name = 'yesterday_1'")[0]["id"]
+
+    with Browser.start() as b:
+        b.get(authed_url(site))
+        b.link("created yesterday").follow()
+        text = b.body_text()
+        assert "3 rows match" in text
+        shot(b, "30-jobs-created-yesterday")
+        b.find("table tbody tr td a").follow()             # the first row: the newest
+        assert "Workunit %d" % newest in b.title
+        assert "yesterday_1" in b.body_text()
+        shot(b, "31-yesterdays-newest-job")
+
+        # the validator is to look at it again
+        b.link("Revalidate...").follow()
+        assert "1 Valid, 1 Invalid" in b.body_text()
+        shot(b, "32-revalidate-confirm")
+        b.find("#confirm").follow()
+        assert "1 job(s) and 2 result(s) were marked for revalidation" in b.body_text()
+        shot(b, "33-revalidated")
+        assert db_query(site, "SELECT need_validate FROM workunit WHERE id = %s",
+                        (newest,))[0]["need_validate"] == 1
+        assert [r["validate_state"] for r in db_query(
+            site, "SELECT validate_state FROM result WHERE workunitid = %s", (newest,))] == [0, 0]
+
+        # a spammer registered a minute ago
+        b.get(authed_url(site))
+        b.link("Newest users").follow()
+        shot(b, "34-newest-users")
+        b.link("cheap_pills").follow()
+        assert "Manage user cheap_pills" in b.title
+        b.find("#ban_%d" % (14 * 86400)).click()
+        b.find("#reason").send_keys("advertises pills in his URL")
+        shot(b, "35-ban-form")
+        b.find("#ban").follow()
+        assert "User cheap_pills is banned until" in b.body_text()
+        shot(b, "36-banned")
+        until = db_query(site, "SELECT banished_until FROM forum_preferences WHERE userid = %s",
+                         (spammer,))[0]["banished_until"]
+        assert now + 14 * 86400 - 60 < until < now + 14 * 86400 + 600
+
+        # a scientist may submit jobs of example_app
+        b.get(authed_url(site, "manage_user.php"))
+        b.find("#user").send_keys("alice")
+        b.find("form button[type=submit]").follow()
+        assert "Manage user alice" in b.title
+        b.find('select[name="app"]').select("1")
+        b.find("#quota").send_keys("2")
+        b.find("#max_jobs_in_progress").send_keys("500")
+        shot(b, "37-grant-submit-form")
+        b.find("#grant_submit").follow()
+        assert "alice may submit jobs of example_app" in b.body_text()
+        shot(b, "38-submitter")
+        assert db_query(site, "SELECT quota, max_jobs_in_progress FROM user_submit "
+                              "WHERE user_id = 1") == [{"quota": 2.0, "max_jobs_in_progress": 500}]
+        assert db_query(site, "SELECT app_id, manage FROM user_submit_app WHERE user_id = 1") \
+            == [{"app_id": 1, "manage": 0}]
+
+        # and the spammer goes, with what is his
+        b.get(authed_url(site, "manage_user.php?userid=%d" % spammer))
+        b.link("Delete this account...").follow()
+        shot(b, "39-delete-confirm")
+        b.find("#confirm_delete").follow()
+        assert "User cheap_pills (ID %d) deleted." % spammer in b.body_text()
+        shot(b, "40-spammer-deleted")
+        assert not db_query(site, "SELECT id FROM user WHERE id = %s", (spammer,))
+
+        # the other new pages open without error
+        for name, page in (("41-dbinfo", "dbinfo.php"), ("42-host-stats", "host_stats.php"),
+                           ("43-job-times", "job_times.php?appid=1"),
+                           ("44-app-details", "app_details.php?appid=1"),
+                           ("45-pass-percentage", "pass_percentage_by_platform.php?appid=1"),
+                           ("46-assign", "assign.php"), ("47-size-census", "size_census.php"),
+                           ("48-mass-email", "mass_email.php"),
+                           ("49-teams", "db_action.php?table=team"),
+                           ("50-special-users", "manage_special_users.php")):
+            b.get(site.ops_url + page)
+            assert "Internal error" not in b.title and "Unable" not in b.title, page
+            shot(b, name)
+
+
+def test_public_server_status_over_http(site):
+    """html/user/server_status.php through Apache: HTML, ?xml=1 (cached in
+    html/cache, which www-data may write), ?counts=1."""
+    import xml.etree.ElementTree as ET
+    url = site.master_url + "server_status.php"
+    with urllib.request.urlopen(url, timeout=60) as resp:
+        assert resp.status == 200 and "text/html" in resp.headers["Content-Type"]
+        assert "Tasks ready to send" in resp.read().decode()
+    with urllib.request.urlopen(url + "?xml=1", timeout=60) as resp:
+        root = ET.fromstring(resp.read().split(b"\n", 1)[1])
+    assert root.tag == "server_status"
+    assert root.findtext("database_file_states/results_ready_to_send") == "4"
+    cached = [f for d, _, fs in os.walk(os.path.join(site.project.root, "html", "cache"))
+              for f in fs if f == "server_status.php_job_status"]
+    assert cached
+    with urllib.request.urlopen(url + "?counts=1", timeout=60) as resp:
+        assert b"<wus_need_validate>0</wus_need_validate>" in resp.read()
