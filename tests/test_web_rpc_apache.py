@@ -6,12 +6,16 @@ import time
 import urllib.request
 from urllib.parse import quote
 
+import pytest
+
 from boincpy import passwords
 from webrpc_util import (HEX32, NUMBER, WEAK_AUTH, assert_same_elements, error_of,
                          fixture_response, text_of)
 
 EMAIL = "Tester@Example.com"
 PASSWORD = "right password"
+
+pytestmark = pytest.mark.slow      # Apache end to end
 
 
 def client_escape(value):
