@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 
 from boincpy.errors import BoincpyError, DatabaseError, TemplateError, ToolError
 from boincpy.states import INT_MAX, AssignType, TransitionerFlags
+from boincpy.xml import xml_escape
 from boincpy.templates import (FileInfoCache, InputFile, check_workunit_values,
                                load_input_template, load_output_template,
-                               process_input_template, workunit_values, xml_escape)
+                               process_input_template, workunit_values)
 
 USAGE = """usage: create_work [options] infile1 infile2 ...
 
