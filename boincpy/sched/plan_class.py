@@ -22,6 +22,7 @@ import os
 import random
 import re
 
+from boincpy.cnum import atoi, strtod
 from boincpy.errors import BoincpyError
 
 MEGA = 1024.0 * 1024.0
@@ -170,15 +171,13 @@ def _leaves(xml):
 
 
 def _int(s):
-    m = re.match(r"\s*[-+]?\d+", s or "")
-    return int(m.group(0)) if m else 0
+    return atoi(s)
 
 
 def _float(s):
-    try:
-        return float(s) if s else 0.0
-    except ValueError:
-        return 0.0
+    """A spec's number; one that isn't a finite number counts as absent (0)."""
+    x = strtod(s) if s else None
+    return 0.0 if x is None else x
 
 
 def _bool(s):
