@@ -450,6 +450,14 @@ def parse_specs(text, path=SPEC_FILE):
     return specs
 
 
+def _finite(text, scale=1):
+    """A spec's number times ``scale``: finite, else ValueError (reported with the tag)."""
+    x = strtod(text)
+    if x is None or abs(x * scale) == float("inf"):
+        raise ValueError(text)
+    return x * scale
+
+
 def _set_field(spec, tag, value, fail):
     kind, _ = _SPEC_TAGS[tag]
     attr = _attr(tag)
@@ -467,9 +475,9 @@ def _set_field(spec, tag, value, fail):
         elif kind == "intlist":
             getattr(spec, attr).append(int(value))
         elif kind == "float":
-            setattr(spec, attr, float(value))
+            setattr(spec, attr, _finite(value))
         elif kind == "mb":
-            setattr(spec, attr, float(value) * MEGA)
+            setattr(spec, attr, _finite(value, MEGA))
         elif kind == "regex":
             setattr(spec, attr, re.compile(value))
     except ValueError:

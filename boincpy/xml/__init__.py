@@ -59,6 +59,9 @@ def xml_escape(value, quote=False, boinc=False):
                 and "]]>" not in text):
             return text
         return _boinc_bytes(text.encode("utf-8")).decode("ascii")
+    if not text.isprintable():
+        # control characters other than tab, LF, CR are not allowed in XML at all
+        text = "".join(c for c in text if c >= " " or c in "\t\n\r" or c.isprintable())
     if "&" in text:
         text = text.replace("&", "&amp;")
     if "<" in text:
