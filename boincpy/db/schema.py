@@ -86,13 +86,12 @@ def load_schema(conn, db_name=None):
 
 def ensure_table(db, name):
     """Create table ``name`` as schema.sql declares it if the database lacks it
-    (a project made before boincpy used the table); True if it was created."""
-    if db.query("SHOW TABLES LIKE %s", (name,)):
-        return False
+    (a project made before boincpy used the table); safe when two processes
+    do it at once."""
     for stmt in schema_statements():
         if stmt.split("(")[0].split() == ["create", "table", name]:
-            db.execute(stmt)
-            return True
+            db.execute(stmt.replace("create table", "create table if not exists", 1))
+            return
     raise DatabaseError("schema.sql declares no table %s" % name)
 
 

@@ -27,8 +27,8 @@ from urllib.parse import urlsplit
 
 from boincpy.errors import BoincpyError
 from boincpy.files import atomic_write
-from boincpy.web.cgi import (HTML_CONTENT_TYPE, Response, html_escape, php_float,
-                             xml_escape, xml_response)
+from boincpy.web.cgi import HTML_CONTENT_TYPE, Response, php_float, xml_response
+from boincpy.xml import xml_escape
 
 STATUS_PAGE_TTL = 3600          # BOINC's default (project.inc may define it)
 PAGE = "server_status.php"
@@ -241,6 +241,10 @@ def _time_str(t):
     return time.strftime("%d %b %Y, %H:%M:%S UTC", time.gmtime(t))
 
 
+def html_escape(value):
+    return xml_escape(value, quote=True)
+
+
 def status_html(cfg, daemons, have_remote, j):
     e = html_escape
     words = {0: ("Not Running", "bad"), 1: ("Running", "ok"), -1: ("Disabled", "off")}
@@ -298,7 +302,7 @@ def status_html(cfg, daemons, have_remote, j):
 def handle(cfg, request, now=None):
     """Serve one request; return its Response."""
     from boincpy.db import connect
-    from boincpy.web.cgi import php_numeric
+    from boincpy.cnum import php_numeric
     now = int(time.time() if now is None else now)
     conns = []
 

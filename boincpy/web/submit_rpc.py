@@ -40,8 +40,8 @@ import traceback
 from boincpy.errors import BoincpyError, SubmitError, TemplateError, ToolError
 from boincpy.states import BatchState, Outcome, ServerState, ValidateState, WuError
 from boincpy.web import accounts
-from boincpy.web.cgi import (XmlError, XML_DECLARATION, Response, error_xml, html_escape,
-                             php_float, xml_escape)
+from boincpy.web.cgi import XML_DECLARATION, Response, XmlError, error_xml, php_float
+from boincpy.xml import xml_escape
 from boincpy.web.rpc import RpcContext, format_number, log_error
 
 # A 10,000-job batch with job-level templates is ~15 MB of XML.
@@ -651,7 +651,7 @@ def query_completed_job(ctx, r):
         out.append("   <exit_status>%d</exit_status>\n   <elapsed_time>%s</elapsed_time>\n"
                    "   <cpu_time>%s</cpu_time>\n   <stderr_out><![CDATA[\n%s   ]]></stderr_out>\n"
                    % (res["exit_status"], format_number(res["elapsed_time"]),
-                      format_number(res["cpu_time"]), html_escape(as_text(res["stderr_out"]))))
+                      format_number(res["cpu_time"]), xml_escape(as_text(res["stderr_out"]), quote=True)))
     out.append("</completed_job>\n        </query_completed_job>\n    ")
     return "".join(out)
 
