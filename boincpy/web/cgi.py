@@ -89,6 +89,9 @@ class WebRequest:
     get: dict = field(default_factory=dict)
     post: dict = field(default_factory=dict)
     environ: dict = field(default_factory=dict)
+    # boincpy.resident.Resident: the process's configuration and database,
+    # kept between requests when the page runs persistently (boincpy.wsgi)
+    resident: object = field(default=None, repr=False, compare=False)
 
     @property
     def remote_addr(self):

@@ -41,7 +41,7 @@ from boincpy.web.cgi import (
     ERR_ACCT_REQUIRE_CONSENT, ERR_BAD_EMAIL_ADDR, ERR_BAD_PASSWD, ERR_BAD_USER_NAME,
     ERR_DB_CANT_CONNECT, ERR_DB_NOT_FOUND, ERR_DB_NOT_UNIQUE, ERR_PROJECT_DOWN,
     ERR_XML_PARSE, HTML_CONTENT_TYPE, Response, XmlError, error_response, error_xml,
-    html_escape, parse_request, php_numeric, write_response, xml_escape, xml_response)
+    html_escape, parse_request, php_numeric, xml_escape, xml_response)
 
 # html/inc/util.inc: failed logins are answered only after this many seconds.
 LOGIN_FAIL_SLEEP_SEC = 5
@@ -65,6 +65,7 @@ class RpcContext:
     request: object
     login_fail_sleep: float = LOGIN_FAIL_SLEEP_SEC
     _db: object = field(default=None, repr=False)
+    _shared: bool = field(default=False, repr=False)
 
     def db(self):
         """The project database (BOINC's db_init_xml): -183 if stop_web, -138 if unreachable.
@@ -77,9 +78,14 @@ class RpcContext:
         if self._db is None:
             if self.web_stopped():
                 raise XmlError(ERR_PROJECT_DOWN)
-            from boincpy.db import connect
+            resident = self.request.resident
             try:
-                self._db = connect(self.cfg)
+                if resident is not None:     # the process's connection, kept open
+                    self._db = resident.database(self.cfg)
+                    self._shared = True
+                else:
+                    from boincpy.db import connect
+                    self._db = connect(self.cfg)
             except DatabaseError as exc:
                 log_error("database: %s" % exc)
                 raise XmlError(ERR_DB_CANT_CONNECT) from None
@@ -94,9 +100,9 @@ class RpcContext:
         return os.path.exists(self.cfg.project_path("stop_sched"))
 
     def close(self):
-        if self._db is not None:
+        if self._db is not None and not self._shared:
             self._db.close()
-            self._db = None
+        self._db = None
 
 
 def log_error(message):
@@ -801,6 +807,23 @@ def handle(name, cfg, request, login_fail_sleep=LOGIN_FAIL_SLEEP_SEC):
         ctx.close()
 
 
+def serve(name, environ, stream, resident):
+    """html/user/NAME.php as a plain function: the CGI environment and the
+    body's stream in, the CGI output (bytes) out.  ``resident``
+    (:class:`boincpy.resident.Resident`) keeps the configuration and the
+    database connection between requests of a persistent process."""
+    from boincpy.errors import ConfigError
+    resident.requests += 1
+    request = parse_request(environ, stream)
+    request.resident = resident
+    try:
+        cfg = resident.config(aux=False)
+    except ConfigError as exc:
+        log_error("%s.php: %s" % (name, exc))
+        return xml_response(error_xml(-1, "Can't parse project config file.")).cgi_bytes()
+    return handle(name, cfg, request).cgi_bytes()
+
+
 def cgi_main(name):
     """Entry point of html/user/NAME.php: read the CGI request, answer it.
 
@@ -808,13 +831,11 @@ def cgi_main(name):
     by the Apache configuration make_project writes), else config.xml in the
     current directory or up to two levels above (html/user -> PROJECT).
     """
-    from boincpy.config import load_config
-    from boincpy.errors import ConfigError
-    request = parse_request(os.environ, sys.stdin.buffer)
+    from boincpy.resident import Resident
+    resident = Resident()
     try:
-        cfg = load_config(aux=False)
-    except ConfigError as exc:
-        log_error("%s.php: %s" % (name, exc))
-        write_response(xml_response(error_xml(-1, "Can't parse project config file.")))
-        return
-    write_response(handle(name, cfg, request))
+        out = serve(name, os.environ, sys.stdin.buffer, resident)
+    finally:
+        resident.close()
+    sys.stdout.buffer.write(out)
+    sys.stdout.buffer.flush()
