@@ -202,6 +202,50 @@ def error_response(err, header=True):
     return Response(error_xml(err.num, err.msg), content_type=HTML_CONTENT_TYPE)
 
 
+def log_error(message):
+    """A line in the web server's error log (a CGI's stderr, mod_wsgi's
+    error log), as PHP's error_log."""
+    sys.stderr.write("[boincpy web rpc] %s\n" % message)
+    sys.stderr.flush()
+
+
+def serve(handler, environ, stream, resident, script=""):
+    """A web page as a plain function: the CGI environment and the body's
+    stream in, the CGI output (bytes) out.
+
+    ``handler(cfg, request) -> Response`` is the page (``request`` a
+    WebRequest from :func:`parse_request`, ``cfg`` config.xml without
+    config_aux.xml, as BOINC's PHP reads it); ``resident``
+    (:class:`boincpy.resident.Resident`) keeps the configuration and the
+    database connection between requests when the page runs persistently
+    (``request.resident``).  ``script`` names the page in error-log lines.
+    """
+    from boincpy.errors import ConfigError
+    resident.requests += 1
+    request = parse_request(environ, stream)
+    request.resident = resident
+    try:
+        cfg = resident.config(aux=False)
+    except ConfigError as exc:
+        log_error("%s: %s" % (script, exc))
+        return xml_response(error_xml(-1, "Can't parse project config file.")).cgi_bytes()
+    return handler(cfg, request).cgi_bytes()
+
+
+def run_cgi(handler, script=""):
+    """Run a web page (see :func:`serve`) as a CGI: os.environ and stdin in,
+    stdout out."""
+    import os
+    from boincpy.resident import Resident
+    resident = Resident()
+    try:
+        out = serve(handler, os.environ, sys.stdin.buffer, resident, script)
+    finally:
+        resident.close()
+    sys.stdout.buffer.write(out)
+    sys.stdout.buffer.flush()
+
+
 def write_response(resp, out=None):
     """Write a Response to stdout (binary) as a CGI."""
     out = out or sys.stdout.buffer

@@ -28,7 +28,6 @@ element order and layout of BOINC's PHP pages; every value is XML-escaped.
 """
 
 import os
-import sys
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -41,7 +40,7 @@ from boincpy.web.cgi import (
     ERR_ACCT_REQUIRE_CONSENT, ERR_BAD_EMAIL_ADDR, ERR_BAD_PASSWD, ERR_BAD_USER_NAME,
     ERR_DB_CANT_CONNECT, ERR_DB_NOT_FOUND, ERR_DB_NOT_UNIQUE, ERR_PROJECT_DOWN,
     ERR_XML_PARSE, HTML_CONTENT_TYPE, Response, XmlError, error_response, error_xml,
-    html_escape, parse_request, php_numeric, xml_escape, xml_response)
+    html_escape, log_error, php_numeric, xml_escape, xml_response)
 
 # html/inc/util.inc: failed logins are answered only after this many seconds.
 LOGIN_FAIL_SLEEP_SEC = 5
@@ -103,12 +102,6 @@ class RpcContext:
         if self._db is not None and not self._shared:
             self._db.close()
         self._db = None
-
-
-def log_error(message):
-    """A line in the web server's error log (a CGI's stderr), as PHP's error_log."""
-    sys.stderr.write("[boincpy web rpc] %s\n" % message)
-    sys.stderr.flush()
 
 
 def format_number(value):
@@ -807,23 +800,6 @@ def handle(name, cfg, request, login_fail_sleep=LOGIN_FAIL_SLEEP_SEC):
         ctx.close()
 
 
-def serve(name, environ, stream, resident):
-    """html/user/NAME.php as a plain function: the CGI environment and the
-    body's stream in, the CGI output (bytes) out.  ``resident``
-    (:class:`boincpy.resident.Resident`) keeps the configuration and the
-    database connection between requests of a persistent process."""
-    from boincpy.errors import ConfigError
-    resident.requests += 1
-    request = parse_request(environ, stream)
-    request.resident = resident
-    try:
-        cfg = resident.config(aux=False)
-    except ConfigError as exc:
-        log_error("%s.php: %s" % (name, exc))
-        return xml_response(error_xml(-1, "Can't parse project config file.")).cgi_bytes()
-    return handle(name, cfg, request).cgi_bytes()
-
-
 def cgi_main(name):
     """Entry point of html/user/NAME.php: read the CGI request, answer it.
 
@@ -831,11 +807,8 @@ def cgi_main(name):
     by the Apache configuration make_project writes), else config.xml in the
     current directory or up to two levels above (html/user -> PROJECT).
     """
-    from boincpy.resident import Resident
-    resident = Resident()
-    try:
-        out = serve(name, os.environ, sys.stdin.buffer, resident)
-    finally:
-        resident.close()
-    sys.stdout.buffer.write(out)
-    sys.stdout.buffer.flush()
+    from boincpy.web.cgi import run_cgi
+
+    def handler(cfg, request):
+        return handle(name, cfg, request)
+    run_cgi(handler, name + ".php")
