@@ -100,8 +100,10 @@ class Application:
 
     def preload(self):
         """Import what requests need now, so no request pays for it."""
-        from boincpy.sched import handler, hosts, reports, send  # noqa: F401
-        from boincpy import upload  # noqa: F401
+        import importlib
+        for module in ("boincpy.sched.handler", "boincpy.sched.hosts", "boincpy.sched.reports",
+                       "boincpy.sched.send", "boincpy.upload", "boincpy.db.lite"):
+            importlib.import_module(module)
         for name in WEB_PAGES:
             self.page(name)
 

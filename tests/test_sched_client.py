@@ -22,6 +22,7 @@ BOINC = shutil.which("boinc") or "/usr/bin/boinc"
 pytestmark = [
     pytest.mark.skipif(not os.path.exists(BOINC), reason="boinc-client is not installed"),
     pytest.mark.skipif(os.geteuid() != 0, reason="Apache's children run as www-data"),
+    pytest.mark.parametrize("apache", ["cgi", "persistent"], indirect=True),
 ]
 
 

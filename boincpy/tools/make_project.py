@@ -951,8 +951,7 @@ Alias "{user_path}" "{root}/html/user"
            cgi_url=spec.cgi_url, ops_url=spec.ops_url, user_path=user_path,
            download_path=download_path, stats_path=stats_path, ops_path=ops_path, cgi_path=cgi_path,
            key_deny=key_deny) + (
-        "\n" + server_mode.persistent_block(spec.short_name, root, spec.cgi_url,
-                                            spec.master_url, spec.processes)
+        "\n" + server_mode.persistent_block(spec.short_name, root, spec.processes)
         if spec.persistent else "")
 
 

@@ -20,7 +20,6 @@ import glob
 import os
 import re
 import sys
-from urllib.parse import urlsplit
 
 from boincpy.errors import BoincpyError, ToolError
 
@@ -32,50 +31,52 @@ BEGIN = "## boincpy persistent mode: begin"
 END = "## boincpy persistent mode: end"
 
 
-def _url_path(url):
-    path = urlsplit(url).path.rstrip("/")
-    return path or "/"
-
-
 def wsgi_script_text(project_dir):
     """PROJECT/wsgi/boincpy.wsgi: the application mod_wsgi loads."""
     return ("# The project's persistent scheduler, upload handler and web RPCs\n"
             "# (mod_wsgi daemon mode), written by boincpy; see boincpy/wsgi.py.\n"
             "# Touch this file to make Apache replace the processes.\n"
             "from boincpy.wsgi import make_application\n\n"
-            "application = make_application(%r)\n" % project_dir)
+            "application = make_application(%r)\n"
+            "handle_request = application      # the name WSGIHandlerScript calls\n"
+            % project_dir)
 
 
-def persistent_block(short_name, project_dir, cgi_url, master_url, processes,
-                     python_home=None):
+def persistent_block(short_name, project_dir, processes, python_home=None):
     """The Apache directives routing the scheduler, the upload handler and the
     web RPCs of boincpy.wsgi.WEB_PAGES to one mod_wsgi daemon process group."""
     from boincpy.wsgi import SCHEDULER, UPLOAD_HANDLER, WEB_PAGES
     python_home = python_home or sys.prefix
     group = "boincpy_" + re.sub(r"[^A-Za-z0-9_]", "_", short_name)
     script = os.path.join(project_dir, WSGI_DIR, WSGI_SCRIPT)
-    cgi_path = _url_path(cgi_url).rstrip("/")
-    user_path = _url_path(master_url).rstrip("/")
     pages = "|".join(re.escape(name[:-len(".php")]) for name in sorted(WEB_PAGES))
+    # mod_alias maps the URLs to the files (cgi-bin/cgi, html/user/NAME.php) as
+    # for the CGIs; only the handler of those files changes
     return """\
 {begin}
 # The scheduler, the upload handler and the account web RPCs run in {n}
 # long-lived processes (Apache's mod_wsgi, daemon mode; a2enmod wsgi), one
 # request at a time each.  Switch back with bin/server_mode cgi.
 WSGIDaemonProcess {group} processes={n} threads=1 python-home="{home}" display-name=%{{GROUP}} lang=C.UTF-8 locale=C.UTF-8 request-timeout=300 graceful-timeout=15 shutdown-timeout=10
-WSGIScriptAlias "{cgi_path}/{sched}" "{script}" process-group={group} application-group=%{{GLOBAL}}
-WSGIScriptAlias "{cgi_path}/{upload}" "{script}" process-group={group} application-group=%{{GLOBAL}}
-WSGIScriptAliasMatch "^{user_path}/({pages})\\.php$" "{script}" process-group={group} application-group=%{{GLOBAL}}
-<Directory "{project_dir}/{wsgi_dir}">
-    Options None
+WSGIHandlerScript {handler} "{script}" process-group={group} application-group=%{{GLOBAL}}
+<Directory "{project_dir}/cgi-bin">
     WSGIChunkedRequest On
-    Require all granted
+    <FilesMatch "^({sched}|{upload})$">
+        SetHandler {handler}
+    </FilesMatch>
+</Directory>
+<Directory "{project_dir}/html/user">
+    <FilesMatch "^({pages})\.php$">
+        SetHandler {handler}
+    </FilesMatch>
+</Directory>
+<Directory "{project_dir}/{wsgi_dir}">
+    Require all denied
 </Directory>
 {end}
 """.format(begin=BEGIN, end=END, n=processes, group=group, home=python_home,
-           cgi_path=cgi_path, sched=SCHEDULER, upload=UPLOAD_HANDLER, script=script,
-           user_path=re.escape(user_path), pages=pages, project_dir=project_dir,
-           wsgi_dir=WSGI_DIR)
+           handler=group.replace("_", "-"), sched=SCHEDULER, upload=UPLOAD_HANDLER,
+           script=script, pages=pages, project_dir=project_dir, wsgi_dir=WSGI_DIR)
 
 
 def conf_path(project_dir):
@@ -120,7 +121,6 @@ def write_wsgi_script(project_dir):
 def set_mode(project_dir, mode, processes=DEFAULT_PROCESSES):
     """Rewrite PROJECT/SHORT.httpd.conf for ``mode`` ("cgi" or "persistent");
     returns the configuration file's path."""
-    from boincpy.config import load_config
     if mode not in MODES:
         raise ToolError("mode %r: use one of %s" % (mode, ", ".join(MODES)))
     if processes < 1:
@@ -130,12 +130,9 @@ def set_mode(project_dir, mode, processes=DEFAULT_PROCESSES):
     with open(path, encoding="utf-8") as f:
         text = without_block(f.read())
     if mode == "persistent":
-        cfg = load_config(project_dir, aux=False)
         short = os.path.basename(path)[:-len(".httpd.conf")]
-        cgi_url = cfg.raw.get("cgi_url") or cfg.master_url.rstrip("/") + "_cgi/"
         write_wsgi_script(project_dir)
-        text = text.rstrip("\n") + "\n\n" + persistent_block(
-            short, project_dir, cgi_url, cfg.master_url, processes)
+        text = text.rstrip("\n") + "\n\n" + persistent_block(short, project_dir, processes)
     tmp = path + ".new"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
