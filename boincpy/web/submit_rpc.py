@@ -113,8 +113,12 @@ def to_number(raw, what):
     raw = raw.strip()
     if not raw:
         return 0.0
+    try:
+        whole = float(raw)          # "1e400", "inf", "nan": refused, not read as 0
+    except ValueError:
+        whole = 0.0
     value = atof(raw)
-    if not math.isfinite(value):
+    if not (math.isfinite(value) and math.isfinite(whole)):
         raise SubmitError("bad value for %s: %s" % (what, raw))
     return value
 
