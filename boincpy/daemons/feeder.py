@@ -49,6 +49,7 @@ import time
 
 from boincpy.credit import app_version_scales
 from boincpy.daemons.base import Daemon, _option_names
+from boincpy.db.queries import ACTIVE_HOST_WHERE, host_fpops_percentile
 from boincpy.errors import ToolError
 from boincpy.sizeclass import CensusFileError, census_file_name, read_census
 from boincpy import shmem
@@ -206,15 +207,12 @@ def perf_info(db):
     mean, stddev, p50, p95 = 2.2e9, 0.7e9, 3.3e9, 3.3e9
     if db.query_value("SELECT COUNT(*) FROM host", default=0) < 10:
         return mean, stddev, p50, p95
-    where = "FROM host WHERE expavg_credit > 10"
+    where = "FROM host WHERE " + ACTIVE_HOST_WHERE
     mean = db.query_value("SELECT AVG(p_fpops) " + where, default=mean)
     stddev = db.query_value("SELECT STDDEV(p_fpops) " + where, default=stddev)
-    n = db.query_value("SELECT COUNT(*) " + where, default=0)
-    if n:
-        p50 = db.query_value("SELECT p_fpops %s ORDER BY p_fpops LIMIT %d, 1"
-                             % (where, int(n * 0.50)), default=p50)
-        p95 = db.query_value("SELECT p_fpops %s ORDER BY p_fpops LIMIT %d, 1"
-                             % (where, int(n * 0.95)), default=p95)
+    x = host_fpops_percentile(db, 50)
+    if x is not None:
+        p50, p95 = x, host_fpops_percentile(db, 95)
     return float(mean), float(stddev), float(p50), float(p95)
 
 

@@ -341,12 +341,17 @@ def handle_msgs_from_host(ctx):
 
 
 def handle_msgs_to_host(ctx):
-    """Trickle-downs waiting for this host go into the reply and are marked handled."""
-    rows = ctx.db.query("SELECT id, xml FROM msg_to_host WHERE hostid = %s AND handled = 0",
-                        (ctx.host["id"],))
+    """Trickle-downs waiting for this host go into the reply and are marked
+    handled.  Each is claimed by a conditional UPDATE first, so two requests
+    of one host at once (a client retrying) never both deliver it."""
+    rows = ctx.db.query("SELECT id, xml FROM msg_to_host WHERE hostid = %s AND handled = 0 "
+                        "ORDER BY id", (ctx.host["id"],))
     for row in rows:
+        n = ctx.db.execute("UPDATE msg_to_host SET handled = 1 WHERE id = %s AND handled = 0",
+                           (row["id"],))
+        if n != 1:
+            continue
         xml = row["xml"]
         if isinstance(xml, bytes):
             xml = xml.decode("utf-8", "replace")
         ctx.reply.msgs_to_host.append(xml)
-        ctx.db.execute("UPDATE msg_to_host SET handled = 1 WHERE id = %s", (row["id"],))
