@@ -41,7 +41,7 @@ import random
 import time
 
 from boincpy import shmem
-from boincpy.sched import hr
+from boincpy.sched import edf, hr
 from boincpy.sched.context import SentJob
 from boincpy.sched.hr import host_hr_class
 from boincpy.sched.plan_class import HostUsage  # noqa: F401  (choose.HostUsage, as before)
@@ -287,6 +287,8 @@ class Work:
         self.wu_sticky = {}                 # wuid -> sticky input file names
         self.user_kw = None                 # keyword_sched: (yes ids, no ids)
         self.wu_keywords = {}               # wuid -> keyword ids
+        self.ip_results = None              # workload_sim: the simulated queue (edf.py)
+        self.edf_rejects = None
         self.user_apps_only = True          # sched_old: only apps the user selected
         self.selected_app_message_index = 0
 
@@ -869,6 +871,8 @@ def add_result_to_reply(work, result, wu, app, bav, resend=False):
         if hav is not None:
             hav["n_jobs_today"] += 1
         work.hav_added[bav.gavid] = work.hav_added.get(bav.gavid, 0) + 1
+    if work.ip_results is not None:
+        edf.job_sent(work, wu, est)
     if cfg.debug_send:
         work.log.normal("[send] [HOST#%d] sending [RESULT#%d %s] (est. dur. %.2fs)"
                         % (work.hostid, result["id"], result["name"], est))

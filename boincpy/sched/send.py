@@ -48,7 +48,7 @@ import math
 import random
 
 from boincpy import shmem
-from boincpy.sched import plan_class
+from boincpy.sched import edf, plan_class
 from boincpy.sched.assign import send_broadcast_jobs, send_targeted_jobs
 from boincpy.sched.check import (
     CHECK_NO_ANY, CHECK_NO_HOST, slow_check_and_read, infeasible_fast)
@@ -529,6 +529,7 @@ def _send_work_body(work, reserved):
         if cfg.debug_assignment:
             work.log.normal("[assign] [HOST#%d] sent assigned jobs" % work.hostid)
         return
+    edf.start(work)                     # <workload_sim>: the host's queue, simulated
     if getattr(work.ja, "have_nci_app", False):
         send_nci(work)
     if not reserved:                    # enable_assignment and an empty array

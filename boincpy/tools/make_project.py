@@ -734,9 +734,10 @@ def build_tree(spec, stage, undo, say):
     for d in ("bin", "cgi-bin", "templates", "apps", "download", "html", "html/user",
               "html/ops", "html/stats", "sample_results", pid_dir, tmp_dir):
         _mkdir(S(d), 0o755)
-    # Written by the CGIs (Apache's group) and by the operator's daemons:
+    # Written by the CGIs (Apache's group; time_stats_log by the scheduler) and
+    # by the operator's daemons:
     # setgid so files keep the group, group-writable.
-    for d in ("upload", "html/cache", log_dir):
+    for d in ("upload", "html/cache", "time_stats_log", log_dir):
         _mkdir(S(d), 0o2770)
         perms.group(S(d), 0o2770)
     # The upload buckets too, so uploads work whatever Apache's umask is.
