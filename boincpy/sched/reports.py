@@ -62,7 +62,11 @@ def _got_good_result(ctx, row):
     if hav is None:
         return
     if hav["max_jobs_per_day"] < quota:
-        hav["max_jobs_per_day"] = min(hav["max_jobs_per_day"] * 2, quota)
+        n = min(hav["max_jobs_per_day"] * 2, quota)
+        if ctx.cfg.debug_quota:
+            ctx.log.normal("[quota] increasing max_jobs_per_day for %d: %d->%d"
+                           % (hav["app_version_id"], hav["max_jobs_per_day"], n))
+        hav["max_jobs_per_day"] = n
 
 
 def _got_bad_result(ctx, row):
@@ -72,8 +76,11 @@ def _got_bad_result(ctx, row):
                                                                row["appid"]))
     if hav is None:
         return
-    n = min(hav["max_jobs_per_day"], quota) - 1
-    hav["max_jobs_per_day"] = max(n, 1)
+    n = max(min(hav["max_jobs_per_day"], quota) - 1, 1)
+    if ctx.cfg.debug_quota:
+        ctx.log.normal("[quota] decreasing max_jobs_per_day for %d: %d->%d"
+                       % (hav["app_version_id"], hav["max_jobs_per_day"], n))
+    hav["max_jobs_per_day"] = n
     hav["consecutive_valid"] = 0
 
 
