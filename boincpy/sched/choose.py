@@ -284,6 +284,7 @@ class Work:
         self.pc_specs = False               # plan_class_spec.xml not looked for yet
         self.plan_host = None
         self.host_files = None              # locality lite: sticky files on the host
+        self.locality = None                # locality scheduling's state (locality.py)
         self.wu_sticky = {}                 # wuid -> sticky input file names
         self.user_kw = None                 # keyword_sched: (yes ids, no ids)
         self.wu_keywords = {}               # wuid -> keyword ids

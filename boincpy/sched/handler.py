@@ -448,6 +448,9 @@ def _process_with_db(ctx, job_array, blocked, wants_work, have_no_work):
         return
     try:
         _process_host(ctx, job_array, blocked, wants_work, have_no_work)
+        if cfg.locality_scheduling or cfg.locality_scheduler_fraction > 0:
+            from boincpy.sched.locality import send_file_deletes
+            send_file_deletes(ctx)
     finally:
         if lock:
             _unlock_host(ctx, lock)

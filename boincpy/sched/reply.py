@@ -305,7 +305,7 @@ def write_reply(ctx, job_array=None):
     if cfg.verify_files_on_app_start:
         w("<verify_files_on_app_start/>\n")
     for name in reply.file_deletes:
-        w("<delete_file_info>%s</delete_file_info>\n" % name)
+        w("<delete_file_info>%s</delete_file_info>\n" % xml_escape(name))
     _write_no_rsc_apps(w, req, job_array, ccv)
     w(gui_urls_text(ctx))
     project_files = read_project_file(cfg, "project_files.xml")

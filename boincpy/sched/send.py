@@ -48,7 +48,7 @@ import math
 import random
 
 from boincpy import shmem
-from boincpy.sched import edf, plan_class
+from boincpy.sched import edf, locality, plan_class
 from boincpy.sched.assign import send_broadcast_jobs, send_targeted_jobs
 from boincpy.sched.check import (
     CHECK_NO_ANY, CHECK_NO_HOST, slow_check_and_read, infeasible_fast)
@@ -491,7 +491,8 @@ def send_work(ctx, job_array):
     # BOINC's no_work() (the handler's check) is skipped with enable_assignment:
     # targeted jobs are not in the array, so an empty array still gets them.
     reserved = job_array.reserve_any(work.pid)
-    if not reserved and not work.cfg.enable_assignment:
+    uses_locality = work.cfg.locality_scheduling or work.cfg.locality_scheduler_fraction > 0
+    if not reserved and not work.cfg.enable_assignment and not uses_locality:
         work.no_jobs_available = True
         work.reason("no_jobs_available", "the job cache (feeder) holds no unsent jobs")
         if work.cfg.debug_send:
@@ -532,15 +533,18 @@ def _send_work_body(work, reserved):
     edf.start(work)                     # <workload_sim>: the host's queue, simulated
     if getattr(work.ja, "have_nci_app", False):
         send_nci(work)
-    if not reserved:                    # enable_assignment and an empty array
-        return
     if not work_needed(work):
         return
-    locality = work.cfg.locality_scheduling or work.cfg.locality_scheduler_fraction
-    if locality:
-        work.reason("locality", "locality scheduling is not supported yet; using the "
-                    "job cache")
-    if cfg.sched_old and not locality:
+    # locality scheduling finds its jobs in the database, not in the array
+    if cfg.locality_scheduler_fraction > 0:
+        locality.send_mixed(work, send_work_old)
+        return
+    if cfg.locality_scheduling:
+        locality.send_work_locality(work)
+        return
+    if not reserved:                    # enable_assignment and an empty array
+        return
+    if cfg.sched_old:
         send_work_old(work)
         return
     for rt in range(NPROC_TYPES - 1, -1, -1):
