@@ -115,31 +115,28 @@ class TrickleCredit(TrickleHandler):
     def grant_credit(self, host, start_time, credit, now):
         """grant_credit(): the host's, its user's and their team's totals and
         recent averages (credit.cpp; credit_user/credit_team are not touched)."""
-        db = self.db
-        avg, avg_time = update_average(now, start_time, credit, CREDIT_HALF_LIFE,
-                                       host["expavg_credit"], host["expavg_time"])
-        db.execute("UPDATE host SET total_credit = total_credit + %s, expavg_credit = %s, "
-                   "expavg_time = %s WHERE id = %s", (credit, avg, avg_time, host["id"]))
-        user = db.query_one("SELECT id, teamid, expavg_credit, expavg_time FROM user "
-                            "WHERE id = %s FOR UPDATE", (host["userid"],))
+        self._add_credit("host", host, start_time, credit, now)
+        user = self.db.query_one("SELECT id, teamid, expavg_credit, expavg_time FROM user "
+                                 "WHERE id = %s FOR UPDATE", (host["userid"],))
         if user is None:
             self.log.critical("lookup of user %d failed" % host["userid"])
             return
-        avg, avg_time = update_average(now, start_time, credit, CREDIT_HALF_LIFE,
-                                       user["expavg_credit"], user["expavg_time"])
-        db.execute("UPDATE user SET total_credit = total_credit + %s, expavg_credit = %s, "
-                   "expavg_time = %s WHERE id = %s", (credit, avg, avg_time, user["id"]))
+        self._add_credit("user", user, start_time, credit, now)
         if not user["teamid"]:
             return
-        team = db.query_one("SELECT id, expavg_credit, expavg_time FROM team WHERE id = %s "
-                            "FOR UPDATE", (user["teamid"],))
+        team = self.db.query_one("SELECT id, expavg_credit, expavg_time FROM team "
+                                 "WHERE id = %s FOR UPDATE", (user["teamid"],))
         if team is None:
             self.log.critical("lookup of team %d failed" % user["teamid"])
             return
+        self._add_credit("team", team, start_time, credit, now)
+
+    def _add_credit(self, table, row, start_time, credit, now):
         avg, avg_time = update_average(now, start_time, credit, CREDIT_HALF_LIFE,
-                                       team["expavg_credit"], team["expavg_time"])
-        db.execute("UPDATE team SET total_credit = total_credit + %s, expavg_credit = %s, "
-                   "expavg_time = %s WHERE id = %s", (credit, avg, avg_time, team["id"]))
+                                       row["expavg_credit"], row["expavg_time"])
+        self.db.execute("UPDATE %s SET total_credit = total_credit + %%s, expavg_credit = %%s, "
+                        "expavg_time = %%s WHERE id = %%s" % table,
+                        (credit, avg, avg_time, row["id"]))
 
 
 class TrickleDeadline(TrickleHandler):

@@ -8,9 +8,11 @@ calls build on this one (daemons.md §2).  Job choice, imports running down::
     send.py     the order of sending, the scans, NCI, messages, resends
                 (sched_send.cpp, sched_array.cpp, sched_nci.cpp, sched_resend.cpp)
     assign.py   targeted and broadcast jobs (sched_assign.cpp)
+    locality.py locality scheduling (sched_locality.cpp)
     score.py    job_score and its terms (sched_score.cpp, sched_keyword.cpp)
     check.py    feasibility: the fast checks and the slow check against the
                 database (sched_check.cpp)
+    edf.py      workload_sim's deadline simulation (edf_sim.cpp)
     version.py  app version choice and plan class call-outs (sched_version.cpp)
     choose.py   this module
     hr.py       homogeneous redundancy host classes (hr.cpp, sched_hr.cpp)

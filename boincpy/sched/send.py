@@ -18,8 +18,9 @@ sched_resend.cpp): targeted and broadcast jobs (boincpy.sched.assign),
 non-CPU-intensive apps (:func:`send_nci`, sched_nci.cpp: one job of each
 such app a host has none of, before the scan), the score-based scan of the
 feeder's array (boincpy.shmem) or ``<sched_old/>``'s multi-pass scan
-(:func:`send_work_old`, sched_array.cpp) in its place, the explanatory
-messages when nothing is sent, and resending lost results.  It is the only
+(:func:`send_work_old`, sched_array.cpp) in its place, or locality
+scheduling (boincpy.sched.locality), the explanatory messages when nothing
+is sent, and resending lost results.  It is the only
 module of job choice that imports the others (see boincpy.sched.choose for
 the map): the per-request state and the commit are in
 boincpy.sched.choose, app version choice in boincpy.sched.version,
