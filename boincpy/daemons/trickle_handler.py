@@ -38,7 +38,11 @@ its database work rolled back; the message is marked ``handled_error`` and the
 daemon goes on.  Work a handler does outside the database is not covered:
 make it idempotent.
 
-Handled messages stay in the table until ``purge_trickles`` removes them.
+A handler may answer with a trickle-down: a ``msg_to_host`` row (its xml
+``<trickle_down>`` with the ``<result_name>`` line), put in the host's next
+reply when config.xml has ``<msg_to_host/>`` and read by the running app with
+``boinc_receive_trickle_down``.  Handled messages stay in the table until
+``purge_trickles`` removes them.
 The stock handlers are in :mod:`boincpy.daemons.trickle_handlers`.
 """
 
