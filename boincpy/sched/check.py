@@ -9,7 +9,7 @@ job's slot is claimed, including whether another request has committed the
 workunit to another HR class or app version meanwhile.
 """
 
-from boincpy.sched import edf, hr, plan_class
+from boincpy.sched import hr, plan_class
 from boincpy.sched.choose import (
     KILO, MEGA, SERVER_STATE_IN_PROGRESS, SERVER_STATE_UNSENT, app_label, estimate_duration)
 from boincpy.sched.hr import already_sent_to_different_hr_class, host_hr_class, hr_feasible
@@ -48,6 +48,7 @@ def _check_deadline(work, wu, app, bav, delay_bound):
         work.speed_insufficient = True
         return "deadline"
     if work.ip_results is not None:         # <workload_sim>: simulate the queue
+        from boincpy.sched import edf
         return edf.deadline_infeasible(work, wu, estimate_duration(work, wu, bav))
     ewd = estimate_duration(work, wu, bav)
     if hard:

@@ -43,7 +43,7 @@ import random
 import time
 
 from boincpy import shmem
-from boincpy.sched import edf, hr
+from boincpy.sched import hr
 from boincpy.sched.context import SentJob
 from boincpy.sched.hr import host_hr_class
 from boincpy.sched.plan_class import HostUsage  # noqa: F401  (choose.HostUsage, as before)
@@ -911,7 +911,8 @@ def add_result_to_reply(work, result, wu, app, bav, resend=False):
         if hav is not None:
             hav["n_jobs_today"] += 1
         work.hav_added[bav.gavid] = work.hav_added.get(bav.gavid, 0) + 1
-    if work.ip_results is not None:
+    if work.ip_results is not None:         # workload_sim's queue (edf.py)
+        from boincpy.sched import edf
         edf.job_sent(work, wu, est)
     if cfg.debug_send:
         work.log.normal("[send] [HOST#%d] sending [RESULT#%d %s] (est. dur. %.2fs)"

@@ -49,7 +49,7 @@ import math
 import random
 
 from boincpy import shmem
-from boincpy.sched import edf, locality, plan_class
+from boincpy.sched import plan_class
 from boincpy.sched.assign import send_broadcast_jobs, send_targeted_jobs
 from boincpy.sched.check import (
     CHECK_NO_ANY, CHECK_NO_HOST, slow_check_and_read, infeasible_fast)
@@ -531,16 +531,21 @@ def _send_work_body(work, reserved):
         if cfg.debug_assignment:
             work.log.normal("[assign] [HOST#%d] sent assigned jobs" % work.hostid)
         return
-    edf.start(work)                     # <workload_sim>: the host's queue, simulated
+    if cfg.workload_sim:                # the host's queue, simulated (loaded only then)
+        from boincpy.sched import edf
+        edf.start(work)
     if getattr(work.ja, "have_nci_app", False):
         send_nci(work)
     if not work_needed(work):
         return
     # locality scheduling finds its jobs in the database, not in the array
+    # (its module is loaded only when it is on)
     if cfg.locality_scheduler_fraction > 0:
+        from boincpy.sched import locality
         locality.send_mixed(work, send_work_old)
         return
     if cfg.locality_scheduling:
+        from boincpy.sched import locality
         locality.send_work_locality(work)
         return
     if not reserved:                    # enable_assignment and an empty array
