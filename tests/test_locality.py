@@ -77,6 +77,7 @@ def test_file_with_no_more_jobs_asks_the_work_generator_then_is_deleted(sched_en
         # send the host is told to delete gamma (file_deletion_strategy 1)
         r = call(env, request(["gamma"]))
         assert sent(r) == []
+        assert "No tasks sent: locality: locality scheduling found no unsent job" in r.log
         t = triggers.trigger(db, "gamma")
         assert (t["id"], t["need_work"], t["working_set_removal"]) == (tid, 1, 0)
         assert deletes(r) == ["gamma"]

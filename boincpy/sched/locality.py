@@ -427,6 +427,18 @@ def send_work_locality(work):
     """send_work_locality(): what one request gets by locality (module doc)."""
     cfg = work.cfg
     loc = work.locality = Locality()
+    sent_before = work.njobs_sent
+    try:
+        _send_work_locality(work, loc)
+    finally:
+        if work.njobs_sent == sent_before:
+            work.reason("locality", "locality scheduling found no unsent job this host can "
+                        "take: none of its %d data file(s), of the working set or of any "
+                        "other file" % len(loc.file_infos))
+
+
+def _send_work_locality(work, loc):
+    cfg = work.cfg
     _sort_files(work, loc)
     for name in loc.file_infos:
         _log(work, "[HOST#%d] has file %s" % (work.hostid, name))
