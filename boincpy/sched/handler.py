@@ -420,7 +420,7 @@ def process_request(ctx, job_array):
     if have_no_work and cfg.nowork_skip and not req.results and req.hostid != 0:
         reply.add_message("No work available", "low")
         reply.set_delay(DELAY_NO_WORK_SKIP)
-        if not cfg.msg_to_host:
+        if not cfg.msg_to_host and not cfg.enable_vda:
             log.normal("No work - skipping DB access")
             return
     _process_with_db(ctx, job_array, blocked, wants_work, have_no_work)
@@ -461,6 +461,9 @@ def _process_with_db(ctx, job_array, blocked, wants_work, have_no_work):
         return
     try:
         _process_host(ctx, job_array, blocked, wants_work, have_no_work)
+        if cfg.locality_scheduling or cfg.locality_scheduler_fraction > 0:
+            from boincpy.sched.locality import send_file_deletes
+            send_file_deletes(ctx)
     finally:
         if lock:
             _unlock_host(ctx, lock)
@@ -475,6 +478,9 @@ def _process_host(ctx, job_array, blocked, wants_work, have_no_work):
     ctx.last_rpc_time = host["rpc_time"]
     ctx.new_day = hosts.is_new_day(host["id"], host["rpc_time"], ctx.now)
     hosts.modify_host(ctx)
+    if req.time_stats_log is not None:
+        from boincpy.sched.time_stats_log import write_time_stats_log
+        write_time_stats_log(ctx)
 
     ctx.platforms = _lookup_platforms(ctx, job_array)
     if not ctx.platforms:

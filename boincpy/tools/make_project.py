@@ -750,10 +750,10 @@ def build_tree(spec, stage, undo, say):
     for d in ("bin", "cgi-bin", "templates", "apps", "html", "html/user",
               "html/ops", "html/stats", "sample_results", pid_dir):
         _mkdir(S(d), 0o755)
-    # Written by the CGIs (Apache's group) and by the operator's daemons:
-    # setgid so files keep the group, group-writable.  tmp_HOST spools the
-    # files submitters upload (job_file.php).
-    for d in ("upload", "html/cache", log_dir, tmp_dir):
+    # Written by the CGIs (Apache's group; time_stats_log by the scheduler) and
+    # by the operator's daemons: setgid so files keep the group, group-writable.
+    # tmp_HOST spools the files submitters upload (job_file.php).
+    for d in ("upload", "html/cache", "time_stats_log", log_dir, tmp_dir):
         _mkdir(S(d), 0o2770)
         perms.group(S(d), 0o2770)
     # Remote job submission writes input files into download/ and job-level

@@ -55,6 +55,7 @@ def page(ctx):
                  link("cancel_workunits.php", "Cancel jobs by query"),
                  link("transition_all.php", "Transition all jobs"),
                  link("error_summary.php", "Most frequent errors"),
+                 link("hrclass_summary.php", "Homogeneous redundancy classes"),
                  link("show_log.php", "Show/grep logs")]
     people = [link("add_user.php", "Add a user"),
               link("why_no_work.php", "Why does a host get no work?"),

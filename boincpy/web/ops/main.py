@@ -22,7 +22,7 @@ from boincpy.config import CONFIG_FILE, load_config
 from boincpy.errors import BoincpyError
 from boincpy.web.ops.request import BadRequest, Response, read_request, write_response
 from boincpy.web.markup import fmt
-from boincpy.web.ops import apps, browse, failures, index, jobs, logs, status, users
+from boincpy.web.ops import apps, browse, failures, hrclass, index, jobs, logs, status, users
 from boincpy.web.ops.page import Context, PageError, error_page, render
 
 PAGES = {
@@ -45,6 +45,8 @@ PAGES = {
     "add_user.php": users.add_user,
     "why_no_work.php": logs.why_no_work,
     "show_log.php": logs.show_log,
+    "hrclass_summary.php": hrclass.hrclass_summary,
+    "reset_hrclass.php": hrclass.reset_hrclass,
 }
 
 
