@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
-"""Scheduler CGI throughput under Apache, as the C++ baseline was measured.
+"""Scheduler throughput under Apache: boincpy's CGI, boincpy's persistent
+mode (mod_wsgi daemon processes) and BOINC's C++ CGI, side by side.
 
 Builds a throwaway project (under /var/tmp, readable by www-data) with its own
 database and database account, a private Apache (prefork + mod_cgi, children
-running as www-data, no keep-alive: a new TCP connection per RPC) on a free
-loopback port, and the feeder (bin/feeder); then replays the reference
-server's captured work-fetch request (other_results stripped) from many
-simulated hosts (authenticator, hostid, rpc_seqno and host CPID varied per
-host) and prints requests/s and p50/p95/p99 latency per scenario and
-concurrency, with the ratio to the C++ scheduler's figures
-(fixtures/reference-server/README.txt):
+running as www-data, no keep-alive: a new TCP connection per RPC; plus four
+mod_wsgi daemon processes for the persistent mode) on a free loopback port;
+then replays the reference server's captured work-fetch request
+(other_results stripped) from many simulated hosts (authenticator, hostid,
+rpc_seqno and host CPID varied per host) and prints requests/s and
+p50/p95/p99 latency per scenario, concurrency and server, with the ratio to
+the C++ CGI measured in the same run (the three servers alternate, each with
+its own feeder: bin/feeder, or the C++ feeder for the C++ CGI).  The C++
+server is the one built from BOINC's source outside this repository
+(``--cxx_dir``, a tree where ``make`` has built sched/cgi and sched/feeder);
+without it only boincpy's two modes are measured.
 
     no work requested            work_req_seconds 0
     work requested, none left    the array is empty
@@ -17,11 +22,14 @@ concurrency, with the ratio to the C++ scheduler's figures
     work sent, 100 slots         one job per reply, shmem_work_items 100
     work sent, 2000 slots        shmem_work_items 2000
 
-``--profile`` prints where one request's time goes instead: interpreter
-start-up, imports, configuration, parsing, database, reply.
+``--profile`` prints where one CGI request's time goes instead (interpreter
+start-up, imports, configuration, parsing, database, reply) and the profile
+of one persistent request (cProfile, work sent); ``--memory N`` serves N
+requests in one persistent process and prints its resident set size.
 
     python bench/bench_sched.py [--requests N] [--hosts H] [--conc 1,2,4]
-                                [--scenarios a,b,...] [--profile] [--keep]
+                                [--scenarios a,b,...] [--servers cxx,cgi,persistent]
+                                [--cxx_dir DIR] [--profile] [--memory N] [--keep]
 
 Needs root (it creates the Apache config, a database account and files
 owned by www-data), Debian's apache2, and MariaDB reachable as in the tests.
@@ -54,18 +62,6 @@ from boincpy.config import short_hostname, write_config  # noqa: E402
 from boincpy.db import schema  # noqa: E402
 from boincpy.testing.simclient import ReportedResult, UploadedFile  # noqa: E402
 
-# fixtures/reference-server/README.txt: C++ scheduler CGI, Apache prefork + mod_cgi,
-# same kind of 2-vCPU machine.  (req/s, p50, p95, p99 ms) by concurrency.
-CXX = {
-    "no_work": {1: (99.9, 9.3, 14.0, 15.2), 2: (155.2, 12.3, 17.0, 19.4),
-                4: (190.0, 20.7, 28.5, 33.2)},
-    "none_available": {1: (78.4, 12.1, 15.4, 16.5), 2: (140.9, 13.9, 19.3, 23.9),
-                       4: (159.5, 24.5, 35.4, 41.2)},
-    "report": {2: (134.9, 13.9, 20.9, 26.1), 4: (131.5, 28.9, 46.2, 55.2)},
-    "sent_100": {2: (87.7, 22.3, 30.4, 36.6), 3: (104.6, 27.9, 41.9, 53.4),
-                 4: (103.2, 38.5, 53.1, 60.9)},
-    "sent_2000": {2: (19.3, 97.7, 131.9, 170.0), 4: (27.4, 145.3, 198.6, 225.9)},
-}
 TITLES = {
     "no_work": "no work requested",
     "none_available": "work requested, none available",
@@ -74,6 +70,9 @@ TITLES = {
     "sent_2000": "work sent, 1 job/reply, 2000-slot array",
 }
 SCENARIOS = ("no_work", "none_available", "report", "sent_100", "sent_2000")
+SERVERS = ("cxx", "cgi", "persistent")
+# the URL path of each server's scheduler
+PATHS = {"cxx": "/bench_cgi/cgi_cxx", "cgi": "/bench_cgi/cgi", "persistent": "/bench_wsgi/cgi"}
 PLATFORM = "x86_64-pc-linux-gnu"
 
 
@@ -83,7 +82,8 @@ PLATFORM = "x86_64-pc-linux-gnu"
 class Project:
     """A throwaway project readable by www-data, with its own database account."""
 
-    def __init__(self, hosts):
+    def __init__(self, hosts, cxx_dir=None):
+        self.cxx_dir = cxx_dir
         self.params = root_db_params()
         self.root = tempfile.mkdtemp(prefix="boincpy_bench_", dir="/var/tmp")
         os.chmod(self.root, 0o755)
@@ -97,7 +97,7 @@ class Project:
 
     def _build(self):
         root = self.root
-        for d in ("cgi-bin", "keys", "download", "upload", "templates", "html"):
+        for d in ("cgi-bin", "cgi-wsgi", "keys", "download", "upload", "templates", "html"):
             os.makedirs(os.path.join(root, d), mode=0o755)
         os.makedirs(self.log_dir, mode=0o775)
         os.chown(self.log_dir, self.www.pw_uid, self.www.pw_gid)
@@ -114,6 +114,15 @@ class Project:
         with open(cgi, "w") as f:
             f.write("#!%s\n%s" % (sys.executable, text))
         os.chmod(cgi, 0o755)
+        # the persistent mode: a file named cgi handled by the WSGI application
+        with open(os.path.join(root, "cgi-wsgi", "cgi"), "w") as f:
+            f.write("served by the mod_wsgi daemon processes (boincpy.wsgi)\n")
+        from boincpy.tools.server_mode import write_wsgi_script
+        self.wsgi_script = write_wsgi_script(root)
+        if self.cxx_dir:
+            # BOINC's C++ scheduler, built from its source outside this repository
+            shutil.copy(os.path.join(self.cxx_dir, "sched", "cgi"),
+                        os.path.join(root, "cgi-bin", "cgi_cxx"))
         self.options = {
             "long_name": "Bench Project", "master_url": "http://127.0.0.1/bench/",
             "download_url": "http://127.0.0.1/bench/download",
@@ -126,6 +135,9 @@ class Project:
             "max_wus_to_send": 50, "send_result_abort": 1,
             "dont_generate_upload_certificates": 1, "ignore_upload_certificates": 1,
             "sched_debug_level": 3, "shmem_work_items": 100,
+            # BOINC's C++ programs need these written out
+            "key_dir": os.path.join(root, "keys"), "download_dir": os.path.join(root, "download"),
+            "upload_dir": os.path.join(root, "upload"),
         }
         write_config(root, self.options)
         conn = MySQLdb.connect(**self.params)
@@ -251,9 +263,9 @@ def free_port():
 class Apache:
     """A private Apache: prefork, mod_cgi, children as www-data, no keep-alive."""
 
-    MODULES = ("mpm_prefork", "authz_core", "alias", "mime", "cgi", "env")
+    MODULES = ("mpm_prefork", "authz_core", "alias", "mime", "cgi", "env", "wsgi")
 
-    def __init__(self, project, workers=8):
+    def __init__(self, project, workers=8, processes=4):
         self.dir = os.path.join(project.root, "apache")
         os.makedirs(self.dir)
         self.port = free_port()
@@ -280,6 +292,11 @@ KeepAlive Off
 Timeout 120
 TypesConfig /etc/mime.types
 ScriptAlias /bench_cgi/ %(root)s/cgi-bin/
+Alias /bench_wsgi/ %(root)s/cgi-wsgi/
+WSGISocketPrefix %(dir)s/wsgi
+WSGIRestrictEmbedded On
+WSGIDaemonProcess bench processes=%(processes)d threads=1 python-home=%(home)s display-name=%%{GROUP} lang=C.UTF-8 locale=C.UTF-8
+WSGIHandlerScript boincpy-bench %(script)s process-group=bench application-group=%%{GLOBAL}
 <Directory />
     Require all denied
 </Directory>
@@ -287,8 +304,13 @@ ScriptAlias /bench_cgi/ %(root)s/cgi-bin/
     Options ExecCGI
     Require all granted
 </Directory>
+<Directory %(root)s/cgi-wsgi>
+    SetHandler boincpy-bench
+    Require all granted
+</Directory>
 """ % {"port": self.port, "dir": self.dir, "mods": mods, "workers": workers,
-                "max": workers * 2, "root": project.root})
+                "max": workers * 2, "root": project.root, "processes": processes,
+                "home": sys.prefix, "script": project.wsgi_script})
         subprocess.run(["apache2", "-f", self.conf, "-k", "start"], check=True,
                        env={"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin")})
         self.pid = None
@@ -327,10 +349,19 @@ class Feeder:
         return os.path.exists(os.path.join(REPO, "bin", "feeder")) and \
             os.path.exists(os.path.join(REPO, "boincpy", "shmem.py"))
 
-    def start(self, slots):
+    def start(self, slots, cxx=False):
         self.stop()
         self.project.set_option(shmem_work_items=slots)
         log = open(os.path.join(self.project.log_dir, "feeder.log"), "a")
+        if cxx:
+            self.proc = subprocess.Popen(
+                [os.path.join(self.project.cxx_dir, "sched", "feeder"), "-d", "2",
+                 "--sleep_interval", "1"], cwd=self.project.root, stdout=log, stderr=log,
+                env=dict(os.environ, BOINC_PROJECT_DIR=self.project.root))
+            time.sleep(2.5)         # it fills its segment on its first pass
+            if self.proc.poll() is not None:
+                raise RuntimeError("the C++ feeder exited (see %s)" % log.name)
+            return
         self.proc = subprocess.Popen(
             [sys.executable, os.path.join(REPO, "bin", "feeder"), "-d", "2",
              "--sleep_interval", "1"], cwd=self.project.root, stdout=log, stderr=log,
@@ -347,7 +378,9 @@ class Feeder:
                 time.sleep(0.1)
         raise RuntimeError("the feeder did not make its job array (see %s)" % log.name)
 
-    def wait_filled(self, n):
+    def wait_filled(self, n, cxx=False):
+        if cxx:
+            return
         from boincpy import shmem
         from boincpy.config import load_config
         cfg = load_config(self.project.root)
@@ -435,9 +468,9 @@ class Requests:
         return text.encode()
 
 
-def post(port, data):
+def post(port, data, path="/bench_cgi/cgi"):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    conn.request("POST", "/bench_cgi/cgi", data, {
+    conn.request("POST", path, data, {
         "User-Agent": "BOINC client (x86_64-pc-linux-gnu 7.20.5)", "Accept": "*/*",
         "Content-Type": "application/x-www-form-urlencoded"})
     resp = conn.getresponse()
@@ -446,9 +479,9 @@ def post(port, data):
     return resp.status, body
 
 
-def run_load(port, requests, n, conc, warmup=5):
+def run_load(port, requests, n, conc, warmup=5, path="/bench_cgi/cgi"):
     for _ in range(warmup):
-        post(port, requests.next())
+        post(port, requests.next(), path)
     lat = []
     stats = {"errors": 0, "jobs": 0, "acks": 0, "down": 0}
     lock = threading.Lock()
@@ -463,7 +496,7 @@ def run_load(port, requests, n, conc, warmup=5):
             data = requests.next()
             t = time.perf_counter()
             try:
-                status, body = post(port, data)
+                status, body = post(port, data, path)
             except OSError:
                 status, body = 0, b""
             dt = time.perf_counter() - t
@@ -490,12 +523,10 @@ def run_load(port, requests, n, conc, warmup=5):
             **stats}
 
 
-def print_row(name, conc, r):
-    cxx = CXX.get(name, {}).get(conc)
-    ratio = "%5.2f" % (r["rps"] / cxx[0]) if cxx else "    -"
-    cxx_text = "%6.1f" % cxx[0] if cxx else "     -"
-    print("%-44s %4d %7.1f %7.1f %7.1f %7.1f   %s  %s   jobs %d acks %d err %d down %d"
-          % (TITLES[name], conc, r["rps"], r["p50"], r["p95"], r["p99"], cxx_text, ratio,
+def print_row(name, conc, server, r, cxx=None):
+    ratio = "%5.2f" % (r["rps"] / cxx["rps"]) if cxx and server != "cxx" else "    -"
+    print("%-40s %4d %-10s %7.1f %7.1f %7.1f %7.1f  %s   jobs %d acks %d err %d down %d"
+          % (TITLES[name], conc, server, r["rps"], r["p50"], r["p95"], r["p99"], ratio,
              r["jobs"], r["acks"], r["errors"], r["down"]))
     sys.stdout.flush()
 
@@ -631,6 +662,74 @@ print(ms(t1 - t0), ms(t3 - t2), ms(t5 - t4), ms(T.get('connect', 0)), ms(T.get('
 
 # ---------------------------------------------------------------------------
 
+def in_process_app(project):
+    """boincpy.wsgi's application for the project, in this process (as a
+    mod_wsgi daemon process runs it), and a function serving one request."""
+    import io
+    from boincpy.wsgi import Application
+    app = Application(project.root)
+
+    def serve(data):
+        environ = {"SCRIPT_NAME": "/bench_wsgi/cgi", "REQUEST_METHOD": "POST",
+                   "CONTENT_LENGTH": str(len(data)), "REMOTE_ADDR": "127.0.0.1"}
+        return app.respond(environ, io.BytesIO(data))
+    return app, serve
+
+
+def persistent_profile(project, feeder, key):
+    """cProfile of one persistent request that gets a job (warm process)."""
+    import cProfile
+    import pstats
+    project.add_jobs(60)
+    feeder.start(100)
+    feeder.wait_filled(50)
+    app, serve = in_process_app(project)
+    reqs = Requests(project, key, want_work=True)
+    for _ in range(20):                     # warm: connection, array, caches
+        serve(reqs.next())
+    t = time.perf_counter()
+    n = 20
+    for _ in range(n):
+        serve(reqs.next())
+    per = (time.perf_counter() - t) / n * 1000
+    prof = cProfile.Profile()
+    prof.enable()
+    out = serve(reqs.next())
+    prof.disable()
+    print("\nProfile of one persistent request (work sent, 1 job, 100-slot array; "
+          "in-process, warm; %.2f ms a request without the profiler; jobs in reply: %d):"
+          % (per, out.count(b"<wu_name>")))
+    stats = pstats.Stats(prof)
+    stats.sort_stats("cumulative").print_stats(18)
+    stats.sort_stats("tottime").print_stats(12)
+    app.resident.close()
+
+
+def memory(project, feeder, key, n):
+    """Serve n no-work requests in one persistent process; print RSS along the way."""
+    import psutil
+    feeder.start(100)
+    app, serve = in_process_app(project)
+    reqs = Requests(project, key, want_work=True)
+    proc = psutil.Process()
+    step = max(1, n // 10)
+    print("Resident set size of one persistent process serving %d requests "
+          "(work requested, none available):" % n)
+    t = time.perf_counter()
+    first = None
+    for i in range(1, n + 1):
+        out = serve(reqs.next())
+        if b"</scheduler_reply>" not in out:
+            raise RuntimeError(out[:300])
+        if i == 1000 or i % step == 0:
+            rss = proc.memory_info().rss / 1048576
+            first = rss if first is None else first
+            print("  after %7d requests: %7.1f MiB (%+.1f since request 1000), %.0f req/s"
+                  % (i, rss, rss - first, i / (time.perf_counter() - t)))
+            sys.stdout.flush()
+    app.resident.close()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=400,
@@ -639,7 +738,16 @@ def main(argv=None):
     parser.add_argument("--conc", default="1,2,4", help="concurrency levels (default 1,2,4)")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS),
                         help="comma-separated subset of: " + ", ".join(SCENARIOS))
+    parser.add_argument("--servers", default=",".join(SERVERS),
+                        help="comma-separated subset of: " + ", ".join(SERVERS))
+    parser.add_argument("--cxx_dir", default=os.environ.get("BOINC_CXX_DIR", ""),
+                        help="BOINC source tree with sched/cgi and sched/feeder built "
+                             "(default $BOINC_CXX_DIR); without it, no C++ figures")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="alternate the servers this many times per row (default 1)")
     parser.add_argument("--profile", action="store_true", help="profile one request only")
+    parser.add_argument("--memory", type=int, default=0, metavar="N",
+                        help="RSS of one persistent process over N requests only")
     parser.add_argument("--keep", action="store_true", help="keep the project and database")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
@@ -648,58 +756,56 @@ def main(argv=None):
         print("This checkout has no feeder (bin/feeder, boincpy/shmem.py): the scheduler "
               "answers 'feeder not running' to everything; nothing to measure.")
         return 1
+    servers = [x for x in args.servers.split(",") if x]
+    cxx_dir = args.cxx_dir
+    if cxx_dir and not os.path.exists(os.path.join(cxx_dir, "sched", "cgi")):
+        parser.error("--cxx_dir %s: no sched/cgi built there" % cxx_dir)
+    if not cxx_dir and "cxx" in servers:
+        print("No C++ build (--cxx_dir): measuring boincpy only, without ratios.")
+        servers.remove("cxx")
     subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(REPO, "boincpy")],
                    check=True, stdout=subprocess.DEVNULL)
     levels = [int(c) for c in args.conc.split(",")]
-    wanted = [s for s in args.scenarios.split(",") if s]
-    project = Project(args.hosts)
+    wanted = [x for x in args.scenarios.split(",") if x]
+    project = Project(args.hosts, cxx_dir or None)
     with open(os.path.join(project.root, "keys", "code_sign_public")) as f:
         key = f.read()
     apache = feeder = None
     try:
         feeder = Feeder(project)
-        feeder.start(100)
+        if args.memory:
+            memory(project, feeder, key, args.memory)
+            return 0
         if args.profile:
+            feeder.start(100)
             profile(project, key)
+            persistent_profile(project, feeder, key)
             return 0
         apache = Apache(project, workers=max(levels) + 2)
-        print("%-44s %4s %7s %7s %7s %7s   %6s  %5s" % (
-            "scenario (Apache prefork + mod_cgi, new connection per RPC)", "conc", "req/s",
-            "p50", "p95", "p99", "C++", "ratio"))
+        print("%-40s %4s %-10s %7s %7s %7s %7s  %5s" % (
+            "scenario (new connection per RPC)", "conc", "server", "req/s", "p50", "p95",
+            "p99", "/C++"))
+        results = []
         for name in SCENARIOS:
             if name not in wanted:
                 continue
             for conc in levels:
-                if name.startswith("sent_"):
-                    slots = int(name.split("_")[1])
-                    project.add_jobs(args.requests + 5 + slots + 50)
-                    feeder.start(slots)
-                    feeder.wait_filled(min(slots, 100))
-                    reqs = Requests(project, key, want_work=True)
-                elif name == "report":
-                    reqs = Requests(project, key, want_work=False)
-                    reqs.add_reports(project.add_jobs(args.requests + 10, state=4,
-                                                      hosts=[h[0] for h in project.hosts]))
-                else:
-                    reqs = Requests(project, key, want_work=(name == "none_available"))
-                r = run_load(apache.port, reqs, args.requests, conc)
-                print_row(name, conc, r)
-                if name.startswith("sent_"):
-                    feeder.stop()
-                    db = project.connect()
-                    cur = db.cursor()
-                    cur.execute("UPDATE result SET server_state = 5, outcome = 5 "
-                                "WHERE server_state = 2")
-                    db.commit()
-                    db.close()
-                    feeder.start(100)
-        print("C++ figures: fixtures/reference-server/README.txt (same kind of 2-vCPU box). "
-              "Targets: >= 30 req/s no work at c=2 (goal 45).")
+                for _ in range(args.rounds):
+                    row = {}
+                    for server in servers:
+                        row[server] = run_server(project, feeder, apache, key, name, conc,
+                                                 server, args.requests)
+                    for server in servers:
+                        print_row(name, conc, server, row[server], row.get("cxx"))
+                    results.append((name, conc, row))
+        if "cxx" in servers:
+            summary(results)
         errors = os.path.join(apache.dir, "error.log")
         if os.path.exists(errors) and os.path.getsize(errors):
             with open(errors) as f:
-                tail = f.read().splitlines()[-5:]
-            print("Apache error.log (last lines):\n  " + "\n  ".join(tail))
+                tail = [ln for ln in f.read().splitlines() if "AH00" not in ln][-5:]
+            if tail:
+                print("Apache error.log (last lines):\n  " + "\n  ".join(tail))
     finally:
         if apache is not None:
             apache.stop()
@@ -710,6 +816,48 @@ def main(argv=None):
         else:
             project.destroy()
     return 0
+
+
+def run_server(project, feeder, apache, key, name, conc, server, n):
+    """One measurement: scenario ``name`` at ``conc`` against ``server``, with
+    that server's feeder running (and stopped afterwards)."""
+    cxx = server == "cxx"
+    slots = int(name.split("_")[1]) if name.startswith("sent_") else 100
+    if name.startswith("sent_"):
+        project.add_jobs(n + 5 + slots + 50)
+        reqs = Requests(project, key, want_work=True)
+    elif name == "report":
+        reqs = Requests(project, key, want_work=False)
+        reqs.add_reports(project.add_jobs(n + 10, state=4, hosts=[h[0] for h in project.hosts]))
+    else:
+        reqs = Requests(project, key, want_work=(name == "none_available"))
+    feeder.start(slots, cxx=cxx)
+    feeder.wait_filled(min(slots, 100) if name.startswith("sent_") else 0, cxx=cxx)
+    try:
+        return run_load(apache.port, reqs, n, conc, path=PATHS[server])
+    finally:
+        feeder.stop()
+        if name.startswith("sent_"):
+            db = project.connect()
+            cur = db.cursor()
+            cur.execute("UPDATE result SET server_state = 5, outcome = 5 WHERE server_state = 2")
+            db.commit()
+            db.close()
+
+
+def summary(results):
+    """The targets: persistent >= 2x the C++ CGI in every scenario at
+    concurrency 2, >= 5x sending from 2,000 slots; CGI >= 0.6x with no work."""
+    print("\nRatios to the C++ CGI (req/s), measured in the same run:")
+    for name, conc, row in results:
+        if "cxx" not in row:
+            continue
+        base = row["cxx"]["rps"]
+        parts = ["%s %.2fx" % (server, row[server]["rps"] / base)
+                 for server in row if server != "cxx"]
+        print("  %-40s c=%d  %s" % (TITLES[name], conc, "  ".join(parts)))
+    print("Targets: persistent >= 2x in every scenario at c=2 (>= 5x sending from 2,000 "
+          "slots); CGI >= 0.6x with no work.")
 
 
 if __name__ == "__main__":

@@ -202,7 +202,10 @@ _TABLE = (
      "Cap on results accepted per RPC (0: none)."),
     ("report_max", "int", 0, "scheduler",
      "Ask clients to report at most this many results per RPC (0: no cap)."),
-    ("msg_to_host", "bool", False, "scheduler", "Deliver trickle-down messages."),
+    ("msg_to_host", "bool", False, "scheduler",
+     "Deliver trickle-down messages: each reply carries the host's msg_to_host rows not "
+     "yet handled (then marked handled), e.g. trickle_echo's answers; with nowork_skip "
+     "the database is still read.  Trickle-ups are stored whatever this says."),
     ("ban_os", "list", (), "scheduler",
      "Refuse hosts whose 'os_name<TAB>os_version' matches this POSIX ERE (repeatable)."),
     ("ban_cpu", "list", (), "scheduler",
@@ -212,8 +215,14 @@ _TABLE = (
      "'.*AMD.*<TAB>.*Family 5 Model 8 Stepping 0.*'."),
     ("nowork_skip", "bool", False, "scheduler", "Skip database work when there are no jobs."),
     ("credit_by_app", "bool", False, "scheduler", "Maintain credit_user/credit_team per app."),
-    ("request_time_stats_log", "bool", False, "scheduler", "Store the client's time-stats log."),
-    ("workload_sim", "bool", False, "scheduler", "Simulate the client's workload before sending."),
+    ("request_time_stats_log", "bool", False, "scheduler",
+     "Ask each host for its time-stats log (when it was on, connected, computing) until "
+     "one is stored: PROJECT/time_stats_log/(HOSTID % 1000)/HOSTID, for analysis; a log "
+     "that arrives unasked is stored too."),
+    ("workload_sim", "bool", False, "scheduler",
+     "Ask clients for their whole queue (<send_full_workload/>) and refuse a job an "
+     "earliest-deadline-first simulation of that queue on the host's CPUs says would be "
+     "late or make a queued task late (edf_sim.cpp; boincpy.sched.edf)."),
     ("prefer_primary_platform", "bool", False, "scheduler",
      "Prefer app versions of the host's primary platform."),
     ("version_select_random_factor", "float", 1.0, "scheduler",
@@ -232,8 +241,8 @@ _TABLE = (
     ("user_url", "bool", True, "scheduler", "db_dump exports user.url."),
     ("user_country", "bool", True, "scheduler", "db_dump exports user.country."),
     ("file_deletion_strategy", "int", 0, "scheduler",
-     "1: locality scheduling tells hosts to delete sticky files no job needs.  Read "
-     "only by (full) locality scheduling, which boincpy doesn't have."),
+     "1: locality scheduling tells a host to delete a data file that had no job for it "
+     "while it could take more (<delete_file_info>)."),
     ("dont_search_host_for_user", "ints", (), "scheduler",
      "User id whose hosts are never matched by CPID (repeatable)."),
 
@@ -241,35 +250,54 @@ _TABLE = (
     ("homogeneous_redundancy", "int", 0, "advanced",
      "Homogeneous redundancy level (0 off, 1 fine, 2 coarse)."),
     ("hr_class_static", "bool", False, "advanced", "HR class fixed at workunit creation."),
-    ("hr_allocate_slots", "bool", False, "advanced", "Allocate job-cache slots to HR classes."),
+    ("hr_allocate_slots", "bool", False, "advanced",
+     "The feeder shares the job array out among homogeneous redundancy classes: half of "
+     "a type's slots to uncommitted jobs, the rest by each class's recent credit from "
+     "PROJECT/hr_info.txt (written by the census task; the feeder won't start without "
+     "it), at least one a class."),
     ("reliable_on_priority", "int", 0, "advanced",
      "Send jobs with priority >= this only to reliable hosts."),
     ("reliable_max_avg_turnaround", "int", 0, "advanced",
      "Reliable hosts' maximum average turnaround (seconds)."),
     ("reliable_max_error_rate", "float", 0.0, "advanced",
-     "Accepted and ignored: BOINC's scheduler parses it but no longer uses it."),
+     "Accepted and ignored: BOINC's scheduler parses it but no longer uses it "
+     "(reliability goes by consecutive_valid, turnaround and the daily quota)."),
     ("reliable_reduced_delay_bound", "float", 0.0, "advanced",
      "Delay-bound factor for jobs sent to reliable hosts."),
     ("reliable_priority_on_over", "int", 0, "advanced",
      "Priority boost of retries after a result fails."),
     ("reliable_priority_on_over_except_error", "int", 0, "advanced",
      "Priority boost of retries except after errors."),
-    ("locality_scheduling", "bool", False, "advanced", "Enable locality scheduling."),
+    ("locality_scheduling", "bool", False, "advanced",
+     "Locality scheduling: jobs named FILE__... go to hosts that hold the sticky file "
+     "FILE, found in the result table by name, not in the feeder's array "
+     "(boincpy.sched.locality)."),
     ("locality_scheduler_fraction", "float", 0.0, "advanced",
-     "Fraction of requests handled by locality scheduling."),
+     "Share of requests (0-1) that try locality scheduling first, then the sched_old "
+     "array scan; the others the other way round."),
     ("locality_scheduling_sorted_order", "bool", False, "advanced",
-     "Locality scheduling: sorted file order."),
+     "Locality scheduling: go through a host's files in name order (else from a "
+     "random one)."),
     ("locality_scheduling_wait_period", "int", 0, "advanced",
-     "Locality scheduling: wait period in seconds."),
+     "Locality scheduling: when a file's jobs run out, wait this many seconds (once a "
+     "file) for the work generator, then look again (0: don't wait)."),
     ("locality_scheduling_send_timeout", "int", 0, "advanced",
-     "Locality scheduling: send timeout in seconds."),
+     "Locality scheduling: jobs unsent for longer than this (seconds) go first, to hosts "
+     "downloading over 100 kB/s; between this and half of it, to any host with no file "
+     "work (0: off)."),
     ("locality_scheduling_workunit_file", "list", (), "advanced",
-     "Locality scheduling: regex of workunit file names (repeatable)."),
+     "Locality scheduling: a host's sticky files matching this POSIX ERE are data files "
+     "to find jobs by (repeatable).  With none given every sticky file is one (BOINC "
+     "would tell hosts to delete them all)."),
     ("locality_scheduling_sticky_file", "list", (), "advanced",
-     "Locality scheduling: regex of sticky file names (repeatable)."),
+     "Locality scheduling: sticky files matching this POSIX ERE (and no "
+     "locality_scheduling_workunit_file) may be deleted to make room; files matching "
+     "neither list are deleted from the host (repeatable)."),
     ("enable_assignment", "bool", False, "advanced", "Enable targeted job assignment."),
     ("enable_assignment_multi", "bool", False, "advanced", "Enable multi-host assignment."),
-    ("job_size_matching", "bool", False, "advanced", "Match job size to host speed."),
+    ("job_size_matching", "bool", False, "advanced",
+     "Accepted and ignored: BOINC's feeder then keeps a job-size statistic that nothing "
+     "in its scheduler reads (size_classes is what matches jobs to hosts)."),
     ("size_classes", "bool", False, "advanced", "Jobs have size classes (not with batch_accel)."),
     ("batch_accel", "bool", False, "advanced",
      "High-priority jobs of apps with n_size_classes > 0 go only to hosts with "
@@ -288,22 +316,31 @@ _TABLE = (
     ("max_download_urls_per_file", "int", 0, "advanced",
      "With replace_download_url_by_timezone: at most this many mirror URLs per file "
      "(0: all)."),
-    ("enable_vda", "bool", False, "advanced", "Enable volunteer data archival."),
-    ("vda_host_timeout", "float", 0.0, "advanced", "Volunteer data archival host timeout."),
+    ("enable_vda", "bool", False, "advanced",
+     "Volunteer data archival: BOINC's scheduler code for it is not compiled in "
+     "(ENABLE_VDA), so its only effect is that of BOINC: nowork_skip still reads the "
+     "database."),
+    ("vda_host_timeout", "float", 0.0, "advanced",
+     "Accepted and ignored: read only by BOINC's volunteer data archival code, which "
+     "its scheduler does not compile."),
     ("sched_old", "bool", False, "advanced",
      "Use the old multi-pass array scan instead of job scores (no keyword or "
      "batch_accel terms)."),
 
     # -- scheduler log flags ----------------------------------------------------------
     ("debug_assignment", "bool", False, "debug", "Log job assignment."),
-    ("debug_client_files", "bool", False, "debug", "Log sticky-file handling."),
+    ("debug_client_files", "bool", False, "debug",
+     "Log sticky files matched against PROJECT/file_delete_regex."),
     ("debug_credit", "bool", False, "debug", "Log credit computation."),
-    ("debug_edf_sim_detail", "bool", False, "debug", "Log EDF simulation details."),
-    ("debug_edf_sim_workload", "bool", False, "debug", "Log the EDF simulation workload."),
+    ("debug_edf_sim_detail", "bool", False, "debug",
+     "Log each step of workload_sim's simulation."),
+    ("debug_edf_sim_workload", "bool", False, "debug",
+     "Log the queue workload_sim simulates."),
     ("debug_fcgi", "bool", False, "debug", "Log FastCGI handling."),
     ("debug_handle_results", "bool", False, "debug", "Log reported results."),
     ("debug_keyword", "bool", False, "debug", "Log keyword scheduling."),
-    ("debug_locality", "bool", False, "debug", "Log locality scheduling."),
+    ("debug_locality", "bool", False, "debug",
+     "Log locality scheduling ([locality] and [mixed] lines)."),
     ("debug_locality_lite", "bool", False, "debug", "Log locality scheduling lite."),
     ("debug_prefs", "bool", False, "debug", "Log preferences handling."),
     ("debug_quota", "bool", False, "debug", "Log quota checks."),
@@ -314,7 +351,9 @@ _TABLE = (
     ("debug_send_job", "bool", False, "debug", "Log each job sent."),
     ("debug_send_scan", "bool", False, "debug", "Log the job-cache scan."),
     ("debug_user_messages", "bool", False, "debug", "Log messages to users."),
-    ("debug_vda", "bool", False, "debug", "Log volunteer data archival."),
+    ("debug_vda", "bool", False, "debug",
+     "Accepted and ignored: read only by BOINC's volunteer data archival code, which "
+     "its scheduler does not compile."),
     ("debug_version_select", "bool", False, "debug", "Log app version selection."),
 
     # -- read only by the web code ---------------------------------------------------

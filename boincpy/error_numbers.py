@@ -104,3 +104,11 @@ def exit_status_text(code):
     name = exit_status_name(code)
     text = "%d (%s)" % (int(code), exit_status_hex(code))
     return text + " " + name if name else text
+
+
+_CODE_OF = {name: code for code, name in ERR_CODES.items()}
+
+
+def error_code(name):
+    """The number of a BOINC error by its name: ``error_code("ERR_XML_PARSE")`` -> -112."""
+    return _CODE_OF[name]

@@ -360,6 +360,11 @@ class JobArray:
         """(state, res_priority, infeasible_count, need_reliable, resultid, appid)."""
         return SLOT_HEAD.unpack_from(self.mm, self.slots_offset + i * self.slot_size)
 
+    def slot_hr_class(self, i):
+        """The hr_class of the slot's workunit, as the feeder copied it."""
+        off, st = _S["hr_class"]
+        return st.unpack_from(self.mm, self._slot_off(i) + off)[0]
+
     def read_slot(self, i):
         """The whole slot (without the xml_doc: see :meth:`read_xml_doc`)."""
         off = self._slot_off(i)

@@ -320,8 +320,13 @@ def receive_file(cfg, info, inp, log):
         os.close(fd)
 
 
-def handle_request(cfg, stream, content_length, log, public_key=None):
-    """Serve one data-server request; return the CGI output text."""
+def handle_request(cfg, stream, content_length, log, public_key=None, environ=None,
+                   resident=None):
+    """Serve one data-server request; return the CGI output text.
+
+    ``public_key``: the upload key when the caller has it, else read from
+    ``resident`` (kept until the key file changes) or from KEY_DIR."""
+    environ = os.environ if environ is None else environ
     inp = _Limited(stream, content_length)
     try:
         if os.path.exists(cfg.project_path("stop_upload")):
@@ -338,7 +343,7 @@ def handle_request(cfg, stream, content_length, log, public_key=None):
                 if not info["has_data"]:
                     raise UploadError(PERMANENT, "Missing <data> tag")
                 if not cfg.ignore_upload_certificates and public_key is None:
-                    public_key = load_upload_key(cfg)
+                    public_key = load_upload_key(cfg, resident)
                 check_certificate(cfg, info, public_key)
                 if info["nbytes"] is None or info["nbytes"] < 0:
                     raise UploadError(PERMANENT, "nbytes missing or negative")
@@ -362,7 +367,7 @@ def handle_request(cfg, stream, content_length, log, public_key=None):
         raise UploadError(TRANSIENT, "no command")
     except UploadError as exc:
         log.normal("Returning error to client %s: %s (%s)" % (
-            os.environ.get("REMOTE_ADDR", "Unknown remote address"), exc.message.rstrip(),
+            environ.get("REMOTE_ADDR", "Unknown remote address"), exc.message.rstrip(),
             "transient" if exc.status == TRANSIENT else "permanent"))
         return reply_text(exc.status, exc.message)
     except Exception as exc:
@@ -374,35 +379,54 @@ def handle_request(cfg, stream, content_length, log, public_key=None):
         return reply_text(TRANSIENT, "server error")
 
 
-def load_upload_key(cfg):
+def load_upload_key(cfg, resident=None):
     """The project's upload_public key (transient error if unreadable)."""
     from boincpy import crypto
+    path = os.path.join(cfg.key_dir, "upload_public")
     try:
-        return crypto.read_key(os.path.join(cfg.key_dir, "upload_public"))
+        key = crypto.read_key(path) if resident is None else resident.key(cfg, "upload_public")
+        if key is None:
+            raise OSError("%s: no such file" % path)
+        return key
     except Exception as exc:
         raise UploadError(TRANSIENT, "can't read upload key: %s" % exc) from None
+
+
+def serve(environ, stream, resident, errors=None):
+    """One data-server request as a plain function: the CGI environment and
+    the body's stream in, the CGI output (bytes) out.  ``resident`` keeps the
+    configuration and the upload key (:mod:`boincpy.resident`); ``errors``
+    (the web server's error log) gets what can't go to the log file."""
+    from boincpy.log import MessageLog
+    resident.requests += 1
+    try:
+        cfg = resident.config()
+    except Exception as exc:
+        return reply_text(TRANSIENT, "can't parse config file: %s" % exc).encode()
+    try:
+        log = MessageLog.open(os.path.join(cfg.log_dir, "file_upload_handler.log"),
+                              cfg.fuh_debug_level, show_pid=True)
+        opened = True
+    except OSError:
+        log = MessageLog(errors, cfg.fuh_debug_level, show_pid=True)
+        opened = False
+    length = environ.get("CONTENT_LENGTH")
+    try:
+        length = int(length) if length else None
+    except ValueError:
+        length = None
+    try:
+        out = handle_request(cfg, stream, length, log, environ=environ, resident=resident)
+    finally:
+        if opened:
+            log.stream.close()
+    return out.encode("utf-8", "replace")
 
 
 def cgi_main():
     """Entry point of cgi-bin/file_upload_handler."""
     import sys
-    from boincpy.config import load_config
-    from boincpy.log import MessageLog
-    try:
-        cfg = load_config()
-    except Exception as exc:
-        sys.stdout.write(reply_text(TRANSIENT, "can't parse config file: %s" % exc))
-        return
-    try:
-        log = MessageLog.open(os.path.join(cfg.log_dir, "file_upload_handler.log"),
-                              cfg.fuh_debug_level, show_pid=True)
-    except OSError:
-        log = MessageLog(sys.stderr, cfg.fuh_debug_level, show_pid=True)
-    length = os.environ.get("CONTENT_LENGTH")
-    try:
-        length = int(length) if length else None
-    except ValueError:
-        length = None
-    out = handle_request(cfg, sys.stdin.buffer, length, log)
-    sys.stdout.write(out)
-    sys.stdout.flush()
+    from boincpy.resident import Resident
+    out = serve(os.environ, sys.stdin.buffer, Resident(), sys.stderr)
+    sys.stdout.buffer.write(out)
+    sys.stdout.buffer.flush()

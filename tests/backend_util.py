@@ -57,12 +57,13 @@ def results_of(db, wuid):
 
 
 def run_daemon_once(daemon_class, project, *args):
-    """Run ``daemon_class`` in-process with --one_pass; return (status, log text)."""
+    """Run ``daemon_class`` in-process with --one_pass (a task: once); return
+    (status, log text)."""
     from boincpy.daemons.base import run_daemon
     err = io.StringIO()
+    once = [] if daemon_class.one_shot else ["--one_pass"]
     with contextlib.redirect_stderr(err):
-        status = run_daemon(daemon_class, ["--one_pass", "--project_dir", str(project)]
-                            + list(args))
+        status = run_daemon(daemon_class, once + ["--project_dir", str(project)] + list(args))
     return status, err.getvalue()
 
 

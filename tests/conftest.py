@@ -317,9 +317,17 @@ class RunningApache:
 
 
 @pytest.fixture
-def apache(made_project):
-    """A running private Apache serving ``made_project`` (children run as www-data)."""
+def apache(made_project, request):
+    """A running private Apache serving ``made_project`` (children run as www-data).
+
+    Parametrize it indirectly with "cgi" (the default) or "persistent" (the
+    scheduler, upload handler and web RPCs in two mod_wsgi daemon processes,
+    bin/server_mode) to run a test in either mode."""
     from boincpy.tools.httpd import PrivateApache
+    mode = getattr(request, "param", "cgi")
+    if mode != "cgi":
+        from boincpy.tools import server_mode
+        server_mode.set_mode(made_project.root, mode, processes=2)
     server = PrivateApache(made_project.root, made_project.port)
     server.start()
     running = RunningApache(made_project, server)

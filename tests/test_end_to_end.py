@@ -154,13 +154,15 @@ def _check_client_logs(run):
             assert bad not in text, "volunteer %d's client log has %r" % (number, bad)
 
 
-def test_scheduler_five_jobs_through_one_stock_client(fullrun):
+@pytest.mark.parametrize("persistent", [False, True], ids=["cgi", "persistent"])
+def test_scheduler_five_jobs_through_one_stock_client(fullrun, persistent):
     """The scheduler issue: jobs sent, run, uploaded and reported by one stock
     client (app signatures checked as the client always does; upload
-    certificates checked by the data server)."""
+    certificates checked by the data server), with the scheduler and upload
+    handler as CGIs and as persistent processes (mod_wsgi)."""
     run = fullrun
     demo = run(njobs=5, min_quorum=1, volunteers=1, until="reported",
-               daemons=("feeder -d 3", "transitioner -d 3"))
+               daemons=("feeder -d 3", "transitioner -d 3"), persistent=persistent)
     demo.run()
     cfg = demo.cfg
     (v,) = demo.volunteers
@@ -203,6 +205,15 @@ def test_scheduler_five_jobs_through_one_stock_client(fullrun):
     assert re.search(r"Finished download of example_app_1\.0_x86_64-pc-linux-gnu", log)
     for r in results:
         assert re.search(r"got ack for task %s\b" % r["name"], log), r["name"]
+    # CGIs: a process per request; persistent: the daemons' few processes
+    # served them all (the log lines are the same otherwise)
+    with open(os.path.join(cfg.log_dir, "scheduler.log")) as f:
+        pids = re.findall(r"\[PID=(\d+)\s*\]\s+Request: ", f.read())
+    assert len(pids) >= 3
+    if persistent:
+        assert len(set(pids)) <= 2, pids
+    else:
+        assert len(set(pids)) == len(pids), pids
 
 
 def test_backend_quorum_credit_assimilation_deletion_and_a_wrong_host(fullrun):

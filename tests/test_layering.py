@@ -15,9 +15,9 @@ FLOORS = {
     "boincpy.db": 3,
     "boincpy.shmem": 4, "boincpy.templates": 4, "boincpy.upload": 4, "boincpy.credit": 4,
     "boincpy.jobfiles": 4, "boincpy.sizeclass": 4, "boincpy.backend_lib": 4,
-    "boincpy.submit": 4,
+    "boincpy.submit": 4, "boincpy.resident": 4, "boincpy.hrclass": 4,
     "boincpy.sched": 5, "boincpy.daemons": 5, "boincpy.web": 5,
-    "boincpy.tools": 6, "boincpy.testing": 6,
+    "boincpy.tools": 6, "boincpy.testing": 6, "boincpy.wsgi": 6,
 }
 
 

@@ -46,7 +46,7 @@ def test_layout_and_permissions(made_project):
               "log_" + host, "pid_" + host, "tmp_" + host):
         assert os.path.isdir(p.path(d)), d
     # Written by Apache's children and the operator: setgid, group www-data, 2770.
-    for d in ("upload", "log_" + host, "html/cache"):
+    for d in ("upload", "log_" + host, "html/cache", "time_stats_log"):
         st = os.stat(p.path(d))
         assert st.st_gid == WWW_GID and _mode(p.path(d)) == 0o2770, d
     buckets = os.listdir(p.path("upload"))

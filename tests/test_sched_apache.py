@@ -19,8 +19,12 @@ from tests.sched_env import (APP_FILE, CLIENT, CLIENT_AUTH, PLATFORM,  # noqa: F
 
 WWW_UID = pwd.getpwnam("www-data").pw_uid
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(os.geteuid() != 0, reason="Apache's children run as www-data")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="Apache's children run as www-data"),
+    # every test as CGIs and as persistent processes (mod_wsgi daemon mode)
+    pytest.mark.parametrize("apache", ["cgi", "persistent"], indirect=True),
+]
 
 
 def scheduler_log(s):

@@ -23,6 +23,7 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not os.path.exists(BOINC), reason="boinc-client is not installed"),
     pytest.mark.skipif(os.geteuid() != 0, reason="Apache's children run as www-data"),
+    pytest.mark.parametrize("apache", ["cgi", "persistent"], indirect=True),
 ]
 
 

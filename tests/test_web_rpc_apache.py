@@ -1,5 +1,5 @@
-"""Account web RPCs over HTTP: html/user/*.php as CGIs under a private Apache
-(children run as www-data), requests spelled as the stock client spells them,
+"""Account web RPCs over HTTP: html/user/*.php as CGIs, and persistently, under
+a private Apache (children run as www-data), requests spelled as the stock client spells them,
 replies compared element by element with the C++/PHP server's."""
 
 import time
@@ -11,6 +11,9 @@ import pytest
 from boincpy import passwords
 from webrpc_util import (HEX32, NUMBER, WEAK_AUTH, assert_same_elements, error_of,
                          fixture_response, text_of)
+
+# every test with the pages as CGIs and in persistent processes (mod_wsgi)
+pytestmark = pytest.mark.parametrize("apache", ["cgi", "persistent"], indirect=True)
 
 EMAIL = "Tester@Example.com"
 PASSWORD = "right password"

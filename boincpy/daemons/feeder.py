@@ -27,8 +27,10 @@ Differences from the C++ feeder, on purpose:
 * the database is read and the error-WU updates are written outside the
   array's lock; the lock is held only while slots are written;
 * ``reread_db`` keeps the jobs of apps still present (C++ empties every slot);
-* homogeneous-redundancy slot allocation (``hr_allocate_slots``) and
-  job-size statistics are not done here yet;
+* job-size statistics (``job_size_matching``'s fpops_size) are not kept:
+  nothing in BOINC's scheduler reads them;
+* ``hr_info.txt`` is read again on ``reread_db`` (C++: at start only), so a
+  new census takes effect without a restart;
 * config.xml's <homogeneous_redundancy> is applied to the cached apps after
   a ``reread_db`` too (C++ applies it only at start).
 
@@ -38,6 +40,18 @@ Job size classes, as in C++: an app with ``n_size_classes`` > 1 gets its
 missing or short the feeder logs it as CRITICAL and caches no apps at all
 (C++ scan_tables stops there), so nothing is sent until the census is written
 and the tables are re-read.
+
+Homogeneous redundancy slot allocation (``<hr_allocate_slots/>``), as in
+C++: jobs committed to a rare HR class would otherwise fill the array while
+hardly any host can take them.  The feeder reads ``PROJECT/hr_info.txt``
+(RAC per class, written by the ``census`` task; without it the feeder
+refuses to start) at start and on ``reread_db``, and gives each HR type in
+use slots by its apps' weights; of a type's slots half go to uncommitted jobs
+(hr_class 0) and half to the classes in proportion to their RAC, at least
+one each (boincpy.hrclass.HrInfo.allocate).  Each pass first counts the
+slots each class holds, then skips a job whose class is full; jobs of HR
+apps are enumerated in id order from the last one taken (C++'s
+enumerate_all), whatever the ordering option.
 
 Every AV_UPDATE_PERIOD seconds the main feeder (no ``--mod``/``--wmod``, or
 part 0 of one) updates the app versions' credit scales
@@ -49,7 +63,9 @@ import time
 
 from boincpy.credit import app_version_scales
 from boincpy.daemons.base import Daemon, _option_names
+from boincpy.db.queries import ACTIVE_HOST_WHERE, host_fpops_percentile
 from boincpy.errors import ToolError
+from boincpy.hrclass import HR_INFO_FILE, HR_NCLASSES, HR_NTYPES, HrInfo, HrInfoError
 from boincpy.sizeclass import CensusFileError, census_file_name, read_census
 from boincpy import shmem
 
@@ -163,17 +179,17 @@ def scan_tables(db, cfg, log=None):
             "assignments": assignments}
 
 
-HR_NTYPES = 3          # homogeneous redundancy types: 0 none, 1 fine, 2 coarse
-
-
-def hr_init(tables, cfg, all_apps, log):
+def hr_init(tables, cfg, all_apps, log, nslots=0):
     """Check the homogeneous-redundancy settings and apply config.xml's
     <homogeneous_redundancy> to every cached app (feeder.cpp hr_init()); the
-    scheduler reads each app's type from the array.  Returns True if HR is used.
+    scheduler reads each app's type from the array.  Returns None when no app
+    uses HR, else the HrInfo with the slot allocation when
+    <hr_allocate_slots/> is set (read from PROJECT/hr_info.txt, which the
+    census task writes), else False.
 
     Raises ToolError (the feeder exits) as BOINC does: a type out of range, HR
-    set both globally and per app, or apps of different HR types without
-    --allapps.
+    set both globally and per app, apps of different HR types without
+    --allapps, or hr_allocate_slots without a readable hr_info.txt.
     """
     apps = tables["apps"]
     types = [int(a.get("homogeneous_redundancy") or 0) for a in apps]
@@ -192,13 +208,26 @@ def hr_init(tables, cfg, all_apps, log):
             a["homogeneous_redundancy"] = hrt
             a["weight"] = 1
     elif not some_app_uses_hr:
-        return False
+        return None
     elif len(set(types)) > 1 and not all_apps:
         raise ToolError("You must use --allapps if apps have different HR")
-    if cfg.hr_allocate_slots:
-        log.critical("hr_allocate_slots is not supported yet: job cache slots are not "
-                     "allocated to HR classes")
-    return True
+    if not cfg.hr_allocate_slots:
+        return False
+    path = cfg.project_path(HR_INFO_FILE)
+    try:
+        with open(path) as f:
+            info = HrInfo.parse(f.read())
+    except (OSError, HrInfoError) as exc:
+        raise ToolError("Can't read HR info file %s: %s (run the census task first)"
+                        % (path, getattr(exc, "strerror", None) or exc)) from None
+    for a in apps:
+        t = int(a.get("homogeneous_redundancy") or 0)
+        info.type_weights[t] += a["weight"]
+        info.type_being_used[t] = True
+    info.allocate(nslots, log)
+    for line in info.lines():
+        log.normal(line)
+    return info
 
 
 def perf_info(db):
@@ -206,15 +235,12 @@ def perf_info(db):
     mean, stddev, p50, p95 = 2.2e9, 0.7e9, 3.3e9, 3.3e9
     if db.query_value("SELECT COUNT(*) FROM host", default=0) < 10:
         return mean, stddev, p50, p95
-    where = "FROM host WHERE expavg_credit > 10"
+    where = "FROM host WHERE " + ACTIVE_HOST_WHERE
     mean = db.query_value("SELECT AVG(p_fpops) " + where, default=mean)
     stddev = db.query_value("SELECT STDDEV(p_fpops) " + where, default=stddev)
-    n = db.query_value("SELECT COUNT(*) " + where, default=0)
-    if n:
-        p50 = db.query_value("SELECT p_fpops %s ORDER BY p_fpops LIMIT %d, 1"
-                             % (where, int(n * 0.50)), default=p50)
-        p95 = db.query_value("SELECT p_fpops %s ORDER BY p_fpops LIMIT %d, 1"
-                             % (where, int(n * 0.95)), default=p95)
+    x = host_fpops_percentile(db, 50)
+    if x is not None:
+        p50, p95 = x, host_fpops_percentile(db, 95)
     return float(mean), float(stddev), float(p50), float(p95)
 
 
@@ -238,12 +264,16 @@ class _Enumeration:
     """One enumeration of sendable rows (per app with --allapps): the rows of
     the last query, consumed one at a time, re-queried once exhausted."""
 
-    def __init__(self, appid, limit):
+    def __init__(self, appid, limit, hr_type=0):
         self.appid = appid
         self.limit = limit
         self.rows = []
         self.pos = 0
         self.active = False
+        # with HR slot allocation: rows in id order from after the last one
+        # taken (DB_WORK_ITEM::enumerate_all), not in the chosen order
+        self.hr_type = hr_type
+        self.start_id = 0
 
 
 class Feeder(Daemon):
@@ -294,6 +324,7 @@ class Feeder(Daemon):
         self.is_main_feeder = all(not part or part[1] == 0 for part in
                                   (getattr(args, "mod", None), getattr(args, "wmod", None)))
         self.next_av_update_time = 0.0
+        self.hr_info = None             # the HR slot allocation (hr_allocate_slots)
 
     def _select_clause(self):
         clause, params = "", []
@@ -331,7 +362,7 @@ class Feeder(Daemon):
         except FileNotFoundError:
             pass
         tables = scan_tables(self.db, self.cfg, self.log)
-        hr_init(tables, self.cfg, self.all_apps, self.log)
+        self.hr_info = hr_init(tables, self.cfg, self.all_apps, self.log, self.nslots) or None
         self._log_tables(tables)
         self.create_array(tables)
         self.log.normal("read %d platforms, %d apps, %d app_versions, %d assignments"
@@ -370,12 +401,19 @@ class Feeder(Daemon):
             if sum(weights) == 0:
                 weights = [1.0] * len(apps)
             total = sum(weights)
-            self.enums = [_Enumeration(a["id"], int(0.5 + self.enum_limit * w / total))
-                          for a, w in zip(apps, weights)]
+            self.enums = [_Enumeration(a["id"], int(0.5 + self.enum_limit * w / total),
+                                       self._hr_type(a)) for a, w in zip(apps, weights)]
             self.app_indices = weighted_interleave(weights, self.nslots)
         else:
-            self.enums = [_Enumeration(None, self.enum_limit)]
+            self.enums = [_Enumeration(None, self.enum_limit,
+                                       self._hr_type(apps[0]) if apps else 0)]
             self.app_indices = [0] * self.nslots
+
+    def _hr_type(self, app):
+        """The HR type whose slot quota an app's jobs count against (0: none)."""
+        if self.hr_info is None:
+            return 0
+        return int(app.get("homogeneous_redundancy") or 0)
 
     def shutdown(self):
         if self.array is not None:
@@ -457,7 +495,7 @@ class Feeder(Daemon):
             return False
         self.log.normal("Found trigger file %s; re-scanning database tables." % REREAD_DB_FILE)
         tables = scan_tables(self.db, self.cfg, self.log)
-        hr_init(tables, self.cfg, self.all_apps, self.log)
+        self.hr_info = hr_init(tables, self.cfg, self.all_apps, self.log, self.nslots) or None
         self._log_tables(tables)
         if not self.array.write_tables(tables):
             self.log.normal("tables outgrew the segment; recreating it")
@@ -492,6 +530,14 @@ class Feeder(Daemon):
         if enum.appid is not None:
             clause += " AND r1.appid = %s"
             params.append(enum.appid)
+        if enum.hr_type:
+            # enumerate_all: on from the last row taken; none left: from the start
+            rows = self.db.query("%s%s AND r1.id > %%s ORDER BY r1.id LIMIT %d"
+                                 % (_ENUM_SELECT, clause, enum.limit),
+                                 params + [enum.start_id])
+            if not rows:
+                enum.start_id = 0
+            return rows
         return self.db.query("%s%s %s LIMIT %d" % (sql, clause, order, enum.limit),
                              params)
 
@@ -516,6 +562,7 @@ class Feeder(Daemon):
                 continue
             row = enum.rows[enum.pos]
             enum.pos += 1
+            enum.start_id = row["res_id"]
             if row["appid"] not in tables_apps:
                 continue
             if row["error_mask"]:
@@ -529,7 +576,41 @@ class Feeder(Daemon):
                 counts["collisions"] += 1
                 self.log.debug("result [RESULT#%d] already in array" % row["res_id"])
                 continue
+            if enum.hr_type and not self._hr_accept(enum.hr_type, row):
+                continue
             return row
+
+    def _hr_accept(self, hr_type, row):
+        """hr_allocate_slots: False if the row's HR class has its share of slots."""
+        c = row["hr_class"]
+        if not 0 <= c < HR_NCLASSES[hr_type]:
+            self.log.critical("HR class %d is out of range" % c)
+            return False
+        if not self.hr_info.accept(hr_type, c, self.log):
+            self.log.debug("rejecting [RESULT#%d] because HR class %d/%d over quota"
+                           % (row["res_id"], hr_type, c))
+            return False
+        return True
+
+    def hr_count_slots(self):
+        """The slots each HR class holds now (hr_count_slots(): PRESENT slots,
+        by the type of the slot's app under --allapps)."""
+        info, array = self.hr_info, self.array
+        for t in range(1, HR_NTYPES):
+            if info.type_being_used[t]:
+                info.cur_slots[t] = [0] * HR_NCLASSES[t]
+        apps = array.apps
+        for i in range(self.nslots):
+            if not apps:
+                break
+            t = int(apps[self.app_indices[i]].get("homogeneous_redundancy") or 0)
+            if not t or array.slot_state(i) != shmem.PRESENT:
+                continue
+            c = array.slot_hr_class(i)
+            if not 0 <= c < HR_NCLASSES[t]:
+                self.log.critical("HR class %d is out of range" % c)
+                continue
+            info.cur_slots[t][c] += 1
 
     def scan_work_array(self):
         """scan_work_array: one pass over the slots (see the module docstring)."""
@@ -544,6 +625,8 @@ class Feeder(Daemon):
         errors = []
         fills, purges, dead = [], [], []
         reliable_on = self.cfg.reliable_on_priority
+        if self.hr_info is not None:
+            self.hr_count_slots()
         for i, (state, prio, _, _, resultid, _) in enumerate(heads):
             if state == shmem.PRESENT:
                 if not self.purge_stale_time:

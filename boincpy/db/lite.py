@@ -14,6 +14,9 @@ import os
 import sys
 
 from boincpy.db.connection import Database, connect_error, connect_params
+from boincpy.errors import DatabaseError
+
+_CR_SERVER_GONE = 2006
 
 # MySQL field types -> Python (the C layer's converter table)
 _TEXT = ((128, bytes), (None, str))         # BINARY flag: bytes, else decoded text
@@ -89,11 +92,47 @@ class LiteDatabase(Database):
         return text % tuple(self._literal(p) for p in params)
 
     def _run(self, sql, params):
+        text = self._sql(sql, params)
         try:
-            self.conn.query(self._sql(sql, params))
+            self.conn.query(text)
         except Exception as exc:
-            raise self._wrap(exc, sql if isinstance(sql, str) else sql.decode("utf-8",
-                                                                               "replace"))
+            if not self._reopened(exc):
+                raise self._wrap(exc, sql if isinstance(sql, str) else sql.decode(
+                    "utf-8", "replace")) from None
+            try:
+                self.conn.query(text)
+            except Exception as exc2:
+                raise self._wrap(exc2, sql if isinstance(sql, str) else sql.decode(
+                    "utf-8", "replace")) from None
+
+    def _reopened(self, exc):
+        """After "server has gone away" outside a transaction: open a new
+        connection (True) so the statement can be sent again.  The statement
+        never reached the server (2006 is reported when sending), so sending
+        it again does not run it twice; a connection lost while the server ran
+        it (2013) is not retried.  This is what BOINC gets from the client
+        library's MYSQL_OPT_RECONNECT."""
+        code = exc.args[0] if getattr(exc, "args", None) else 0
+        if code != _CR_SERVER_GONE or self._in_transaction:
+            return False
+        try:
+            conn = _open(self.params)
+        except DatabaseError:
+            return False
+        try:
+            self.conn.close()
+        except Exception:
+            pass
+        self.conn = conn
+        return True
+
+    def ping(self):
+        """True if the server still answers on this connection."""
+        try:
+            self.conn.ping()
+            return True
+        except Exception:
+            return False
 
     def execute(self, sql, params=None):
         """Run one statement; return the number of affected rows."""
@@ -151,6 +190,10 @@ class LiteDatabase(Database):
 def connect(cfg, replica=False):
     """The project's database (as :func:`boincpy.db.connect`), on the light layer."""
     params = connect_params(cfg, replica)
+    return LiteDatabase(_open(params), params)
+
+
+def _open(params):
     _mysql = _mysql_module()
     kwargs = {"user": params["user"], "password": params["passwd"],
               "database": params["db"], "charset": params["charset"], "conv": _CONV}
@@ -162,4 +205,4 @@ def connect(cfg, replica=False):
     except _mysql.OperationalError as exc:
         raise connect_error(exc, params) from None
     conn.autocommit(True)
-    return LiteDatabase(conn, params)
+    return conn

@@ -356,6 +356,32 @@ create table msg_to_host (
     key msg_to_host (hostid, handled)
 ) engine=InnoDB;
 
+-- Locality scheduling's link to the project's work generator (BOINC's
+-- DB_FILESET and DB_SCHED_TRIGGER classes; Einstein@Home's tables, absent
+-- from BOINC's schema.sql).  One fileset per sticky data file, named as the
+-- file (its jobs are FILE__...), with one trigger row: the generator sets
+-- work_available for the files it can make jobs for (the working set) and
+-- no_work_available once a file has no more; the scheduler sets need_work
+-- when a file's jobs run out and working_set_removal when none remain.
+create table fileset (
+    id                      integer         not null auto_increment,
+    name                    varchar(191)    not null,
+    primary key (id),
+    unique key fileset_name (name)
+) engine=InnoDB;
+
+create table sched_trigger (
+    id                      integer         not null auto_increment,
+    fileset_id              integer         not null,
+    need_work               tinyint         not null default 0,
+    work_available          tinyint         not null default 0,
+    no_work_available       tinyint         not null default 0,
+    working_set_removal     tinyint         not null default 0,
+    primary key (id),
+    unique key sched_trigger_fileset (fileset_id),
+    key sched_trigger_work_available (work_available)
+) engine=InnoDB;
+
 create table assignment (
     id                      integer         not null auto_increment,
     create_time             integer         not null default 0,

@@ -47,6 +47,9 @@ def _check_deadline(work, wu, app, bav, delay_bound):
     if hard and not work.host.get("total_credit", 0):
         work.speed_insufficient = True
         return "deadline"
+    if work.ip_results is not None:         # <workload_sim>: simulate the queue
+        from boincpy.sched import edf
+        return edf.deadline_infeasible(work, wu, estimate_duration(work, wu, bav))
     ewd = estimate_duration(work, wu, bav)
     if hard:
         ewd *= 1.3

@@ -8,9 +8,11 @@ calls build on this one (daemons.md §2).  Job choice, imports running down::
     send.py     the order of sending, the scans, NCI, messages, resends
                 (sched_send.cpp, sched_array.cpp, sched_nci.cpp, sched_resend.cpp)
     assign.py   targeted and broadcast jobs (sched_assign.cpp)
+    locality.py locality scheduling (sched_locality.cpp)
     score.py    job_score and its terms (sched_score.cpp, sched_keyword.cpp)
     check.py    feasibility: the fast checks and the slow check against the
                 database (sched_check.cpp)
+    edf.py      workload_sim's deadline simulation (edf_sim.cpp)
     version.py  app version choice and plan class call-outs (sched_version.cpp)
     choose.py   this module
     hr.py       homogeneous redundancy host classes (hr.cpp, sched_hr.cpp)
@@ -284,9 +286,12 @@ class Work:
         self.pc_specs = False               # plan_class_spec.xml not looked for yet
         self.plan_host = None
         self.host_files = None              # locality lite: sticky files on the host
+        self.locality = None                # locality scheduling's state (locality.py)
         self.wu_sticky = {}                 # wuid -> sticky input file names
         self.user_kw = None                 # keyword_sched: (yes ids, no ids)
         self.wu_keywords = {}               # wuid -> keyword ids
+        self.ip_results = None              # workload_sim: the simulated queue (edf.py)
+        self.edf_rejects = None
         self.user_apps_only = True          # sched_old: only apps the user selected
         self.selected_app_message_index = 0
 
@@ -621,23 +626,60 @@ def _load_host_app_versions(work):
             row["n_jobs_today"] = 0
             work.hav_reset.add(gavid)
         row["daily_quota_exceeded"] = False
-        row["reliable"] = _reliable(cfg, row, multiplier)
+        row["reliable"] = _reliable(work, row, multiplier)
         if row["reliable"]:
             work.has_reliable_version = True
-        cv = row["consecutive_valid"]
-        row["trusted"] = cv >= CONS_VALID_UNREPLICATED and random.random() > 1.0 / cv
+        row["trusted"] = _trusted(work, row)
         work.havs[gavid] = row
 
 
-def _reliable(cfg, hav, multiplier):
+def _reliable(work, hav, multiplier):
+    """get_reliability_version(): the host returns this version's results
+    quickly (reliable_max_avg_turnaround), validly (CONS_VALID_RELIABLE in a
+    row) and at its full daily quota; such hosts get the jobs that need one
+    (reliable_on_priority)."""
+    cfg = work.cfg
+    debug = work.log.normal if cfg.debug_send else None
+    avid = hav["app_version_id"]
+    limit = cfg.reliable_max_avg_turnaround * multiplier
     if (hav["turnaround_n"] > MIN_HOST_SAMPLES and cfg.reliable_max_avg_turnaround
-            and hav["turnaround_avg"] > cfg.reliable_max_avg_turnaround * multiplier):
+            and hav["turnaround_avg"] > limit):
+        if debug:
+            debug("[send] [AV#%d] not reliable; avg turnaround: %.3f > %.3f hrs"
+                  % (avid, hav["turnaround_avg"] / 3600, limit / 3600))
         return False
     if hav["consecutive_valid"] < CONS_VALID_RELIABLE:
+        if debug:
+            debug("[send] [AV#%d] not reliable; cons valid %d < %d"
+                  % (avid, hav["consecutive_valid"], CONS_VALID_RELIABLE))
         return False
     if cfg.daily_result_quota and hav["max_jobs_per_day"] < cfg.daily_result_quota:
+        if debug:
+            debug("[send] [AV#%d] not reliable; max_jobs_per_day %d<%d"
+                  % (avid, hav["max_jobs_per_day"], cfg.daily_result_quota))
         return False
+    if debug:
+        debug("[send] [HOST#%d] app version %d is reliable" % (work.hostid, avid))
     return True
+
+
+def _trusted(work, hav):
+    """set_trust(): adaptive replication sends this version's jobs unreplicated
+    when it has CONS_VALID_UNREPLICATED valid results in a row -- then with
+    probability 1 - 1/consecutive_valid, so a host that turns bad is still
+    checked now and then, and loses its trust with its first invalid result."""
+    cv = hav["consecutive_valid"]
+    debug = work.log.normal if work.cfg.debug_send else None
+    if cv < CONS_VALID_UNREPLICATED:
+        if debug:
+            debug("[send] set_trust: cons valid %d < %d, don't use single replication"
+                  % (cv, CONS_VALID_UNREPLICATED))
+        return False
+    trusted = random.random() > 1.0 / cv
+    if debug:
+        debug("[send] set_trust: random choice for cons valid %d: %s"
+              % (cv, "yes" if trusted else "no"))
+    return trusted
 
 
 def _scaled_max_jobs_per_day(work, hav, usage):
@@ -869,12 +911,23 @@ def add_result_to_reply(work, result, wu, app, bav, resend=False):
         if hav is not None:
             hav["n_jobs_today"] += 1
         work.hav_added[bav.gavid] = work.hav_added.get(bav.gavid, 0) + 1
+    if work.ip_results is not None:         # workload_sim's queue (edf.py)
+        from boincpy.sched import edf
+        edf.job_sent(work, wu, est)
     if cfg.debug_send:
         work.log.normal("[send] [HOST#%d] sending [RESULT#%d %s] (est. dur. %.2fs)"
                         % (work.hostid, result["id"], result["name"], est))
-    # adaptive replication
+    # adaptive replication: a job created unreplicated (target_nresults 1,
+    # app.target_nresults > 1) is replicated unless this host is trusted
     if wu.get("target_nresults") == 1 and (app.get("target_nresults") or 0) > 1:
-        if not bav.trusted:
+        if bav.trusted:
+            if cfg.debug_send:
+                work.log.normal("[send] [WU#%d] using trusted app version, not replicating"
+                                % wu["id"])
+        else:
+            if cfg.debug_send:
+                work.log.normal("[send] [WU#%d] sending to untrusted host, replicating"
+                                % wu["id"])
             db.execute("UPDATE workunit SET target_nresults = %s, min_quorum = %s, "
                        "transition_time = %s WHERE id = %s",
                        (app["target_nresults"], app["target_nresults"], now, wu["id"]))

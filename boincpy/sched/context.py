@@ -114,6 +114,7 @@ class SchedContext(Record):
         ("code_sign_key", ""),           # KEY_DIR/code_sign_public, whitespace-stripped
         ("new_day", False),              # host's day changed since its last RPC: n_jobs_today reset
         ("work", None),                  # job choice's per-request state (boincpy.sched.choose)
+        ("resident", None),              # boincpy.resident.Resident: the process's database
     )
 
     def fitted(self, table, row, who):

@@ -71,13 +71,16 @@ def _remote_addr(environ):
     return environ.get("REMOTE_ADDR") or "?.?.?.?"
 
 
-def handle_request(cfg, body, environ=None, job_array=None, log=None, now=None):
+def handle_request(cfg, body, environ=None, job_array=None, log=None, now=None,
+                   resident=None):
     """Handle one <scheduler_request> (bytes); return the CGI output (bytes):
     the ``Content-type`` header line, a blank line and the <scheduler_reply>.
 
     ``job_array`` is the feeder's array when the caller has it (tests);
-    otherwise it is attached here.  Never raises: an unexpected failure is
-    logged as CRITICAL and answered with a well-formed reply.
+    otherwise it comes from ``resident`` (a :class:`boincpy.resident.Resident`,
+    which also gives the code-signing key and the database connection), or is
+    attached here for this request alone.  Never raises: an unexpected
+    failure is logged as CRITICAL and answered with a well-formed reply.
     """
     environ = environ if environ is not None else os.environ
     own_log = log is None
@@ -85,7 +88,7 @@ def handle_request(cfg, body, environ=None, job_array=None, log=None, now=None):
         log = open_log(cfg)
     start = time.time()
     try:
-        return _handle(cfg, body, environ, job_array, log, now, start)
+        return _handle(cfg, body, environ, job_array, log, now, start, resident)
     except Exception as exc:
         import traceback
         log.indent = 0
@@ -115,8 +118,9 @@ def error_reply(cfg, message):
     return text.encode("utf-8")
 
 
-def _handle(cfg, body, environ, job_array, log, now, start):
-    code_sign_key = read_code_sign_key(cfg)
+def _handle(cfg, body, environ, job_array, log, now, start, resident):
+    code_sign_key = (resident.key_text(cfg, "code_sign_public") if resident is not None
+                     else read_code_sign_key(cfg))
     if code_sign_key is None:
         log.critical("Can't read code sign key file (%s)"
                      % os.path.join(cfg.key_dir, "code_sign_public"))
@@ -124,8 +128,13 @@ def _handle(cfg, body, environ, job_array, log, now, start):
     if os.path.exists(os.path.join(cfg.project_dir, STOP_SCHED_FILE)):
         return replies.down_reply(DOWN_MESSAGE, cfg.maintenance_delay, cfg.ended)
     if job_array is not None:
-        return _handle_attached(cfg, body, environ, job_array, log, now, start, code_sign_key)
+        return _handle_attached(cfg, body, environ, job_array, log, now, start, code_sign_key,
+                                resident)
     try:
+        if resident is not None:
+            job_array = resident.job_array(cfg)
+            return _handle_attached(cfg, body, environ, job_array, log, now, start,
+                                    code_sign_key, resident)
         job_array = attach_job_array(cfg)
     except Exception as exc:
         log.critical(getattr(exc, "log_text", None)
@@ -134,18 +143,21 @@ def _handle(cfg, body, environ, job_array, log, now, start):
                                   or "Server error: feeder not running",
                                   cfg.maintenance_delay, cfg.ended)
     try:
-        return _handle_attached(cfg, body, environ, job_array, log, now, start, code_sign_key)
+        return _handle_attached(cfg, body, environ, job_array, log, now, start, code_sign_key,
+                                None)
     finally:
         job_array.close()
 
 
-def _handle_attached(cfg, body, environ, job_array, log, now, start, code_sign_key):
+def _handle_attached(cfg, body, environ, job_array, log, now, start, code_sign_key, resident):
     if cfg.debug_request_headers:
         _log_request_headers(environ, body, log)
-    saved = _save_request(cfg, body, environ, log) if cfg.debug_req_reply_dir else None
+    saved = (_save_request(cfg, body, environ, log, resident) if cfg.debug_req_reply_dir
+             else None)
     log.indent = 1
     ctx = SchedContext(cfg=cfg, log=log, now=int(now if now is not None else time.time()),
                        environ=environ, code_sign_key=code_sign_key)
+    ctx.resident = resident
     try:
         ctx.request = parse_request(body, cfg.max_results_accepted)
     except RequestError as exc:
@@ -161,7 +173,7 @@ def _handle_attached(cfg, body, environ, job_array, log, now, start, code_sign_k
         try:
             process_request(ctx, job_array)
         finally:
-            if ctx.db is not None:
+            if ctx.db is not None and resident is None:
                 ctx.db.close()
     if cfg.debug_user_messages:
         for priority, text in ctx.reply.messages:
@@ -408,7 +420,7 @@ def process_request(ctx, job_array):
     if have_no_work and cfg.nowork_skip and not req.results and req.hostid != 0:
         reply.add_message("No work available", "low")
         reply.set_delay(DELAY_NO_WORK_SKIP)
-        if not cfg.msg_to_host:
+        if not cfg.msg_to_host and not cfg.enable_vda:
             log.normal("No work - skipping DB access")
             return
     _process_with_db(ctx, job_array, blocked, wants_work, have_no_work)
@@ -419,7 +431,8 @@ def _process_with_db(ctx, job_array, blocked, wants_work, have_no_work):
     from boincpy.sched import hosts
     cfg, req, reply, log = ctx.cfg, ctx.request, ctx.reply, ctx.log
     try:
-        ctx.db = lite.connect(cfg)
+        ctx.db = (ctx.resident.database(cfg, log) if ctx.resident is not None
+                  else lite.connect(cfg))
     except Exception as exc:
         log.critical("can't open database: %s" % exc)
         reply.add_message("Server can't open database", "low")
@@ -448,6 +461,9 @@ def _process_with_db(ctx, job_array, blocked, wants_work, have_no_work):
         return
     try:
         _process_host(ctx, job_array, blocked, wants_work, have_no_work)
+        if cfg.locality_scheduling or cfg.locality_scheduler_fraction > 0:
+            from boincpy.sched.locality import send_file_deletes
+            send_file_deletes(ctx)
     finally:
         if lock:
             _unlock_host(ctx, lock)
@@ -462,6 +478,9 @@ def _process_host(ctx, job_array, blocked, wants_work, have_no_work):
     ctx.last_rpc_time = host["rpc_time"]
     ctx.new_day = hosts.is_new_day(host["id"], host["rpc_time"], ctx.now)
     hosts.modify_host(ctx)
+    if req.time_stats_log is not None:
+        from boincpy.sched.time_stats_log import write_time_stats_log
+        write_time_stats_log(ctx)
 
     ctx.platforms = _lookup_platforms(ctx, job_array)
     if not ctx.platforms:
@@ -612,9 +631,11 @@ def _log_request_headers(environ, body, log):
                                                   or "[Unknown]"))
 
 
-def _save_request(cfg, body, environ, log):
+def _save_request(cfg, body, environ, log, resident=None):
     pid = os.getpid()
-    base = os.path.join(cfg.debug_req_reply_dir, "%d_0" % pid)
+    # BOINC's FastCGI scheduler numbers a process's requests from 1; a CGI's is 0
+    counter = resident.requests if resident is not None and resident.persistent else 0
+    base = os.path.join(cfg.debug_req_reply_dir, "%d_%d" % (pid, counter))
     try:
         with open(base + "_sched.log", "a") as f:
             f.write("PID: %d Client IP: %s\n" % (pid, _remote_addr(environ)))
@@ -636,24 +657,43 @@ def _save_reply(base, out, log):
         log.critical("can't write reply file: %s" % exc)
 
 
-def cgi_main():
-    """Entry point of cgi-bin/cgi: CONTENT_LENGTH bytes of stdin in, reply out."""
-    import sys
-    out = sys.stdout.buffer
-    try:
-        from boincpy.config import load_config
-        cfg = load_config()
-    except Exception as exc:
-        sys.stderr.write("scheduler: can't parse config.xml: %s\n" % exc)
-        out.write(replies.down_reply("Server can't parse configuration file", 3600))
-        out.flush()
-        return
-    length = os.environ.get("CONTENT_LENGTH")
+def read_body(environ, stream):
+    """The request body: CONTENT_LENGTH bytes of ``stream``, or everything
+    up to its end when there is no CONTENT_LENGTH (a chunked POST), as BOINC
+    reads it."""
+    length = environ.get("CONTENT_LENGTH")
     try:
         length = int(length) if length else -1
     except ValueError:
         length = -1
-    # no CONTENT_LENGTH (a chunked POST): read to the end, as BOINC does
-    body = sys.stdin.buffer.read(length) if length >= 0 else sys.stdin.buffer.read()
-    out.write(handle_request(cfg, body, os.environ))
-    out.flush()
+    return stream.read(length) if length >= 0 else stream.read()
+
+
+def serve(environ, stream, resident, errors=None):
+    """One scheduler RPC as a plain function: the CGI environment and the
+    request body's stream in, the CGI output (bytes) out.  ``resident``
+    keeps configuration, key, database and job array (see
+    :mod:`boincpy.resident`); ``errors`` is where a configuration error is
+    written (the web server's error log)."""
+    resident.requests += 1
+    try:
+        cfg = resident.config()
+    except Exception as exc:
+        if errors is not None:
+            errors.write("scheduler: can't parse config.xml: %s\n" % exc)
+            errors.flush()
+        return replies.down_reply("Server can't parse configuration file", 3600)
+    return handle_request(cfg, read_body(environ, stream), environ, resident=resident)
+
+
+def cgi_main():
+    """Entry point of cgi-bin/cgi: CONTENT_LENGTH bytes of stdin in, reply out."""
+    import sys
+    from boincpy.resident import Resident
+    resident = Resident()
+    try:
+        out = serve(os.environ, sys.stdin.buffer, resident, sys.stderr)
+    finally:
+        resident.close()
+    sys.stdout.buffer.write(out)
+    sys.stdout.buffer.flush()

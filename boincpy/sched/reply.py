@@ -229,7 +229,9 @@ def write_reply(ctx, job_array=None):
     _write_messages(w, reply.messages, ccv)
     w("<project_name>%s</project_name>\n" % _x(cfg.long_name))
     if cfg.request_time_stats_log:
-        w("<send_time_stats_log>1</send_time_stats_log>\n")
+        from boincpy.sched.time_stats_log import have_time_stats_log
+        if not have_time_stats_log(cfg, (host or {}).get("id") or 0):
+            w("<send_time_stats_log>1</send_time_stats_log>\n")
     if reply.project_is_down:
         w("<project_is_down/>\n")
         w("</scheduler_reply>\n")

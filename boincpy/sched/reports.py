@@ -62,7 +62,11 @@ def _got_good_result(ctx, row):
     if hav is None:
         return
     if hav["max_jobs_per_day"] < quota:
-        hav["max_jobs_per_day"] = min(hav["max_jobs_per_day"] * 2, quota)
+        n = min(hav["max_jobs_per_day"] * 2, quota)
+        if ctx.cfg.debug_quota:
+            ctx.log.normal("[quota] increasing max_jobs_per_day for %d: %d->%d"
+                           % (hav["app_version_id"], hav["max_jobs_per_day"], n))
+        hav["max_jobs_per_day"] = n
 
 
 def _got_bad_result(ctx, row):
@@ -72,8 +76,11 @@ def _got_bad_result(ctx, row):
                                                                row["appid"]))
     if hav is None:
         return
-    n = min(hav["max_jobs_per_day"], quota) - 1
-    hav["max_jobs_per_day"] = max(n, 1)
+    n = max(min(hav["max_jobs_per_day"], quota) - 1, 1)
+    if ctx.cfg.debug_quota:
+        ctx.log.normal("[quota] decreasing max_jobs_per_day for %d: %d->%d"
+                       % (hav["app_version_id"], hav["max_jobs_per_day"], n))
+    hav["max_jobs_per_day"] = n
     hav["consecutive_valid"] = 0
 
 
@@ -347,12 +354,17 @@ def handle_msgs_from_host(ctx):
 
 
 def handle_msgs_to_host(ctx):
-    """Trickle-downs waiting for this host go into the reply and are marked handled."""
-    rows = ctx.db.query("SELECT id, xml FROM msg_to_host WHERE hostid = %s AND handled = 0",
-                        (ctx.host["id"],))
+    """Trickle-downs waiting for this host go into the reply and are marked
+    handled.  Each is claimed by a conditional UPDATE first, so two requests
+    of one host at once (a client retrying) never both deliver it."""
+    rows = ctx.db.query("SELECT id, xml FROM msg_to_host WHERE hostid = %s AND handled = 0 "
+                        "ORDER BY id", (ctx.host["id"],))
     for row in rows:
+        n = ctx.db.execute("UPDATE msg_to_host SET handled = 1 WHERE id = %s AND handled = 0",
+                           (row["id"],))
+        if n != 1:
+            continue
         xml = row["xml"]
         if isinstance(xml, bytes):
             xml = xml.decode("utf-8", "replace")
         ctx.reply.msgs_to_host.append(xml)
-        ctx.db.execute("UPDATE msg_to_host SET handled = 1 WHERE id = %s", (row["id"],))

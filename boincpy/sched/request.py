@@ -31,6 +31,10 @@ COPROC_TAGS = {"coproc_cuda": PROC_NVIDIA, "coproc_ati": PROC_AMD,
 # <coproc><type>NAME</type> in app versions and generic <coproc> elements.
 COPROC_TYPE_NAMES = {"NVIDIA": PROC_NVIDIA, "CUDA": PROC_NVIDIA, "ATI": PROC_AMD,
                      "intel_gpu": PROC_INTEL, "apple_gpu": PROC_APPLE}
+# What BOINC keeps of a trickle-up: msg_from_host.xml is a char[262144] and
+# variety a char[256] (safe_strcpy: at most one byte less).
+MSG_FROM_HOST_MAX_XML = 262143
+MSG_VARIETY_MAX = 255
 
 
 # No client nests elements this deep; deeper is refused before Python's stack is.
@@ -169,7 +173,8 @@ class IpResult(Record):
     FIELDS = (
         ("name", ""),
         ("report_deadline", 0.0),     # absolute, as sent
-        ("cpu_time_remaining", 0.0),
+        ("cpu_time_remaining", None),  # what BOINC reads; None if absent
+        ("time_remaining", 0.0),      # what clients since 6.x send
     )
 
 
@@ -257,6 +262,7 @@ class SchedulerRequest(Record):
         ("results_truncated", False),     # max_results_accepted dropped some
         ("ip_results", list),             # [IpResult]
         ("have_ip_results_list", False),
+        ("time_stats_log", None),         # <time_stats_log> contents (str), raw; None if absent
         ("dont_use_docker", False),
         ("dont_use_wsl", False),
         ("uptime", 0.0),
@@ -830,6 +836,14 @@ class _Parser:
         if box.get("name"):
             self.req.sticky_files.append((box["name"], box.get("nbytes", 0.0)))
 
+    def time_stats_log(self, tag, offset):
+        """<time_stats_log>: kept raw, as BOINC's dup_element_contents, to be
+        written once the host is known (request_time_stats_log)."""
+        if tag.endswith("/"):
+            self.req.time_stats_log = ""
+            return
+        self.req.time_stats_log = _text(self.raw_block(tag, offset))
+
     def user_keywords(self, tag, offset):
         """<user_keywords> (USER_KEYWORDS::parse): <yes>N</yes> and <no>N</no>
         keyword ids, for keyword scheduling."""
@@ -863,21 +877,22 @@ class _Parser:
         body = []
         for ln in lines:
             if b"<variety>" in ln:
-                msg.variety = _inner(ln, b"variety")
+                msg.variety = _inner(ln, b"variety", MSG_VARIETY_MAX)
                 continue
             if b"<result_name>" in ln:
                 msg.result_name = _inner(ln, b"result_name")
             elif b"<time>" in ln:
                 msg.time = c_strtol(_inner(ln, b"time")) or 0
             body.append(ln)
-        msg.xml = _text(b"".join(body))
+        msg.xml = _text(b"".join(body)[:MSG_FROM_HOST_MAX_XML])
         self.req.msgs_from_host.append(msg)
 
 
-def _inner(line, tag):
+def _inner(line, tag, limit=None):
     start = line.find(b"<" + tag + b">") + len(tag) + 2
     end = line.find(b"</" + tag + b">", start)
-    return _text(xml_unescape(line[start:end if end >= 0 else len(line)].strip()))
+    value = xml_unescape(line[start:end if end >= 0 else len(line)].strip())
+    return _text(value[:limit] if limit else value)
 
 
 _TOP_FIELDS = {
@@ -936,6 +951,7 @@ _TOP_HANDLERS = {
     "file_info": _Parser.sticky_file_info,
     "user_keywords": _Parser.user_keywords,
     "msg_from_host": _Parser.msg_from_host,
+    "time_stats_log": _Parser.time_stats_log,
     "cpu_req_secs": _cpu_field,
     "cpu_req_instances": _cpu_field,
     "estimated_delay": _cpu_field,
@@ -943,7 +959,7 @@ _TOP_HANDLERS = {
 
 # Elements BOINC skips without a log line (legacy or unused).
 _IGNORED_TOP = frozenset((
-    "host_venue", "time_stats_log", "job_log", "daily_xfer_history",
+    "host_venue", "job_log", "daily_xfer_history",
     "active_task_set", "app", "app_version", "duration_variability",
     "new_version_check_time", "newer_version", "project", "project_files", "proxy_info",
     "user_network_request", "user_run_request", "master_url", "project_name",
@@ -1047,6 +1063,7 @@ _IP_RESULT_FIELDS = {
     "name": ("name", "str_"),
     "report_deadline": ("report_deadline", "float_"),
     "cpu_time_remaining": ("cpu_time_remaining", "float_"),
+    "time_remaining": ("time_remaining", "float_"),
 }
 
 _COPROC_FIELDS = {

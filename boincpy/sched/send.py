@@ -18,8 +18,9 @@ sched_resend.cpp): targeted and broadcast jobs (boincpy.sched.assign),
 non-CPU-intensive apps (:func:`send_nci`, sched_nci.cpp: one job of each
 such app a host has none of, before the scan), the score-based scan of the
 feeder's array (boincpy.shmem) or ``<sched_old/>``'s multi-pass scan
-(:func:`send_work_old`, sched_array.cpp) in its place, the explanatory
-messages when nothing is sent, and resending lost results.  It is the only
+(:func:`send_work_old`, sched_array.cpp) in its place, or locality
+scheduling (boincpy.sched.locality), the explanatory messages when nothing
+is sent, and resending lost results.  It is the only
 module of job choice that imports the others (see boincpy.sched.choose for
 the map): the per-request state and the commit are in
 boincpy.sched.choose, app version choice in boincpy.sched.version,
@@ -491,7 +492,8 @@ def send_work(ctx, job_array):
     # BOINC's no_work() (the handler's check) is skipped with enable_assignment:
     # targeted jobs are not in the array, so an empty array still gets them.
     reserved = job_array.reserve_any(work.pid)
-    if not reserved and not work.cfg.enable_assignment:
+    uses_locality = work.cfg.locality_scheduling or work.cfg.locality_scheduler_fraction > 0
+    if not reserved and not work.cfg.enable_assignment and not uses_locality:
         work.no_jobs_available = True
         work.reason("no_jobs_available", "the job cache (feeder) holds no unsent jobs")
         if work.cfg.debug_send:
@@ -529,17 +531,26 @@ def _send_work_body(work, reserved):
         if cfg.debug_assignment:
             work.log.normal("[assign] [HOST#%d] sent assigned jobs" % work.hostid)
         return
+    if cfg.workload_sim:                # the host's queue, simulated (loaded only then)
+        from boincpy.sched import edf
+        edf.start(work)
     if getattr(work.ja, "have_nci_app", False):
         send_nci(work)
-    if not reserved:                    # enable_assignment and an empty array
-        return
     if not work_needed(work):
         return
-    locality = work.cfg.locality_scheduling or work.cfg.locality_scheduler_fraction
-    if locality:
-        work.reason("locality", "locality scheduling is not supported yet; using the "
-                    "job cache")
-    if cfg.sched_old and not locality:
+    # locality scheduling finds its jobs in the database, not in the array
+    # (its module is loaded only when it is on)
+    if cfg.locality_scheduler_fraction > 0:
+        from boincpy.sched import locality
+        locality.send_mixed(work, send_work_old)
+        return
+    if cfg.locality_scheduling:
+        from boincpy.sched import locality
+        locality.send_work_locality(work)
+        return
+    if not reserved:                    # enable_assignment and an empty array
+        return
+    if cfg.sched_old:
         send_work_old(work)
         return
     for rt in range(NPROC_TYPES - 1, -1, -1):

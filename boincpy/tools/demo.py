@@ -112,6 +112,7 @@ class Settings:
     timeout: float = 900.0
     verbose: bool = False
     plan_class: str = ""        # install the example app as PLATFORM__PLAN_CLASS (e.g. "mt")
+    persistent: bool = False    # make_project --persistent (mod_wsgi daemon processes)
 
     def __post_init__(self):
         self.project_root = os.path.abspath(os.path.expanduser(self.project_root))
@@ -280,6 +281,8 @@ class Demo:
             argv += ["--db_host", self.s.db_host]
         if self.s.db_socket:
             argv += ["--db_socket", self.s.db_socket]
+        if self.s.persistent:
+            argv += ["--persistent", "--processes", "2"]
         argv += [self.s.short_name, "boincpy demo (%s)" % self.s.short_name]
         self.secrets["ops_url"] = plan(argv).ops_url
         self.run_tool([sys.executable, os.path.join(REPO_ROOT, "bin", "make_project")] + argv,

@@ -68,6 +68,19 @@ def project_snippet(project_dir):
     return found[0]
 
 
+def _uses_wsgi(snippet):
+    with open(snippet, encoding="utf-8") as f:
+        return "WSGIDaemonProcess" in f.read()
+
+
+def _wsgi_module():
+    path = os.path.join(MODULE_DIR, "mod_wsgi.so")
+    if not os.path.exists(path):
+        raise ToolError("the project runs persistently (mod_wsgi) but %s is missing "
+                        "(Debian: apt-get install libapache2-mod-wsgi-py3)" % path)
+    return path
+
+
 def default_port(project_dir):
     """The port of the project's master URL if it is a loopback URL."""
     from boincpy.config import load_config
@@ -106,6 +119,13 @@ def conf_text(project_dir, port, run_dir, user=None):
         import grp
         lines += ["User %s" % user, "Group %s" % grp.getgrgid(group).gr_name]
     lines += ["LoadModule %s %s" % (name, os.path.join(MODULE_DIR, so)) for name, so in MODULES]
+    snippet = project_snippet(project_dir)
+    if _uses_wsgi(snippet):
+        # the persistent mode (boincpy.wsgi): daemon processes only, never
+        # Python inside Apache's own children
+        lines += ["LoadModule wsgi_module %s" % _wsgi_module(),
+                  'WSGISocketPrefix "%s"' % os.path.join(run_dir, "wsgi"),
+                  "WSGIRestrictEmbedded On"]
     lines += [
         "StartServers 2",
         "MinSpareServers 1",
@@ -127,7 +147,7 @@ def conf_text(project_dir, port, run_dir, user=None):
         '<FilesMatch "^\\.ht">',
         "    Require all denied",
         "</FilesMatch>",
-        'Include "%s"' % project_snippet(project_dir),
+        'Include "%s"' % snippet,
     ]
     return "\n".join(lines) + "\n"
 

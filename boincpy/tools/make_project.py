@@ -53,6 +53,7 @@ from urllib.parse import urlsplit
 
 from boincpy.config import SAFE_NEW_PROJECT
 from boincpy.errors import BoincpyError, DatabaseError, ToolError
+from boincpy.tools import server_mode
 from boincpy.web.ops import csrf as ops_csrf
 from boincpy.xml import xml_escape
 
@@ -172,6 +173,8 @@ class ProjectSpec:
     ops_user: str = ""
     ops_passwd: str = ""
     db_passwd_generated: bool = False
+    persistent: bool = False   # scheduler, upload handler, web RPCs under mod_wsgi
+    processes: int = 4
 
     @property
     def scheduler_url(self):
@@ -237,6 +240,11 @@ def _parser():
     a("--test_app", action="store_true",
       help="set up example_app: templates, project.xml entry, validator and assimilator")
     a("--web_only", action="store_true", help="web files only: no keys, bin/ or cgi-bin/")
+    a("--persistent", action="store_true",
+      help="serve the scheduler, upload handler and web RPCs with long-lived processes "
+           "(Apache's mod_wsgi, daemon mode) instead of CGIs; bin/server_mode switches later")
+    a("--processes", type=int, default=4,
+      help="with --persistent: how many processes (default 4)")
     a("--no_query", action="store_true", help="don't ask for confirmation")
     a("--srcdir", help="boincpy source tree holding bin/, cgi-bin/, html/ "
                        "(default: the one this module is in)")
@@ -368,6 +376,11 @@ def plan(argv):
         if not shutil.which("htpasswd"):
             raise ToolError("--ops_user needs the htpasswd program (Debian: apache2-utils)")
 
+    if args.processes < 1:
+        raise ToolError("--processes %d: at least 1" % args.processes)
+    if args.persistent and args.web_only:
+        raise ToolError("--persistent serves the scheduler: not with --web_only")
+
     srcdir = os.path.abspath(args.srcdir or REPO_ROOT)
     if not os.path.isdir(os.path.join(srcdir, "cgi-bin")) or \
             not os.path.isdir(os.path.join(srcdir, "bin")):
@@ -385,7 +398,8 @@ def plan(argv):
         delete_prev_inst=args.delete_prev_inst, test_app=args.test_app,
         web_only=args.web_only, no_query=args.no_query, verbose=args.verbose,
         ops_user=args.ops_user, ops_passwd=args.ops_passwd,
-        db_passwd_generated=db_passwd_generated)
+        db_passwd_generated=db_passwd_generated, persistent=args.persistent,
+        processes=args.processes)
 
 
 # ---------------------------------------------------------------------------
@@ -736,11 +750,11 @@ def build_tree(spec, stage, undo, say):
     for d in ("bin", "cgi-bin", "templates", "apps", "html", "html/user",
               "html/ops", "html/stats", "sample_results", pid_dir):
         _mkdir(S(d), 0o755)
-    # Written by the CGIs (Apache's group) and by the operator's daemons:
-    # setgid so files keep the group, group-writable.  tmp_HOST spools the
-    # files submitters upload (job_file.php); mail/ gets mass_email.php's
-    # messages when no <email_command> is set.
-    for d in ("upload", "html/cache", log_dir, tmp_dir, "mail"):
+    # Written by the CGIs (Apache's group; time_stats_log by the scheduler) and
+    # by the operator's daemons: setgid so files keep the group, group-writable.
+    # tmp_HOST spools the files submitters upload (job_file.php); mail/ gets
+    # mass_email.php's messages when no <email_command> is set.
+    for d in ("upload", "html/cache", "time_stats_log", log_dir, tmp_dir, "mail"):
         _mkdir(S(d), 0o2770)
         perms.group(S(d), 0o2770)
     # Remote job submission writes input files into download/ and job-level
@@ -792,6 +806,10 @@ def build_tree(spec, stage, undo, say):
         _write(S("templates", TEST_APP[0] + "_in"), TEST_APP_IN)
         _write(S("templates", TEST_APP[0] + "_out"), TEST_APP_OUT)
     _write(S(spec.short_name + ".httpd.conf"), httpd_conf(spec))
+    if spec.persistent:
+        _mkdir(S(server_mode.WSGI_DIR), 0o755)
+        _write(S(server_mode.WSGI_DIR, server_mode.WSGI_SCRIPT),
+               server_mode.wsgi_script_text(spec.project_root))
     _write(S(spec.short_name + ".cronjob"),
            "0,5,10,15,20,25,30,35,40,45,50,55 * * * * cd %s ; %s/bin/start --cron\n"
            % (spec.project_root, spec.project_root))
@@ -943,7 +961,9 @@ Alias "{user_path}" "{root}/html/user"
            master_url=spec.master_url, download_url=spec.download_url,
            cgi_url=spec.cgi_url, ops_url=spec.ops_url, user_path=user_path,
            download_path=download_path, stats_path=stats_path, ops_path=ops_path, cgi_path=cgi_path,
-           key_deny=key_deny)
+           key_deny=key_deny) + (
+        "\n" + server_mode.persistent_block(spec.short_name, root, spec.processes)
+        if spec.persistent else "")
 
 
 def readme(spec):
@@ -954,7 +974,8 @@ def readme(spec):
              "- Web server (Apache 2.4, as root): include the project's configuration,",
              "      echo 'Include %s/%s.httpd.conf' > /etc/apache2/conf-available/%s.conf"
              % (root, spec.short_name, spec.short_name),
-             "      a2enmod cgi; a2enconf %s; apache2ctl graceful" % spec.short_name,
+             "      a2enmod cgi%s; a2enconf %s; apache2ctl graceful"
+             % (" wsgi" if spec.persistent else "", spec.short_name),
              "  Apache runs as %s: its group reads config.xml and the public keys and"
              % spec.httpd_user,
              "  writes upload/ and %s/." % spec.host_dirs[0],

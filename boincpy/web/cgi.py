@@ -78,6 +78,9 @@ class WebRequest:
     environ: dict = field(default_factory=dict)
     files: list = field(default_factory=list)       # multipart.UploadedFile, in body order
     body_error: str = ""                            # why the body could not be read
+    # boincpy.resident.Resident: the process's configuration and database,
+    # kept between requests when the page runs persistently (boincpy.wsgi)
+    resident: object = field(default=None, repr=False, compare=False)
 
     def remove_files(self):
         """Delete the uploaded files' temporary copies that are left (PHP does
@@ -220,10 +223,10 @@ class Response:
         return ("\n".join(head) + "\n\n").encode("ascii", "replace")
 
     def cgi_bytes(self):
-        """Header block and body as the CGI writes them to stdout (not for
-        a ``path`` response: use write())."""
+        """Header block and body as the CGI writes them to stdout (a ``path``
+        body read whole: write() sends it in pieces)."""
         head = self.head_bytes()
-        return head + self.data
+        return head + b"".join(self.chunks())
 
     def chunks(self, size=1 << 16):
         """The body, in pieces."""
@@ -264,6 +267,58 @@ def error_response(err, header=True):
     if header:
         return xml_response(error_xml(err.num, err.msg))
     return Response(error_xml(err.num, err.msg), content_type=HTML_CONTENT_TYPE)
+
+
+def log_error(message):
+    """A line in the web server's error log (a CGI's stderr, mod_wsgi's
+    error log), as PHP's error_log."""
+    sys.stderr.write("[boincpy web rpc] %s\n" % message)
+    sys.stderr.flush()
+
+
+def serve(handler, environ, stream, resident, script=""):
+    """A web page as a plain function: the CGI environment and the body's
+    stream in, the CGI output (bytes) out.
+
+    ``handler(cfg, request) -> Response`` is the page (``request`` a
+    WebRequest from :func:`parse_request`, ``cfg`` config.xml without
+    config_aux.xml, as BOINC's PHP reads it); ``resident``
+    (:class:`boincpy.resident.Resident`) keeps the configuration and the
+    database connection between requests when the page runs persistently
+    (``request.resident``).  ``script`` names the page in error-log lines.
+    A handler may say how its body is read: ``handler.max_post_bytes`` (a
+    larger form), ``handler.uploads`` (multipart file parts are spooled in
+    the project's tmp directory and removed after the page).
+    """
+    from boincpy.errors import ConfigError
+    resident.requests += 1
+    try:
+        cfg = resident.config(aux=False)
+    except ConfigError as exc:
+        log_error("%s: %s" % (script, exc))
+        return xml_response(error_xml(-1, "Can't parse project config file.")).cgi_bytes()
+    request = parse_request(environ, stream,
+                            getattr(handler, "max_post_bytes", MAX_POST_BYTES),
+                            cfg.tmp_dir if getattr(handler, "uploads", False) else None)
+    request.resident = resident
+    try:
+        return handler(cfg, request).cgi_bytes()
+    finally:
+        request.remove_files()
+
+
+def run_cgi(handler, script=""):
+    """Run a web page (see :func:`serve`) as a CGI: os.environ and stdin in,
+    stdout out."""
+    import os
+    from boincpy.resident import Resident
+    resident = Resident()
+    try:
+        out = serve(handler, os.environ, sys.stdin.buffer, resident, script)
+    finally:
+        resident.close()
+    sys.stdout.buffer.write(out)
+    sys.stdout.buffer.flush()
 
 
 def write_response(resp, out=None):

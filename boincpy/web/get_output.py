@@ -31,7 +31,8 @@ import tempfile
 import zipfile
 
 from boincpy.web.cgi import HTML_CONTENT_TYPE, Response
-from boincpy.web.rpc import RpcContext, log_error
+from boincpy.web.cgi import log_error
+from boincpy.web.rpc import RpcContext
 
 _BATCH_DIR_ENTRY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-:@+]*$")
 
@@ -468,16 +469,8 @@ def handle(page, cfg, request):
 
 def cgi_main(page):
     """Entry point of html/user/get_output*.php."""
-    import sys
-    from boincpy.config import load_config
-    from boincpy.errors import ConfigError
-    from boincpy.web.cgi import parse_request, write_response
-    request = parse_request(os.environ, sys.stdin.buffer)
-    try:
-        cfg = load_config(aux=False)
-    except ConfigError as exc:
-        log_error("%s.php: %s" % (page, exc))
-        write_response(_text("ERROR: can't parse project config file"))
-        return
-    write_response(handle(page, cfg, request))
+    from boincpy.web.cgi import run_cgi
 
+    def handler(cfg, request):
+        return handle(page, cfg, request)
+    run_cgi(handler, page + ".php")

@@ -10,8 +10,8 @@ The rules on names, content and batches are :mod:`boincpy.submit.job_files`'.
 
 from boincpy.errors import SubmitError
 from boincpy.submit import job_files
-from boincpy.web.submit_rpc import (SubmitContext, authenticate, integer, log_request, number,
-                                    run)
+from boincpy.web.submit_rpc import (MAX_REQUEST_BYTES, SubmitContext, authenticate, integer,
+                                    log_request, number, run)
 
 
 def _common(ctx, r):
@@ -63,3 +63,13 @@ def handle(cfg, request):
         return run(ctx, OPERATIONS, "job_file", req_text)
     finally:
         ctx.close()
+
+
+handle.max_post_bytes = MAX_REQUEST_BYTES
+handle.uploads = True
+
+
+def cgi_main():
+    """Entry point of html/user/job_file.php."""
+    from boincpy.web.cgi import run_cgi
+    run_cgi(handle, "job_file.php")

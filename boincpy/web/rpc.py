@@ -28,7 +28,6 @@ element order and layout of BOINC's PHP pages; every value is XML-escaped.
 """
 
 import os
-import sys
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -42,7 +41,7 @@ from boincpy.web.cgi import (
     ERR_ACCT_REQUIRE_CONSENT, ERR_BAD_EMAIL_ADDR, ERR_BAD_PASSWD, ERR_BAD_USER_NAME,
     ERR_DB_CANT_CONNECT, ERR_DB_NOT_FOUND, ERR_DB_NOT_UNIQUE, ERR_PROJECT_DOWN,
     ERR_XML_PARSE, HTML_CONTENT_TYPE, Response, XmlError, error_response, error_xml,
-    parse_request, write_response, xml_response)
+    log_error, xml_response)
 from boincpy.web.markup import esc
 from boincpy.xml import xml_escape
 
@@ -68,6 +67,7 @@ class RpcContext:
     cfg: object
     request: object
     _db: object = field(default=None, repr=False)
+    _shared: bool = field(default=False, repr=False)
 
     def db(self):
         """The project database (BOINC's db_init_xml): -183 if stop_web, -138 if unreachable.
@@ -80,9 +80,14 @@ class RpcContext:
         if self._db is None:
             if self.web_stopped():
                 raise XmlError(ERR_PROJECT_DOWN)
-            from boincpy.db import connect
+            resident = self.request.resident
             try:
-                self._db = connect(self.cfg)
+                if resident is not None:     # the process's connection, kept open
+                    self._db = resident.database(self.cfg)
+                    self._shared = True
+                else:
+                    from boincpy.db import connect
+                    self._db = connect(self.cfg)
             except DatabaseError as exc:
                 log_error("database: %s" % exc)
                 raise XmlError(ERR_DB_CANT_CONNECT) from None
@@ -97,15 +102,9 @@ class RpcContext:
         return os.path.exists(self.cfg.project_path("stop_sched"))
 
     def close(self):
-        if self._db is not None:
+        if self._db is not None and not self._shared:
             self._db.close()
-            self._db = None
-
-
-def log_error(message):
-    """A line in the web server's error log (a CGI's stderr), as PHP's error_log."""
-    sys.stderr.write("[boincpy web rpc] %s\n" % message)
-    sys.stderr.flush()
+        self._db = None
 
 
 def format_number(value):
@@ -829,13 +828,8 @@ def cgi_main(name):
     by the Apache configuration make_project writes), else config.xml in the
     current directory or up to two levels above (html/user -> PROJECT).
     """
-    from boincpy.config import load_config
-    from boincpy.errors import ConfigError
-    request = parse_request(os.environ, sys.stdin.buffer)
-    try:
-        cfg = load_config(aux=False)
-    except ConfigError as exc:
-        log_error("%s.php: %s" % (name, exc))
-        write_response(xml_response(error_xml(-1, "Can't parse project config file.")))
-        return
-    write_response(handle(name, cfg, request))
+    from boincpy.web.cgi import run_cgi
+
+    def handler(cfg, request):
+        return handle(name, cfg, request)
+    run_cgi(handler, name + ".php")

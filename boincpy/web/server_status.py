@@ -21,7 +21,6 @@ import hashlib
 import json
 import math
 import os
-import sys
 import time
 from urllib.parse import urlsplit
 
@@ -300,20 +299,22 @@ def status_html(cfg, daemons, have_remote, j):
 
 
 def handle(cfg, request, now=None):
-    """Serve one request; return its Response."""
-    from boincpy.db import connect
+    """Serve one request (``handler(cfg, request)`` of boincpy.web.cgi.serve);
+    return its Response.  A database that can't be reached gives a 503 page."""
     from boincpy.cnum import php_numeric
+    from boincpy.db import connect
+    from boincpy.web.cgi import log_error
     now = int(time.time() if now is None else now)
     conns = []
 
     def db():
+        # its own connection, opened only on a cache miss or for ?counts=1
         if not conns:
             conns.append(connect(cfg))
         return conns[0]
 
     def flag(name):
-        number = php_numeric(request.get.get(name) or "")
-        return bool(number)
+        return bool(php_numeric(request.get.get(name) or ""))
 
     try:
         if flag("counts"):
@@ -324,22 +325,18 @@ def handle(cfg, request, now=None):
             return xml_response(status_xml(daemons, jobs))
         return Response(status_html(cfg, daemons, have_remote, jobs),
                         content_type=HTML_CONTENT_TYPE)
+    except BoincpyError as exc:
+        log_error("server_status.php: %s" % exc)
+        return Response("<!DOCTYPE html>\n<html><body><p>The project status is not "
+                        "available: %s</p></body></html>\n" % html_escape(exc.message),
+                        content_type=HTML_CONTENT_TYPE, status="503 Service Unavailable")
     finally:
         for conn in conns:
             conn.close()
 
 
 def cgi_main():
-    """Entry point of html/user/server_status.php."""
-    from boincpy.config import load_config
-    from boincpy.web.cgi import parse_request, write_response
-    from boincpy.web.rpc import log_error
-    request = parse_request(os.environ, sys.stdin.buffer)
-    try:
-        resp = handle(load_config(aux=False), request)
-    except BoincpyError as exc:
-        log_error("server_status.php: %s" % exc)
-        resp = Response("<!DOCTYPE html>\n<html><body><p>The project status is not "
-                        "available: %s</p></body></html>\n" % html_escape(exc.message),
-                        content_type=HTML_CONTENT_TYPE, status="503 Service Unavailable")
-    write_response(resp)
+    """Entry point of html/user/server_status.php (a CGI; in the persistent
+    mode boincpy.wsgi serves :func:`handle` itself)."""
+    from boincpy.web.cgi import run_cgi
+    run_cgi(handle, PAGE)

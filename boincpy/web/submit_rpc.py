@@ -40,9 +40,9 @@ import traceback
 from boincpy.errors import BoincpyError, SubmitError, TemplateError, ToolError
 from boincpy.states import BatchState, Outcome, ServerState, ValidateState, WuError
 from boincpy.web import accounts
-from boincpy.web.cgi import XML_DECLARATION, Response, XmlError, error_xml, php_float
+from boincpy.web.cgi import XML_DECLARATION, Response, XmlError, error_xml, log_error, php_float
+from boincpy.web.rpc import RpcContext, format_number
 from boincpy.xml import xml_escape
-from boincpy.web.rpc import RpcContext, format_number, log_error
 
 # A 10,000-job batch with job-level templates is ~15 MB of XML.
 MAX_REQUEST_BYTES = 64 << 20
@@ -113,8 +113,12 @@ def to_number(raw, what):
     raw = raw.strip()
     if not raw:
         return 0.0
+    try:
+        whole = float(raw)          # "1e400", "inf", "nan": refused, not read as 0
+    except ValueError:
+        whole = 0.0
     value = atof(raw)
-    if not math.isfinite(value):
+    if not (math.isfinite(value) and math.isfinite(whole)):
         raise SubmitError("bad value for %s: %s" % (what, raw))
     return value
 
@@ -795,28 +799,11 @@ def handle(cfg, request):
         ctx.close()
 
 
-def upload_dir(cfg):
-    """Where uploaded request parts are spooled (the project's tmp directory)."""
-    return cfg.tmp_dir
+handle.max_post_bytes = MAX_REQUEST_BYTES
+handle.uploads = True
 
 
-def cgi_main(handler=handle):
-    """Entry point of html/user/submit_rpc_handler.php (and job_file.php with
-    its own handler): read the request, answer it."""
-    import sys
-    from boincpy.config import load_config
-    from boincpy.errors import ConfigError
-    from boincpy.web.cgi import parse_request, write_response
-    try:
-        cfg = load_config(aux=False)
-    except ConfigError as exc:
-        log_error("remote submission: %s" % exc)
-        write_response(Response(XML_DECLARATION + error_xml(
-            -1, "Can't parse project config file.")))
-        return
-    request = parse_request(os.environ, sys.stdin.buffer, max_post_bytes=MAX_REQUEST_BYTES,
-                            upload_dir=upload_dir(cfg))
-    try:
-        write_response(handler(cfg, request))
-    finally:
-        request.remove_files()
+def cgi_main():
+    """Entry point of html/user/submit_rpc_handler.php."""
+    from boincpy.web.cgi import run_cgi
+    run_cgi(handle, "submit_rpc_handler.php")

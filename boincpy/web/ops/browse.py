@@ -91,6 +91,7 @@ TABLES = {
         Filter("max_id", "ID at most", "max", "id"),
         Filter("appid", "Application", "app"),
         Filter("batch", "Batch", "int"),
+        Filter("hr_class", "HR class", "int"),
         Filter("name", "Name contains", "like"),
         Filter("error_mask", "Errors", "errmask"),
         Filter("need_validate", "Needs validation", "yesno"),

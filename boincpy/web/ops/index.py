@@ -96,6 +96,7 @@ def page(ctx):
                  link("size_census.php", "Job size classes (size_census)"),
                  link("host_stats.php", "Host statistics: platforms, CPUs, OS"),
                  link("error_summary.php", "Most frequent errors"),
+                 link("hrclass_summary.php", "Homogeneous redundancy classes"),
                  link("show_log.php", "Show/grep logs")]
     people = [link("list_new_users.php", "Newest users"),
               link("manage_user.php", "Manage a user (ban, delete a spammer, privileges)"),

@@ -22,8 +22,8 @@ from boincpy.config import CONFIG_FILE, load_config
 from boincpy.errors import BoincpyError
 from boincpy.web.ops.request import BadRequest, Response, read_request, write_response
 from boincpy.web.markup import fmt
-from boincpy.web.ops import (apps, browse, dbinfo, failures, hosts, index, jobs, logs, mail,
-                             status, users)
+from boincpy.web.ops import (apps, browse, dbinfo, failures, hosts, hrclass, index, jobs,
+                             logs, mail, status, users)
 from boincpy.web.ops.page import Context, PageError, error_page, render
 
 PAGES = {
@@ -58,6 +58,8 @@ PAGES = {
     "pass_percentage_by_platform.php": failures.pass_percentage,
     "host_stats.php": hosts.host_stats,
     "size_census.php": hosts.size_census,
+    "hrclass_summary.php": hrclass.hrclass_summary,
+    "reset_hrclass.php": hrclass.reset_hrclass,
 }
 
 

@@ -1,0 +1,48 @@
+"""purge_trickles: remove trickle messages that have been handled (BOINC's
+html/ops/purge_trickles.php, a command-line script).
+
+    purge_trickles                     both tables: rows with handled <> 0
+    purge_trickles msg_from_host N     trickle-ups with handled = N
+    purge_trickles msg_to_host N       trickle-downs with handled = N
+
+Trickle-ups are handled once a trickle handler has run on them, trickle-downs
+once the scheduler has put them in a reply.  Run it as a task (e.g. daily).
+"""
+
+from boincpy.daemons.base import Daemon
+from boincpy.errors import ToolError
+
+TABLES = ("msg_from_host", "msg_to_host")
+
+
+class PurgeTrickles(Daemon):
+    """The purge_trickles task."""
+
+    name = "purge_trickles"
+    one_shot = True
+    supports_mod = False
+    description = ("Delete handled trickle messages: with no arguments those of both "
+                   "tables with handled <> 0; 'msg_from_host N' or 'msg_to_host N': that "
+                   "table's rows with handled = N.")
+
+    @classmethod
+    def add_arguments(cls, parser):
+        parser.add_argument("table", nargs="?", choices=TABLES,
+                            help="only this table (then N is required)")
+        parser.add_argument("handled", nargs="?", type=int, metavar="N",
+                            help="delete the rows whose handled is N")
+
+    def initialise(self):
+        if self.args.table and self.args.handled is None:
+            raise ToolError("usage: purge_trickles [msg_from_host N | msg_to_host N]")
+        super().initialise()
+
+    def one_pass(self):
+        if self.args.table:
+            plan = [(self.args.table, "handled = %s", (self.args.handled,))]
+        else:
+            plan = [(t, "handled <> 0", ()) for t in TABLES]
+        for table, where, params in plan:
+            n = self.db.execute("DELETE FROM %s WHERE %s" % (table, where), params)
+            self.log.normal("%s: deleted %d handled messages" % (table, n))
+        return True

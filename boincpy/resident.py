@@ -1,0 +1,179 @@
+"""What a server process keeps from one request to the next.
+
+The scheduler, the upload handler and the web RPCs run either as classic
+CGIs (one process per request) or persistently (one process serving many
+requests, :mod:`boincpy.wsgi`).  Both go through a :class:`Resident`: a CGI
+makes one, serves its request and closes it; a persistent process keeps one
+for its whole life.  So the two modes run the same code, and what differs
+is only how long these things live:
+
+* the project's configuration (``config.xml`` and, for the server programs,
+  ``config_aux.xml``), parsed again when either file changes (its size,
+  time or inode);
+* key files (``code_sign_public``, ``upload_public``, ...), read again when
+  they change;
+* one database connection, pinged before a request reuses it and opened
+  again when the server has dropped it or restarted (BOINC's FastCGI
+  scheduler does the same in open_database());
+* the feeder's job array, attached once and attached again when the feeder
+  has made a new segment (restarted, or shmem_key changed).
+
+Every check is a ``stat``: a few microseconds a request.
+"""
+
+import os
+
+
+def _signature(path):
+    """What tells that a file changed: (inode, size, mtime) or None if missing."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+class Resident:
+    """A server process's configuration, keys, database and job array.
+
+    ``project_dir`` None: found as BOINC's programs find it
+    (:func:`boincpy.config.find_project_dir`).  ``persistent``: the process serves many requests (only names
+    and counters differ, e.g. debug_req_reply_dir's file names).
+    """
+
+    def __init__(self, project_dir=None, persistent=False):
+        self.project_dir = project_dir
+        self.persistent = persistent
+        self.requests = 0
+        self._cfgs = {}             # aux -> (signature of the files, Config)
+        self._files = {}            # path -> (signature, value)
+        self._db = None
+        self._db_key = None
+        self._db_used = False
+        self._array = None
+        self._array_path = None
+
+    # -- configuration --------------------------------------------------
+
+    def config(self, aux=True):
+        """The project's Config, parsed again when config.xml (or, with
+        ``aux``, config_aux.xml) changed since the last call.  ``aux``: read
+        config_aux.xml too, as BOINC's server programs do (its web pages
+        don't, so a broken config_aux.xml can't stop them).  Raises
+        ConfigError as load_config does, on every call until the file is
+        fixed."""
+        from boincpy.config import CONFIG_AUX_FILE, CONFIG_FILE, find_project_dir, load_config
+        if self.project_dir is None:
+            self.project_dir = find_project_dir()
+        sig = (_signature(os.path.join(self.project_dir, CONFIG_FILE)),
+               _signature(os.path.join(self.project_dir, CONFIG_AUX_FILE)) if aux else None)
+        hit = self._cfgs.get(aux)
+        if hit is not None and hit[0] == sig:
+            return hit[1]
+        self._cfgs.pop(aux, None)
+        cfg = load_config(self.project_dir, aux=aux)
+        self._cfgs[aux] = (sig, cfg)
+        return cfg
+
+    # -- files and keys --------------------------------------------------
+
+    def file_value(self, path, parse):
+        """``parse(path)`` of a file, kept until the file changes; None while
+        the file is missing.  An exception from ``parse`` propagates (and the
+        next call tries again)."""
+        sig = _signature(path)
+        if sig is None:
+            self._files.pop(path, None)
+            return None
+        hit = self._files.get(path)
+        if hit is not None and hit[0] == sig:
+            return hit[1]
+        value = parse(path)
+        self._files[path] = (sig, value)
+        return value
+
+    def key_text(self, cfg, name):
+        """KEY_DIR/NAME, whitespace-stripped (the code-signing key the
+        scheduler hands out), or None if unreadable."""
+        def read(path):
+            with open(path, "rb") as f:
+                return f.read().decode("ascii", "replace").strip()
+        try:
+            return self.file_value(os.path.join(cfg.key_dir, name), read)
+        except OSError:
+            return None
+
+    def key(self, cfg, name):
+        """KEY_DIR/NAME as a parsed key (:func:`boincpy.crypto.read_key`);
+        None if missing; raises what read_key raises for a bad file."""
+        from boincpy import crypto
+        return self.file_value(os.path.join(cfg.key_dir, name), crypto.read_key)
+
+    # -- database ---------------------------------------------------------
+
+    def database(self, cfg, log=None):
+        """The project's database (:mod:`boincpy.db.lite`), one connection
+        for the process.  A connection already used by an earlier request is
+        pinged first; if the server dropped it (restart, wait_timeout, KILL)
+        it is opened again, as BOINC's FastCGI scheduler does, and the
+        request goes on.  Raises DatabaseError if it can't be opened."""
+        from boincpy.db import lite
+        from boincpy.db.connection import connect_params
+        key = repr(sorted(connect_params(cfg).items()))
+        db = self._db
+        if db is not None and key != self._db_key:
+            self.close_database()           # config.xml names another database
+            db = None
+        if db is not None and self._db_used:
+            if db.ping():
+                return db
+            if log is not None:
+                log.critical("lost connection to database - trying to reconnect")
+            self.close_database()
+            db = None
+        if db is None:
+            db = lite.connect(cfg)
+            self._db, self._db_key = db, key
+        self._db_used = True
+        return db
+
+    def close_database(self):
+        """Close the connection (the next request opens a new one)."""
+        if self._db is not None:
+            self._db.close()
+        self._db = None
+        self._db_used = False
+
+    # -- the feeder's job array ---------------------------------------------
+
+    def job_array(self, cfg):
+        """The feeder's job array, mapped once.  Mapped again when the
+        segment file at this project's path is not the mapped one (the
+        feeder restarted and made a new segment, or shmem_key changed) or
+        the mapped one was marked not ready.  Raises ShmemError as
+        :func:`boincpy.shmem.attach` does."""
+        from boincpy import shmem
+        path = shmem.segment_path(cfg)
+        array = self._array
+        if array is not None:
+            if path == self._array_path and array.ready:
+                sig = _signature(path)
+                own = os.fstat(array.fd)
+                if sig is not None and sig[0] == own.st_ino:
+                    return array
+            self.close_job_array()
+        array = shmem.attach(cfg)
+        self._array, self._array_path = array, path
+        return array
+
+    def close_job_array(self):
+        if self._array is not None:
+            self._array.close()
+        self._array = None
+        self._array_path = None
+
+    def close(self):
+        """Give everything back (a CGI's end, or a persistent process exiting)."""
+        self.close_database()
+        self.close_job_array()
+

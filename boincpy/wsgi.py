@@ -1,0 +1,164 @@
+"""The persistent mode: the scheduler, the upload handler and the web RPCs
+served by long-lived processes of Apache's mod_wsgi (daemon mode).
+
+A classic CGI pays for a Python start-up and the imports on every request;
+here a process imports everything once and serves request after request
+through the same plain functions the CGIs call (``serve(environ, stream,
+resident)`` -> the CGI's output), so replies and log lines are byte for byte
+those of the CGIs.  What a process keeps between requests (configuration
+re-read when its files change, keys, one database connection, the feeder's
+job array) is a :class:`boincpy.resident.Resident`.
+
+Why mod_wsgi in daemon mode (Debian's libapache2-mod-wsgi-py3) rather than
+mod_fcgid: WSGI is Python's own server interface, so no FastCGI protocol code
+(the standard library has none) or extra package is needed; Apache starts the
+daemon processes under the project's web server user, restarts one that dies
+(a crash, a SIGKILL, ``request-timeout``), and replaces them all gracefully
+when the ``.wsgi`` file is touched or Apache is reloaded.  Processes run one
+request at a time (``threads=1``): a reserved slot of the job array carries
+the process id, as BOINC's scheduler processes do, so two requests of one
+process must never be in flight together.
+
+``make_project --persistent`` writes the Apache configuration and
+PROJECT/wsgi/boincpy.wsgi (which calls :func:`make_application`);
+``bin/server_mode`` switches an existing project between the two modes.
+"""
+
+import os
+import sys
+
+from boincpy.resident import Resident
+
+SCHEDULER = "cgi"
+UPLOAD_HANDLER = "file_upload_handler"
+
+# html/user pages served persistently: script name -> "module:function[:arg]",
+# function([arg,] cfg, request) -> boincpy.web.cgi.Response (the shape of
+# boincpy.web.cgi.serve's handlers).  A page listed here is routed to the
+# daemon by the Apache configuration make_project writes; any other .php
+# stays a CGI.  A new page plugs in with one line.
+WEB_PAGES = {
+    "get_project_config.php": "boincpy.web.rpc:handle:get_project_config",
+    "create_account.php": "boincpy.web.rpc:handle:create_account",
+    "lookup_account.php": "boincpy.web.rpc:handle:lookup_account",
+    "am_get_info.php": "boincpy.web.rpc:handle:am_get_info",
+    "am_set_info.php": "boincpy.web.rpc:handle:am_set_info",
+    "show_user.php": "boincpy.web.rpc:handle:show_user",
+    "team_lookup.php": "boincpy.web.rpc:handle:team_lookup",
+    "create_team.php": "boincpy.web.rpc:handle:create_team",
+    "submit_rpc_handler.php": "boincpy.web.submit_rpc:handle",
+    "job_file.php": "boincpy.web.job_file:handle",
+    "get_output.php": "boincpy.web.get_output:handle:get_output",
+    "get_output2.php": "boincpy.web.get_output:handle:get_output2",
+    "get_output3.php": "boincpy.web.get_output:handle:get_output3",
+    "server_status.php": "boincpy.web.server_status:handle",
+}
+
+_STATUS = {"200": "200 OK", "400": "400 Bad Request", "403": "403 Forbidden",
+           "404": "404 Not Found", "500": "500 Internal Server Error"}
+
+
+def page_handler(target):
+    """The callable ``handler(cfg, request)`` a WEB_PAGES entry names."""
+    import importlib
+    parts = target.split(":")
+    function = getattr(importlib.import_module(parts[0]), parts[1])
+    if len(parts) == 2:
+        return function
+    arg = parts[2]
+
+    def handler(cfg, request):
+        return function(arg, cfg, request)
+    return handler
+
+
+def split_cgi_output(data):
+    """A CGI's output (bytes) -> (WSGI status line, header list, body)."""
+    head, sep, body = data.partition(b"\r\n\r\n")
+    if not sep:
+        head, sep, body = data.partition(b"\n\n")
+    if not sep:
+        return "500 Internal Server Error", [("Content-Type", "text/plain")], data
+    status = "200 OK"
+    headers = []
+    for line in head.decode("latin-1").splitlines():
+        name, _, value = line.partition(":")
+        name, value = name.strip(), value.strip()
+        if name.lower() == "status":
+            status = value if " " in value else _STATUS.get(value, value + " Unknown")
+        elif name.lower() != "content-length":
+            headers.append((name, value))
+    headers.append(("Content-Length", str(len(body))))
+    return status, headers, body
+
+
+class Application:
+    """The WSGI application of one project: dispatch by script name (the last
+    part of SCRIPT_NAME) to the scheduler, the upload handler or a WEB_PAGES
+    entry.  One per process; ``resident`` lives as long as it does."""
+
+    def __init__(self, project_dir, preload=True):
+        self.project_dir = os.path.abspath(project_dir)
+        self.resident = Resident(self.project_dir, persistent=True)
+        self.pages = {}
+        if preload:
+            self.preload()
+
+    def preload(self):
+        """Import what requests need now, so no request pays for it."""
+        import importlib
+        for module in ("boincpy.sched.handler", "boincpy.sched.hosts", "boincpy.sched.reports",
+                       "boincpy.sched.send", "boincpy.upload", "boincpy.db.lite"):
+            importlib.import_module(module)
+        for name in WEB_PAGES:
+            self.page(name)
+
+    def page(self, name):
+        handler = self.pages.get(name)
+        if handler is None:
+            handler = self.pages[name] = page_handler(WEB_PAGES[name])
+        return handler
+
+    def respond(self, environ, stream):
+        """The CGI output (bytes) for one request, or None for an unknown script."""
+        script = environ.get("SCRIPT_NAME", "").rstrip("/").rsplit("/", 1)[-1]
+        errors = environ.get("wsgi.errors", sys.stderr)
+        if script == SCHEDULER:
+            from boincpy.sched import handler
+            try:
+                return handler.serve(environ, stream, self.resident, errors)
+            finally:
+                self._release_slots()
+        if script == UPLOAD_HANDLER:
+            from boincpy import upload
+            return upload.serve(environ, stream, self.resident, errors)
+        if script in WEB_PAGES:
+            from boincpy.web import cgi
+            return cgi.serve(self.page(script), environ, stream, self.resident, script)
+        return None
+
+    def _release_slots(self):
+        # job choice gives back what it reserved; this is the backstop for a
+        # request that ended some other way, since the process lives on
+        array = self.resident._array
+        if array is not None:
+            try:
+                array.restore(os.getpid())
+            except (OSError, ValueError):
+                self.resident.close_job_array()
+
+    def __call__(self, environ, start_response):
+        out = self.respond(environ, environ["wsgi.input"])
+        if out is None:
+            start_response("404 Not Found", [("Content-Type", "text/plain")])
+            return [b"not found\n"]
+        status, headers, body = split_cgi_output(out)
+        start_response(status, headers)
+        return [body]
+
+
+def make_application(project_dir):
+    """The WSGI application for the project in ``project_dir`` (what
+    PROJECT/wsgi/boincpy.wsgi calls)."""
+    os.environ.setdefault("BOINC_PROJECT_DIR", os.path.abspath(project_dir))
+    return Application(project_dir)
