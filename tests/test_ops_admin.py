@@ -680,3 +680,20 @@ def test_public_status_is_cached_an_hour(ops_project):
     assert "<results_ready_to_send>0</results_ready_to_send>" in fresh
     assert time.time() - os.path.getmtime(path) < 60
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o660
+
+
+def test_public_status_through_the_persistent_dispatch(ops_project):
+    """The page as boincpy.wsgi serves it in the persistent mode (WEB_PAGES)."""
+    import io
+    from boincpy.resident import Resident
+    from boincpy.web.cgi import serve
+    from boincpy.wsgi import WEB_PAGES, page_handler
+    resident = Resident(str(ops_project), persistent=True)
+    try:
+        out = serve(page_handler(WEB_PAGES["server_status.php"]),
+                    {"REQUEST_METHOD": "GET", "QUERY_STRING": "counts=1"}, io.BytesIO(),
+                    resident, "server_status.php")
+    finally:
+        resident.close()
+    assert b"Content-Type: text/xml" in out
+    assert b"<results_ready_to_send>4</results_ready_to_send>" in out
