@@ -11,6 +11,7 @@ POST only, a valid form token, and not from another site.
 import base64
 import hashlib
 import time
+from dataclasses import dataclass
 
 from boincpy.db.connection import connect, web_replica_configured
 from boincpy.errors import DatabaseError
@@ -29,8 +30,31 @@ class PageError(Exception):
         self.title = title
 
 
+@dataclass(frozen=True)
+class Site:
+    """What frames a family of pages: its navigation links (the first is its
+    main page) and the name in the footer."""
+
+    nav: tuple
+    name: str
+
+
+NAV = (("index.php", "Main"), ("server_status.php", "Server status"),
+       ("db_form.php?table=result", "Results"), ("db_form.php?table=workunit", "Workunits"),
+       ("db_form.php?table=host", "Hosts"), ("db_form.php?table=user", "Users"),
+       ("db_form.php?table=batch", "Batches"), ("manage_apps.php", "Apps"), ("manage_app_versions.php", "App versions"),
+       ("failure_result_summary_by_platform.php", "Failures"),
+       ("cancel_wu_form.php", "Cancel jobs"), ("show_log.php", "Logs"))
+OPS = Site(NAV, "boincpy ops")
+
+
 class Context:
-    """The request, the project's config, lazily opened database connections."""
+    """The request, the project's config, lazily opened database connections.
+
+    ``user`` is who form tokens are made for (the admin Apache authenticated);
+    ``site`` the navigation and name that frame the pages."""
+
+    site = OPS
 
     def __init__(self, req, cfg, now=None):
         self.req = req
@@ -62,6 +86,10 @@ class Context:
                     # As BOINC's BoincDb::get(true): fall back to the main DB.
                     self._rdb = self.db
         return self._rdb
+
+    def who(self):
+        """The header's note of who is logged in."""
+        return fmt('<span class="who">admin: {}</span>', self.user) if self.user else ""
 
     def close(self):
         """Close whatever connections were opened."""
@@ -166,35 +194,32 @@ SECURITY_HEADERS = [
     ("Cache-Control", "no-store"),
 ]
 
-NAV = (("index.php", "Main"), ("server_status.php", "Server status"),
-       ("db_form.php?table=result", "Results"), ("db_form.php?table=workunit", "Workunits"),
-       ("db_form.php?table=host", "Hosts"), ("db_form.php?table=user", "Users"),
-       ("manage_apps.php", "Apps"), ("manage_app_versions.php", "App versions"),
-       ("failure_result_summary_by_platform.php", "Failures"),
-       ("cancel_wu_form.php", "Cancel jobs"), ("show_log.php", "Logs"))
 
+def render(ctx, title, body, status="200 OK", site=None):
+    """A complete page: project name and title, navigation, body, footer.
 
-def render(ctx, title, body, status="200 OK"):
-    """A complete page: project name and title, navigation, body, footer."""
+    ``site``: the frame when there is no context yet (default: the context's)."""
+    site = site or (ctx.site if ctx is not None else OPS)
     project = ctx.cfg.long_name if ctx is not None and ctx.cfg is not None else ""
     heading = "%s: %s" % (project, title) if project else title
-    nav = join((link(href, text) for href, text in NAV), " ")
-    who = fmt('<span class="who">admin: {}</span>', ctx.user) if ctx is not None and ctx.user else ""
+    nav = join((link(href, text) for href, text in site.nav), " ")
+    who = ctx.who() if ctx is not None else ""
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ctx.now if ctx else time.time()))
     html = fmt(
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<title>{}</title><style>{}</style></head>\n<body><header>{}{}</header>\n'
-        '<h1>{}</h1>\n{}\n<footer><a href="index.php">Main page</a> &middot; '
-        'boincpy ops &middot; page made {}</footer>\n</body></html>\n',
-        heading, Markup(STYLE), nav, who, heading, body, stamp)
+        '<h1>{}</h1>\n{}\n<footer>{} &middot; {} &middot; page made {}</footer>\n'
+        '</body></html>\n',
+        heading, Markup(STYLE), nav, who, heading, body, link(site.nav[0][0], "Main page"),
+        site.name, stamp)
     return Response(body=html, status=status, headers=list(SECURITY_HEADERS))
 
 
-def error_page(ctx, err):
+def error_page(ctx, err, site=None):
     """The page for a PageError."""
     body = fmt('<div class="notice bad">{}</div>', err.message)
-    return render(ctx, err.title, body, err.status)
+    return render(ctx, err.title, body, err.status, site)
 
 
 # ---------------------------------------------------------------------------
