@@ -16,14 +16,12 @@ than expose the project.
 
 import os
 import sys
-import traceback
 
 from boincpy.config import CONFIG_FILE, load_config
-from boincpy.errors import BoincpyError
-from boincpy.web.ops.request import BadRequest, Response, read_request, write_response
-from boincpy.web.markup import fmt
+from boincpy.web.ops.request import (BadRequest, Response, project_dir_for, read_request,
+                                     write_response)
 from boincpy.web.ops import apps, browse, failures, index, jobs, logs, status, users
-from boincpy.web.ops.page import Context, PageError, error_page, render
+from boincpy.web.ops.page import Context, PageError, serve
 
 PAGES = {
     "index.php": index.page,
@@ -48,18 +46,9 @@ PAGES = {
 }
 
 
-def project_dir_for(script_file):
-    """The project root of an ops script: $BOINC_PROJECT_DIR, else two levels up."""
-    env = os.environ.get("BOINC_PROJECT_DIR")
-    if env:
-        return env
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(script_file))))
-
-
 def handle(page_name, req, project_dir, now=None):
     """Run one page for a Request; always returns a Response."""
-    ctx = None
-    try:
+    def context():
         if not req.remote_user:
             # Apache sets REMOTE_USER only after authenticating: without it the
             # ops directory is open to the world.
@@ -67,25 +56,8 @@ def handle(page_name, req, project_dir, now=None):
                             "authentication for this directory (make_project's Apache "
                             "snippet and html/ops/.htpasswd).", "403 Forbidden",
                             "Not protected")
-        func = PAGES.get(page_name)
-        if func is None:
-            raise PageError("no ops page named %s" % page_name, "404 Not Found", "Not found")
-        cfg = load_config(project_dir, CONFIG_FILE, aux=False)
-        ctx = Context(req, cfg, now)
-        return func(ctx)
-    except PageError as err:
-        return error_page(ctx, err)
-    except BoincpyError as err:
-        return error_page(ctx, PageError(err.message, "500 Internal Server Error", "Error"))
-    except Exception:
-        text = traceback.format_exc()
-        sys.stderr.write(text)
-        return render(ctx, "Internal error",
-                      fmt('<div class="notice bad">The page failed:</div><pre>{}</pre>', text),
-                      "500 Internal Server Error")
-    finally:
-        if ctx is not None:
-            ctx.close()
+        return Context(req, load_config(project_dir, CONFIG_FILE, aux=False), now)
+    return serve(PAGES, page_name, context)
 
 
 def run(script_file):

@@ -10,11 +10,13 @@ POST only, a valid form token, and not from another site.
 
 import base64
 import hashlib
+import sys
 import time
+import traceback
 from dataclasses import dataclass
 
 from boincpy.db.connection import connect, web_replica_configured
-from boincpy.errors import DatabaseError
+from boincpy.errors import BoincpyError, DatabaseError
 from boincpy.web.ops.request import Response
 from boincpy.web.markup import Markup, fmt, join, link
 from boincpy.web.ops import csrf
@@ -28,6 +30,16 @@ class PageError(Exception):
         self.message = message
         self.status = status
         self.title = title
+
+
+class Redirect(Exception):
+    """Stop the page and send the browser to ``location`` (303 See Other),
+    with extra ``headers`` (name, value) such as cookies."""
+
+    def __init__(self, location, headers=()):
+        super().__init__(location)
+        self.location = location
+        self.headers = list(headers)
 
 
 @dataclass(frozen=True)
@@ -220,6 +232,46 @@ def error_page(ctx, err, site=None):
     """The page for a PageError."""
     body = fmt('<div class="notice bad">{}</div>', err.message)
     return render(ctx, err.title, body, err.status, site)
+
+
+def redirect_response(redirect):
+    """The 303 answer to a Redirect (with a link, for clients that don't follow)."""
+    body = fmt('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>See other'
+               '</title></head><body><a href="{}">Continue</a></body></html>\n',
+               redirect.location)
+    return Response(body=body, status="303 See Other",
+                    headers=[("Location", redirect.location)] + redirect.headers
+                    + list(SECURITY_HEADERS))
+
+
+def serve(pages, page_name, make_context, site=OPS):
+    """Run ``pages[page_name]`` with the context ``make_context()`` returns.
+
+    Always a Response: a PageError becomes its error page, a Redirect a 303,
+    any other failure an error page (a BoincpyError's message, or the
+    traceback, which also goes to the web server's error log)."""
+    ctx = None
+    try:
+        ctx = make_context()
+        func = pages.get(page_name)
+        if func is None:
+            raise PageError("no page named %s" % page_name, "404 Not Found", "Not found")
+        return func(ctx)
+    except Redirect as redirect:
+        return redirect_response(redirect)
+    except PageError as err:
+        return error_page(ctx, err, site)
+    except BoincpyError as err:
+        return error_page(ctx, PageError(err.message, "500 Internal Server Error", "Error"), site)
+    except Exception:
+        text = traceback.format_exc()
+        sys.stderr.write(text)
+        return render(ctx, "Internal error",
+                      fmt('<div class="notice bad">The page failed:</div><pre>{}</pre>', text),
+                      "500 Internal Server Error", site)
+    finally:
+        if ctx is not None:
+            ctx.close()
 
 
 # ---------------------------------------------------------------------------

@@ -6,6 +6,7 @@ body into a :class:`Request`; a page returns a :class:`Response`, which
 Tests build a Request from a dict environ and bytes directly.
 """
 
+import os
 import sys
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs
@@ -62,6 +63,15 @@ class Response:
     status: str = "200 OK"
     content_type: str = "text/html; charset=utf-8"
     headers: list = field(default_factory=list)   # extra (name, value) pairs
+
+
+def project_dir_for(script_file):
+    """The project root of a page's script (PROJECT/html/DIR/NAME.php):
+    $BOINC_PROJECT_DIR, else two levels up."""
+    env = os.environ.get("BOINC_PROJECT_DIR")
+    if env:
+        return env
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(script_file))))
 
 
 def parse_query(text):
