@@ -20,7 +20,7 @@ import sys
 from boincpy.config import CONFIG_FILE, load_config
 from boincpy.web.ops.request import (BadRequest, Response, project_dir_for, read_request,
                                      write_response)
-from boincpy.web.ops import apps, browse, failures, index, jobs, logs, status, users
+from boincpy.web.ops import apps, batches, browse, failures, index, jobs, logs, status, users
 from boincpy.web.ops.page import Context, PageError, serve
 
 PAGES = {
@@ -43,6 +43,8 @@ PAGES = {
     "add_user.php": users.add_user,
     "why_no_work.php": logs.why_no_work,
     "show_log.php": logs.show_log,
+    "batch_action.php": batches.batch_action,
+    "manage_privileges.php": batches.manage_privileges,
 }
 
 

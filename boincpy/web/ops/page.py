@@ -190,6 +190,7 @@ input[type=number]{width:7em}
 button{padding:3px 10px}
 button.danger{background:#c9302c;color:#fff;border:1px solid #ac2925;border-radius:3px}
 svg{display:block;margin:4px 0 12px}
+svg.progress{display:inline-block;vertical-align:middle;margin:0 8px}
 footer{margin-top:24px;border-top:1px solid #ddd;padding-top:8px;color:#777;font-size:12px}
 """
 _STYLE_HASH = base64.b64encode(hashlib.sha256(STYLE.encode()).digest()).decode()
