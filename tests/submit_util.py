@@ -224,6 +224,30 @@ def start_feeder(p):
     return proc
 
 
+def run_jobs(site, njobs, seed=1):
+    """Run unsent jobs on a simulated volunteer's host (the feeder running)
+    until it has reported ``njobs``; the SimHost (its volunteer is
+    volunteer@example.com)."""
+    from boincpy.testing import simclient as sc
+    p = site.p
+    volunteer = sc.create_account(site.url, "volunteer@example.com", "pw", "volunteer")
+    feeder = start_feeder(p)
+    try:
+        host = sc.SimHost(sc.discover_scheduler(site.url), volunteer, name="h1", seed=seed,
+                          delay_cap=0, work_req_seconds=1e6)
+        for _ in range(10):
+            host.cycle()
+            if len(host.acked) == njobs:
+                break
+        assert len(host.acked) == njobs, (
+            host.rpc_errors, host.received, host.download_errors, host.protocol_errors,
+            open(p.path("log_" + p.cfg.host, "scheduler.log")).read()[-3000:])
+    finally:
+        feeder.terminate()
+        feeder.wait(20)
+    return host
+
+
 def make_submit_site(apache):
     """The set-up of ``submit_site`` on a RunningApache (see there)."""
     from boincpy.config import write_config

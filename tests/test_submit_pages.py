@@ -22,8 +22,7 @@ import pytest
 
 from boincpy import passwords
 from boincpy.states import BatchState, Outcome, ServerState, WuError
-from boincpy.testing import simclient as sc
-from submit_util import make_submit_site, post, run_bin, start_feeder, transition
+from submit_util import make_submit_site, post, run_bin, run_jobs, transition
 from webdriver import Browser
 
 SCREENS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "artifacts",
@@ -141,7 +140,12 @@ def site(db_root_params):
         s.batch = {}
         _submit(s, FINISHED)
         transition(p)
-        _run_jobs(s, sum(len(v[1]) for v in FINISHED.values()))
+        # every job runs on a simulated host; the validator and the
+        # transitioner complete the batches
+        run_jobs(s, sum(len(v[1]) for v in FINISHED.values()))
+        transition(p)
+        run_bin(p, "sample_trivial_validator", "--app", "uppercase", "--one_pass")
+        transition(p)
         _submit(s, UNSENT)
         transition(p)
         s.ops = Session(project.ops_url, (project.ops_user, project.ops_passwd))
@@ -164,28 +168,6 @@ def _submit(s, batches):
         m = re.search(r"<batch_id>(\d+)</batch_id>", reply)
         assert m, reply
         s.batch[name] = int(m.group(1))
-
-
-def _run_jobs(s, njobs):
-    """Run every unsent job on a simulated host, validate them, and bring the
-    batches up to date (the validator and transitioner complete batches)."""
-    p = s.p
-    volunteer = sc.create_account(s.url, "volunteer@example.com", "pw", "volunteer")
-    feeder = start_feeder(p)
-    try:
-        host = sc.SimHost(sc.discover_scheduler(s.url), volunteer, name="h1", seed=1,
-                          delay_cap=0, work_req_seconds=1e6)
-        for _ in range(10):
-            host.cycle()
-            if len(host.acked) == njobs:
-                break
-        assert len(host.acked) == njobs, (host.rpc_errors, host.protocol_errors)
-    finally:
-        feeder.terminate()
-        feeder.wait(20)
-    transition(p)
-    run_bin(p, "sample_trivial_validator", "--app", "uppercase", "--one_pass")
-    transition(p)
 
 
 def rows(s, sql, params=()):

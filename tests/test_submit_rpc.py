@@ -12,7 +12,7 @@ import zipfile
 
 from boincpy.testing import simclient as sc
 from submit_util import (assert_like, fixture, fixture_reply, http, md5, post, run_bin,
-                         start_feeder, submit_site, transition)
+                         run_jobs, start_feeder, submit_site, transition)
 
 PY = "python_client"
 NUM = r"^-?[0-9]+(\.[0-9]+)?(E[-+][0-9]+)?$"
@@ -105,22 +105,9 @@ def test_python_client_session_replayed(submit_site, tmp_path):
     exchange(s, "18_query_batch", varying=batch_varying("query_batch"))
 
     # the jobs run on a simulated volunteer's host
-    volunteer = sc.create_account(s.url, "volunteer@example.com", "pw", "volunteer")
-    feeder = start_feeder(p)
-    try:
-        host = sc.SimHost(sc.discover_scheduler(s.url), volunteer, name="h1", seed=1,
-                          delay_cap=0, work_req_seconds=1e6)
-        for _ in range(10):
-            host.cycle()
-            if len(host.acked) == 6:
-                break
-        assert sorted(host.acked) == ["py_j%d_0" % i for i in range(6)], (
-            host.rpc_errors, host.received, host.download_errors, host.protocol_errors,
-            open(p.path("log_" + p.cfg.host, "scheduler.log")).read()[-3000:])
-        assert host.protocol_errors == [] and host.download_errors == []
-    finally:
-        feeder.terminate()
-        feeder.wait(20)
+    host = run_jobs(s, 6)
+    assert sorted(host.acked) == ["py_j%d_0" % i for i in range(6)]
+    assert host.protocol_errors == [] and host.download_errors == []
     transition(p)
     run_bin(p, "sample_trivial_validator", "--app", "uppercase", "--one_pass")
     transition(p)

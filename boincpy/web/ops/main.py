@@ -14,12 +14,8 @@ directory is not behind HTTP basic auth the pages refuse to work rather
 than expose the project.
 """
 
-import os
-import sys
-
 from boincpy.config import CONFIG_FILE, load_config
-from boincpy.web.ops.request import (BadRequest, Response, project_dir_for, read_request,
-                                     write_response)
+from boincpy.web.ops.request import run_script
 from boincpy.web.ops import apps, batches, browse, failures, index, jobs, logs, status, users
 from boincpy.web.ops.page import Context, PageError, serve
 
@@ -64,11 +60,4 @@ def handle(page_name, req, project_dir, now=None):
 
 def run(script_file):
     """CGI main of an html/ops script."""
-    page_name = os.path.basename(script_file)
-    try:
-        req = read_request(os.environ, sys.stdin.buffer)
-    except BadRequest as err:
-        write_response(Response(body=str(err), status=err.status,
-                                content_type="text/plain; charset=utf-8"))
-        return
-    write_response(handle(page_name, req, project_dir_for(script_file)))
+    run_script(script_file, handle)

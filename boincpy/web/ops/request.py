@@ -123,3 +123,15 @@ def write_response(resp, stdout=None):
     out = stdout if stdout is not None else sys.stdout.buffer
     out.write(response_bytes(resp))
     out.flush()
+
+
+def run_script(script_file, handle):
+    """A page script's CGI main: read the request, answer it with
+    ``handle(page name, request, project dir)``, print the Response."""
+    try:
+        req = read_request(os.environ, sys.stdin.buffer)
+    except BadRequest as err:
+        write_response(Response(body=str(err), status=err.status,
+                                content_type="text/plain; charset=utf-8"))
+        return
+    write_response(handle(os.path.basename(script_file), req, project_dir_for(script_file)))

@@ -13,12 +13,10 @@ answer that the project is down, as BOINC's pages do.  Tests call
 """
 
 import os
-import sys
 
 from boincpy.config import CONFIG_FILE, load_config
 from boincpy.web.ops.page import PageError, serve
-from boincpy.web.ops.request import (BadRequest, Response, project_dir_for, read_request,
-                                     write_response)
+from boincpy.web.ops.request import run_script
 from boincpy.web.rpc import LOGIN_FAIL_SLEEP_SEC
 from boincpy.web.submitter import batches, session
 
@@ -43,10 +41,4 @@ def handle(page_name, req, project_dir, now=None, login_fail_sleep=LOGIN_FAIL_SL
 
 def run(script_file):
     """CGI main of an html/user page script."""
-    try:
-        req = read_request(os.environ, sys.stdin.buffer)
-    except BadRequest as err:
-        write_response(Response(body=str(err), status=err.status,
-                                content_type="text/plain; charset=utf-8"))
-        return
-    write_response(handle(os.path.basename(script_file), req, project_dir_for(script_file)))
+    run_script(script_file, handle)

@@ -41,7 +41,7 @@ SUBMIT_SITE = Site((("submit.php", "Your batches"), ("submit.php?action=admin", 
                    "boincpy job submission")
 
 # A next_url is one of these pages, with its query: never another site.
-_LOCAL_URL = re.compile(r"^[A-Za-z0-9_]+\.php(\?[^\x00-\x20\\]*)?$")
+_LOCAL_URL = re.compile(r"^[A-Za-z0-9_]+\.php(\?[\x21-\x5b\x5d-\x7e]*)?$")
 # What an authenticator may hold to be sent back in a cookie.
 _COOKIE_VALUE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 
