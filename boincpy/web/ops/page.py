@@ -1,11 +1,18 @@
 """What every ops page shares: the request context, the layout, small HTML helpers.
 
-A page is a function ``page(ctx) -> Response`` (see :mod:`boincpy.web.ops.main`).
-``ctx.rdb`` reads through the read replica (lists, counts, summaries: where
-BOINC's pages query the handle of ``BoincDb::get(true)``), if config.xml names
-one completely (:func:`boincpy.db.connection.web_replica_configured`) and it
-answers; ``ctx.db`` is the main database (detail views and every write).  Actions call :meth:`Context.require_action` first:
-POST only, a valid form token, and not from another site.
+A page is a function ``page(ctx) -> Response`` (see :mod:`boincpy.web.ops.main`);
+:func:`serve` runs one and turns a PageError, a Redirect or a failure into
+the answer.  ``ctx.rdb`` reads through the read replica (lists, counts,
+summaries: where BOINC's pages query the handle of ``BoincDb::get(true)``),
+if config.xml names one completely
+(:func:`boincpy.db.connection.web_replica_configured`) and it answers;
+``ctx.db`` is the main database (detail views and every write).  Actions
+call :meth:`Context.require_action` first: POST only, a valid form token,
+and not from another site.
+
+The submitters' pages (:mod:`boincpy.web.submitter`) use the same frame with
+their own :class:`Site` (navigation, name) and a Context whose user is the
+logged-in account.
 """
 
 import base64

@@ -367,10 +367,10 @@ def _return_link():
 
 ABORT_TEXT = ("Aborting a batch cancels its jobs: those not sent yet are never sent, and "
               "the computers running the others are told to stop them. The outputs of "
-              "completed jobs stay available until you retire the batch.")
-RETIRE_TEXT = ("Retiring a batch ends it: its unsent jobs are cancelled, its input files "
-               "are released, and the project deletes it and its output files when it "
-               "purges retired batches. Download the outputs you need first.")
+              "jobs already completed are not touched.")
+RETIRE_TEXT = ("Retiring a batch ends it: its unsent jobs are cancelled and its input files "
+               "released, and the project may then delete the batch, its jobs and their "
+               "output files. Download the outputs you need first.")
 
 
 DONE = {"abort": "aborted", "retire": "retired"}
