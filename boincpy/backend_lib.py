@@ -100,6 +100,7 @@ class Creator:
             if not os.path.exists(path):
                 raise TemplateError("input template file %s doesn't exist" % name)
             t = self._in[path] = load_input_template(path)
+        self._in[name] = t
         return t
 
     def add_input_template(self, name, text):
