@@ -132,10 +132,10 @@ def batch_tables(ctx, items, order, limit=PAGE_SIZE, userid=0, appid=0, only_sta
         run_order = order.replace("comp", "sub")
         rows = []
         for b in _sorted(running, run_order)[:limit or None]:
+            bar = (view.progress_bar(progress[b.id], 160, 10) if b.id in progress
+                   else Markup(""))
             rows.append(names(b) + [
-                b.njobs, fmt("{} {}", view.percent_done(b),
-                                   view.progress_bar(progress[b.id], 160, 10))
-                if b.id in progress else "0%",
+                b.njobs, fmt("{} {}", view.percent_done(b), bar),
                 N.time_text(b.create_time),
                 N.time_text(b.est_completion_time, "not yet known")
                 if b.state == BatchState.IN_PROGRESS else "new",
