@@ -47,7 +47,8 @@ def page(ctx):
                        "recently registered")),
               link("db_action.php?table=app", "Applications"),
               link("db_action.php?table=app_version", "Application versions"),
-              link("db_action.php?table=platform", "Platforms")]
+              link("db_action.php?table=platform", "Platforms"),
+              link("db_form.php?table=batch", "Batches (remote job submission)")]
     computing = [link("server_status.php", "Server status (daemons, queues, charts)"),
                  link("manage_apps.php", "Manage applications"),
                  link("manage_app_versions.php", "Manage application versions"),
@@ -58,6 +59,7 @@ def page(ctx):
                  link("hrclass_summary.php", "Homogeneous redundancy classes"),
                  link("show_log.php", "Show/grep logs")]
     people = [link("add_user.php", "Add a user"),
+              link("manage_privileges.php", "Job submitters: grant and revoke"),
               link("why_no_work.php", "Why does a host get no work?"),
               link("clear_host.php", "Clear a host's RPC time")]
     parts.append(fmt('<div class="cols">{}{}{}</div>', _list("Browse database", browse),
