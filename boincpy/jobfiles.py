@@ -123,6 +123,33 @@ def file_infos(xml_doc):
             for m in _FILE_INFO_RE.finditer(xml)]
 
 
+@dataclass(slots=True)
+class InputFileRef:
+    """One input file of a workunit: its ``<file_ref>`` and its ``<file_info>``'s URL and size."""
+    phys_name: str
+    open_name: str
+    url: str = ""
+    nbytes: str = ""
+
+
+def input_file_refs(xml_doc):
+    """A workunit's input files in ``<file_ref>`` order (the open name is the
+    physical name when there is none; URL and size "" when no ``<file_info>``
+    names the file)."""
+    xml = as_text(xml_doc)
+    infos = {}
+    for m in _FILE_INFO_RE.finditer(xml):
+        infos.setdefault(_text(m.group(1), "name"), (_text(m.group(1), "url"),
+                                                     _text(m.group(1), "nbytes")))
+    start = xml.find("<workunit>")
+    refs = []
+    for m in _FILE_REF_RE.finditer(xml, max(start, 0)):
+        phys = _text(m.group(1), "file_name")
+        url, nbytes = infos.get(phys, ("", ""))
+        refs.append(InputFileRef(phys, _text(m.group(1), "open_name") or phys, url, nbytes))
+    return refs
+
+
 def locate_in_hierarchy(root, name, fanout):
     """(status, path) of ``name`` in a fan-out tree, as the file deleter looks:
 

@@ -195,12 +195,61 @@ def run_bin(project, tool, *args):
     return proc
 
 
-@pytest.fixture
-def submit_site(apache):
-    """A made project under a private Apache with the uppercase app, a
-    submitter (``auth``), a second submitter (``other_auth``), a user without
-    submission rights (``noperm_auth``), and the placeholders of the
-    reference captures in ``subst``."""
+def transition(p):
+    """One transitioner pass over every workunit (the transitioner takes those
+    whose transition time has passed: wait out the current second)."""
+    import time
+    time.sleep(1.05 - time.time() % 1)
+    return run_bin(p, "transitioner", "--one_pass", "-d", "3")
+
+
+def start_feeder(p):
+    """The feeder, started; returns once its job array holds a job (or after 10 s)."""
+    import subprocess
+    import time
+    from boincpy import shmem
+    log = open(p.path("log_" + p.cfg.host, "feeder.log"), "a")
+    proc = subprocess.Popen([p.bin("feeder"), "-d", "3", "--sleep_interval", "1"], cwd=p.root,
+                            stdout=log, stderr=log)
+    for _ in range(100):
+        try:
+            array = shmem.attach(p.cfg, wait_ready=0.2)
+            n = array.n_present
+            array.close()
+            if n:
+                return proc
+        except Exception:
+            pass
+        time.sleep(0.1)
+    return proc
+
+
+def run_jobs(site, njobs, seed=1):
+    """Run unsent jobs on a simulated volunteer's host (the feeder running)
+    until it has reported ``njobs``; the SimHost (its volunteer is
+    volunteer@example.com)."""
+    from boincpy.testing import simclient as sc
+    p = site.p
+    volunteer = sc.create_account(site.url, "volunteer@example.com", "pw", "volunteer")
+    feeder = start_feeder(p)
+    try:
+        host = sc.SimHost(sc.discover_scheduler(site.url), volunteer, name="h1", seed=seed,
+                          delay_cap=0, work_req_seconds=1e6)
+        for _ in range(10):
+            host.cycle()
+            if len(host.acked) == njobs:
+                break
+        assert len(host.acked) == njobs, (
+            host.rpc_errors, host.received, host.download_errors, host.protocol_errors,
+            open(p.path("log_" + p.cfg.host, "scheduler.log")).read()[-3000:])
+    finally:
+        feeder.terminate()
+        feeder.wait(20)
+    return host
+
+
+def make_submit_site(apache):
+    """The set-up of ``submit_site`` on a RunningApache (see there)."""
     from boincpy.config import write_config
     p = apache.project
     opts = p.cfg.as_options()
@@ -225,3 +274,12 @@ def submit_site(apache):
         "WRONG_AUTHENTICATOR": "0" * 32, "AUTHENTICATOR": site.auth,
     }
     return site
+
+
+@pytest.fixture
+def submit_site(apache):
+    """A made project under a private Apache with the uppercase app, a
+    submitter (``auth``), a second submitter (``other_auth``), a user without
+    submission rights (``noperm_auth``), and the placeholders of the
+    reference captures in ``subst``."""
+    return make_submit_site(apache)

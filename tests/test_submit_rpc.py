@@ -12,7 +12,7 @@ import zipfile
 
 from boincpy.testing import simclient as sc
 from submit_util import (assert_like, fixture, fixture_reply, http, md5, post, run_bin,
-                         submit_site)
+                         run_jobs, start_feeder, submit_site, transition)
 
 PY = "python_client"
 NUM = r"^-?[0-9]+(\.[0-9]+)?(E[-+][0-9]+)?$"
@@ -105,22 +105,9 @@ def test_python_client_session_replayed(submit_site, tmp_path):
     exchange(s, "18_query_batch", varying=batch_varying("query_batch"))
 
     # the jobs run on a simulated volunteer's host
-    volunteer = sc.create_account(s.url, "volunteer@example.com", "pw", "volunteer")
-    feeder = _start_feeder(p)
-    try:
-        host = sc.SimHost(sc.discover_scheduler(s.url), volunteer, name="h1", seed=1,
-                          delay_cap=0, work_req_seconds=1e6)
-        for _ in range(10):
-            host.cycle()
-            if len(host.acked) == 6:
-                break
-        assert sorted(host.acked) == ["py_j%d_0" % i for i in range(6)], (
-            host.rpc_errors, host.received, host.download_errors, host.protocol_errors,
-            open(p.path("log_" + p.cfg.host, "scheduler.log")).read()[-3000:])
-        assert host.protocol_errors == [] and host.download_errors == []
-    finally:
-        feeder.terminate()
-        feeder.wait(20)
+    host = run_jobs(s, 6)
+    assert sorted(host.acked) == ["py_j%d_0" % i for i in range(6)]
+    assert host.protocol_errors == [] and host.download_errors == []
     transition(p)
     run_bin(p, "sample_trivial_validator", "--app", "uppercase", "--one_pass")
     transition(p)
@@ -171,7 +158,7 @@ def test_python_client_session_replayed(submit_site, tmp_path):
     exchange(s, "40_abort_batch")
     transition(p)
     assert db.query_value("SELECT COUNT(*) FROM result WHERE batch = 2 AND server_state = 2") == 0
-    feeder = _start_feeder(p)
+    feeder = start_feeder(p)
     try:
         host.cycle()
     finally:
@@ -254,34 +241,6 @@ def _get(s, request_file):
     return http(url)
 
 
-def transition(p):
-    """One transitioner pass over every workunit (the transitioner takes those
-    whose transition time has passed: wait out the current second)."""
-    import time
-    time.sleep(1.05 - time.time() % 1)
-    return run_bin(p, "transitioner", "--one_pass", "-d", "3")
-
-
-def _start_feeder(p):
-    import subprocess
-    import time
-    from boincpy import shmem
-    log = open(p.path("log_" + p.cfg.host, "feeder.log"), "a")
-    proc = subprocess.Popen([p.bin("feeder"), "-d", "3", "--sleep_interval", "1"], cwd=p.root,
-                            stdout=log, stderr=log)
-    for _ in range(100):
-        try:
-            array = shmem.attach(p.cfg, wait_ready=0.2)
-            n = array.n_present
-            array.close()
-            if n:
-                return proc
-        except Exception:
-            pass
-        time.sleep(0.1)
-    return proc
-
-
 GAHP = "gahp"
 
 
@@ -323,7 +282,7 @@ def test_gahp_session_replayed(submit_site):
             for w in wus] == [("condor_j%d" % i, 1e9, 5e8, 3600) for i in range(3)]
 
     volunteer = sc.create_account(s.url, "volunteer@example.com", "pw", "volunteer")
-    feeder = _start_feeder(p)
+    feeder = start_feeder(p)
     try:
         host = sc.SimHost(sc.discover_scheduler(s.url), volunteer, name="h1", seed=2,
                           delay_cap=0, work_req_seconds=1e6)

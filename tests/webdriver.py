@@ -99,8 +99,9 @@ class Browser:
         self.session = None
 
     @classmethod
-    def start(cls, timeout=30):
-        """Start chromedriver and a headless Chromium session."""
+    def start(cls, timeout=30, download_dir=None):
+        """Start chromedriver and a headless Chromium session (downloads are
+        saved in ``download_dir`` without asking, if given)."""
         port = _free_port()
         profile = tempfile.mkdtemp(prefix="ops-chromium-")
         log_path = os.path.join(profile, "chromedriver.log")
@@ -118,14 +119,20 @@ class Browser:
                 if time.time() > deadline or driver.poll() is not None:
                     raise WebDriverError("chromedriver did not start (log: %s)" % log_path)
                 time.sleep(0.1)
-            caps = {"capabilities": {"alwaysMatch": {
-                "browserName": "chrome",
-                "goog:chromeOptions": {
-                    "binary": CHROMIUM,
-                    "args": CHROME_ARGS + ["--user-data-dir=" + os.path.join(profile, "data")],
-                }}}}
+            options = {"binary": CHROMIUM,
+                       "args": CHROME_ARGS + ["--user-data-dir=" + os.path.join(profile, "data")]}
+            if download_dir:
+                options["prefs"] = {"download.default_directory": download_dir,
+                                    "download.prompt_for_download": False}
+            caps = {"capabilities": {"alwaysMatch": {"browserName": "chrome",
+                                                     "goog:chromeOptions": options}}}
             value = browser._request("POST", "/session", caps)
             browser.session = value["sessionId"]
+            if download_dir:
+                # headless Chromium also wants to be told through DevTools
+                browser._cmd("POST", "/goog/cdp/execute", {
+                    "cmd": "Browser.setDownloadBehavior",
+                    "params": {"behavior": "allow", "downloadPath": download_dir}})
         except BaseException:
             browser.quit()
             raise

@@ -227,6 +227,21 @@ def set_passwd_hash(db, user, stored):
     user.passwd_hash = stored
 
 
+def check_passwd(db, user, passwd_hash):
+    """Does a client's ``passwd_hash`` (md5 of password + e-mail) open the
+    account?  As lookup_account.php checks it: the stored hash (a legacy or
+    outdated one is rewritten as bcrypt on success), or md5(authenticator +
+    e-mail); an account without a password first gets the latter's hash."""
+    auth_hash = passwords.md5_hex(user.authenticator + user.email_addr)
+    with db.transaction():
+        if not user.passwd_hash:
+            set_passwd_hash(db, user, passwords.password_hash(auth_hash))
+        ok, upgraded = passwords.check_passwd_hash(passwd_hash, user.passwd_hash)
+        if ok and upgraded:
+            set_passwd_hash(db, user, upgraded)
+    return ok or passwd_hash == auth_hash
+
+
 def quit_team(db, user, now=None):
     """Leave the user's team (BOINC's user_quit_team)."""
     if not user.teamid:

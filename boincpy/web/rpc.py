@@ -351,16 +351,7 @@ def lookup_account(ctx):
     if not passwd_hash:
         # the caller only asks whether an account with this address exists
         return xml_response("<account_out>\n   <success/>\n</account_out>\n")
-    # BOINC also accepts md5(authenticator + e-mail) in place of the password
-    # hash, and gives an account without a password that one.
-    auth_hash = passwords.md5_hex(user.authenticator + user.email_addr)
-    with db.transaction():
-        if not user.passwd_hash:
-            accounts.set_passwd_hash(db, user, passwords.password_hash(auth_hash))
-        ok, upgraded = passwords.check_passwd_hash(passwd_hash, user.passwd_hash)
-        if ok and upgraded:
-            accounts.set_passwd_hash(db, user, upgraded)
-    if not ok and passwd_hash != auth_hash:
+    if not accounts.check_passwd(db, user, passwd_hash):
         accounts.record_login_failure(db, keys)
         raise XmlError(ERR_BAD_PASSWD)
     return xml_response("<account_out>\n<authenticator>%s</authenticator>\n</account_out>\n"

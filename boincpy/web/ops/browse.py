@@ -1,6 +1,8 @@
 """Browse and query the database: ``db_form.php`` (a query form per table) and
 ``db_action.php`` (the matching rows, paged, or one row in detail).
 
+Tables: result, workunit, host, user, app, app_version, platform and batch
+(remote submission's; its rows and page are :mod:`boincpy.web.ops.batches`).
 Filters are named query parameters (``appid``, ``server_state``, ``batch``,
 ``hostid``, a time column with a date range ...), each turned into a
 parameterised SQL condition; there is no free SQL clause as in BOINC's
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 
 from boincpy.states import ClientState, Outcome, ServerState, ValidateState
 from boincpy.web.markup import Markup, fmt, join, link, text_of, url
+from boincpy.web.ops import batches
 from boincpy.web.ops import names as N
 from boincpy.web.ops.lookups import Catalog, names_by_id
 from boincpy.web.ops.page import (PageError, hidden, kv_table, num, paging, render,
@@ -164,6 +167,17 @@ TABLES = {
          ("Jobs today / daily quota", "n_jobs_today"), ("Consecutive valid", "consecutive_valid"),
          ("PFC avg (n)", "pfc_avg"), ("Speed, GFLOPS (n)", "et_avg"),
          ("Turnaround (n)", "turnaround_avg"))),
+    "batch": TableSpec("batch", "Batches", (
+        Filter("id", "Batch ID", "int"),
+        Filter("user_id", "Submitter (user ID)", "int"),
+        Filter("app_id", "Application", "app"),
+        Filter("state", "State", "enum", choices=batches.STATE_CHOICES),
+        Filter("name", "Name contains", "like"),
+    ), (("create_time", "Created"), ("completion_time", "Completed")),
+        (("id", "ID"), ("create_time", "Created"), ("completion_time", "Completed"),
+         ("njobs", "Jobs"), ("fraction_done", "Fraction done")),
+        (("ID", "id"), ("Jobs", "njobs"), ("Done", "fraction_done"), ("Created", "create_time"),
+         ("Completed", "completion_time"))),
 }
 
 # Columns a list query reads (blobs are only read for a detail page).
@@ -183,6 +197,7 @@ LIST_COLUMNS = {
     "platform": "*",
     "team": "id, name, userid, nusers, country, type, total_credit, expavg_credit, create_time",
     "host_app_version": "*",
+    "batch": batches.LIST_COLUMNS,
 }
 
 
@@ -605,11 +620,14 @@ def list_host_app_versions(ctx, db, catalog, rows, head=None):
 LISTS = {"result": list_results, "workunit": list_workunits, "host": list_hosts,
          "user": list_users, "app": list_apps, "app_version": list_app_versions,
          "platform": list_platforms, "team": list_teams,
-         "host_app_version": list_host_app_versions}
+         "host_app_version": list_host_app_versions, "batch": batches.list_batches}
 
 
 # ---------------------------------------------------------------------------
 # Detail pages
+
+SINGULAR = {"app_version": "Application version", "batch": "Batch"}
+
 
 def detail(ctx, spec, rowid):
     db = ctx.db
@@ -618,8 +636,7 @@ def detail(ctx, spec, rowid):
         raise PageError("no %s with id %d" % (spec.name, rowid), "404 Not Found", "Not found")
     catalog = Catalog(db)
     body = DETAILS[spec.name](ctx, db, catalog, row)
-    return render(ctx, "%s %d" % (spec.title.rstrip("s") if spec.name != "app_version"
-                                  else "Application version", rowid), body)
+    return render(ctx, "%s %d" % (SINGULAR.get(spec.name, spec.title.rstrip("s")), rowid), body)
 
 
 def _pre(value):
@@ -879,4 +896,4 @@ def show_team(ctx, db, catalog, t):
 
 DETAILS = {"result": show_result, "workunit": show_workunit, "host": show_host,
            "user": show_user, "app": show_app, "app_version": show_app_version,
-           "platform": show_platform, "team": show_team}
+           "platform": show_platform, "team": show_team, "batch": batches.show_batch}

@@ -83,6 +83,7 @@ def page(ctx):
               link("db_action.php?table=app", "Applications"),
               link("db_action.php?table=app_version", "Application versions"),
               link("db_action.php?table=platform", "Platforms"),
+              link("db_form.php?table=batch", "Batches (remote job submission)"),
               link("dbinfo.php", "Database and disk usage (dbinfo)")]
     computing = [link("server_status.php", "Server status (daemons, queues, charts)"),
                  link("manage_apps.php", "Manage applications"),
@@ -102,6 +103,7 @@ def page(ctx):
               link("manage_user.php", "Manage a user (ban, delete a spammer, privileges)"),
               link("manage_special_users.php", "Special users"),
               link("add_user.php", "Add a user"),
+              link("manage_privileges.php", "Job submitters: grant and revoke"),
               link("mass_email.php", "Send mass e-mail"),
               link("why_no_work.php", "Why does a host get no work?"),
               link("clear_host.php", "Clear a host's RPC time")]

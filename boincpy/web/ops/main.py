@@ -14,17 +14,11 @@ directory is not behind HTTP basic auth the pages refuse to work rather
 than expose the project.
 """
 
-import os
-import sys
-import traceback
-
 from boincpy.config import CONFIG_FILE, load_config
-from boincpy.errors import BoincpyError
-from boincpy.web.ops.request import BadRequest, Response, read_request, write_response
-from boincpy.web.markup import fmt
-from boincpy.web.ops import (apps, browse, dbinfo, failures, hosts, hrclass, index, jobs,
-                             logs, mail, status, users)
-from boincpy.web.ops.page import Context, PageError, error_page, render
+from boincpy.web.ops.request import run_script
+from boincpy.web.ops import (apps, batches, browse, dbinfo, failures, hosts, hrclass, index,
+                             jobs, logs, mail, status, users)
+from boincpy.web.ops.page import Context, PageError, serve
 
 PAGES = {
     "index.php": index.page,
@@ -60,21 +54,14 @@ PAGES = {
     "size_census.php": hosts.size_census,
     "hrclass_summary.php": hrclass.hrclass_summary,
     "reset_hrclass.php": hrclass.reset_hrclass,
+    "batch_action.php": batches.batch_action,
+    "manage_privileges.php": batches.manage_privileges,
 }
-
-
-def project_dir_for(script_file):
-    """The project root of an ops script: $BOINC_PROJECT_DIR, else two levels up."""
-    env = os.environ.get("BOINC_PROJECT_DIR")
-    if env:
-        return env
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(script_file))))
 
 
 def handle(page_name, req, project_dir, now=None):
     """Run one page for a Request; always returns a Response."""
-    ctx = None
-    try:
+    def context():
         if not req.remote_user:
             # Apache sets REMOTE_USER only after authenticating: without it the
             # ops directory is open to the world.
@@ -82,34 +69,10 @@ def handle(page_name, req, project_dir, now=None):
                             "authentication for this directory (make_project's Apache "
                             "snippet and html/ops/.htpasswd).", "403 Forbidden",
                             "Not protected")
-        func = PAGES.get(page_name)
-        if func is None:
-            raise PageError("no ops page named %s" % page_name, "404 Not Found", "Not found")
-        cfg = load_config(project_dir, CONFIG_FILE, aux=False)
-        ctx = Context(req, cfg, now, page_name)
-        return func(ctx)
-    except PageError as err:
-        return error_page(ctx, err)
-    except BoincpyError as err:
-        return error_page(ctx, PageError(err.message, "500 Internal Server Error", "Error"))
-    except Exception:
-        text = traceback.format_exc()
-        sys.stderr.write(text)
-        return render(ctx, "Internal error",
-                      fmt('<div class="notice bad">The page failed:</div><pre>{}</pre>', text),
-                      "500 Internal Server Error")
-    finally:
-        if ctx is not None:
-            ctx.close()
+        return Context(req, load_config(project_dir, CONFIG_FILE, aux=False), now, page_name)
+    return serve(PAGES, page_name, context)
 
 
 def run(script_file):
     """CGI main of an html/ops script."""
-    page_name = os.path.basename(script_file)
-    try:
-        req = read_request(os.environ, sys.stdin.buffer)
-    except BadRequest as err:
-        write_response(Response(body=str(err), status=err.status,
-                                content_type="text/plain; charset=utf-8"))
-        return
-    write_response(handle(page_name, req, project_dir_for(script_file)))
+    run_script(script_file, handle)

@@ -1,19 +1,29 @@
 """What every ops page shares: the request context, the layout, small HTML helpers.
 
-A page is a function ``page(ctx) -> Response`` (see :mod:`boincpy.web.ops.main`).
-``ctx.rdb`` reads through the read replica (lists, counts, summaries: where
-BOINC's pages query the handle of ``BoincDb::get(true)``), if config.xml names
-one completely (:func:`boincpy.db.connection.web_replica_configured`) and it
-answers; ``ctx.db`` is the main database (detail views and every write).  Actions call :meth:`Context.require_action` first:
-POST only, a valid form token, and not from another site.
+A page is a function ``page(ctx) -> Response`` (see :mod:`boincpy.web.ops.main`);
+:func:`serve` runs one and turns a PageError, a Redirect or a failure into
+the answer.  ``ctx.rdb`` reads through the read replica (lists, counts,
+summaries: where BOINC's pages query the handle of ``BoincDb::get(true)``),
+if config.xml names one completely
+(:func:`boincpy.db.connection.web_replica_configured`) and it answers;
+``ctx.db`` is the main database (detail views and every write).  Actions
+call :meth:`Context.require_action` first: POST only, a valid form token,
+and not from another site.
+
+The submitters' pages (:mod:`boincpy.web.submitter`) use the same frame with
+their own :class:`Site` (navigation, name) and a Context whose user is the
+logged-in account.
 """
 
 import base64
 import hashlib
+import sys
 import time
+import traceback
+from dataclasses import dataclass
 
 from boincpy.db.connection import connect, web_replica_configured
-from boincpy.errors import DatabaseError
+from boincpy.errors import BoincpyError, DatabaseError
 from boincpy.web.ops.request import Response
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.ops import csrf
@@ -29,8 +39,41 @@ class PageError(Exception):
         self.title = title
 
 
+class Redirect(Exception):
+    """Stop the page and send the browser to ``location`` (303 See Other),
+    with extra ``headers`` (name, value) such as cookies."""
+
+    def __init__(self, location, headers=()):
+        super().__init__(location)
+        self.location = location
+        self.headers = list(headers)
+
+
+@dataclass(frozen=True)
+class Site:
+    """What frames a family of pages: its navigation links (the first is its
+    main page) and the name in the footer."""
+
+    nav: tuple
+    name: str
+
+
+NAV = (("index.php", "Main"), ("server_status.php", "Server status"),
+       ("db_form.php?table=result", "Results"), ("db_form.php?table=workunit", "Workunits"),
+       ("db_form.php?table=host", "Hosts"), ("db_form.php?table=user", "Users"),
+       ("db_form.php?table=batch", "Batches"), ("manage_apps.php", "Apps"), ("manage_app_versions.php", "App versions"),
+       ("failure_result_summary_by_platform.php", "Failures"),
+       ("cancel_wu_form.php", "Cancel jobs"), ("show_log.php", "Logs"))
+OPS = Site(NAV, "boincpy ops")
+
+
 class Context:
-    """The request, the project's config, lazily opened database connections."""
+    """The request, the project's config, lazily opened database connections.
+
+    ``user`` is who form tokens are made for (the admin Apache authenticated);
+    ``site`` the navigation and name that frame the pages."""
+
+    site = OPS
 
     def __init__(self, req, cfg, now=None, page=""):
         self.req = req
@@ -63,6 +106,10 @@ class Context:
                     # As BOINC's BoincDb::get(true): fall back to the main DB.
                     self._rdb = self.db
         return self._rdb
+
+    def who(self):
+        """The header's note of who is logged in."""
+        return fmt('<span class="who">admin: {}</span>', self.user) if self.user else ""
 
     def close(self):
         """Close whatever connections were opened."""
@@ -154,6 +201,7 @@ input[type=number]{width:7em}
 button{padding:3px 10px}
 button.danger{background:#c9302c;color:#fff;border:1px solid #ac2925;border-radius:3px}
 svg{display:block;margin:4px 0 12px}
+svg.progress{display:inline-block;vertical-align:middle;margin:0 8px}
 footer{margin-top:24px;border-top:1px solid #ddd;padding-top:8px;color:#777;font-size:12px}
 """
 _STYLE_HASH = base64.b64encode(hashlib.sha256(STYLE.encode()).digest()).decode()
@@ -170,35 +218,72 @@ SECURITY_HEADERS = [
     ("Cache-Control", "no-store"),
 ]
 
-NAV = (("index.php", "Main"), ("server_status.php", "Server status"),
-       ("db_form.php?table=result", "Results"), ("db_form.php?table=workunit", "Workunits"),
-       ("db_form.php?table=host", "Hosts"), ("db_form.php?table=user", "Users"),
-       ("manage_apps.php", "Apps"), ("manage_app_versions.php", "App versions"),
-       ("failure_result_summary_by_platform.php", "Failures"),
-       ("cancel_wu_form.php", "Cancel jobs"), ("show_log.php", "Logs"))
 
+def render(ctx, title, body, status="200 OK", site=None):
+    """A complete page: project name and title, navigation, body, footer.
 
-def render(ctx, title, body, status="200 OK"):
-    """A complete page: project name and title, navigation, body, footer."""
+    ``site``: the frame when there is no context yet (default: the context's)."""
+    site = site or (ctx.site if ctx is not None else OPS)
     project = ctx.cfg.long_name if ctx is not None and ctx.cfg is not None else ""
     heading = "%s: %s" % (project, title) if project else title
-    nav = join((link(href, text) for href, text in NAV), " ")
-    who = fmt('<span class="who">admin: {}</span>', ctx.user) if ctx is not None and ctx.user else ""
+    nav = join((link(href, text) for href, text in site.nav), " ")
+    who = ctx.who() if ctx is not None else ""
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ctx.now if ctx else time.time()))
     html = fmt(
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<title>{}</title><style>{}</style></head>\n<body><header>{}{}</header>\n'
-        '<h1>{}</h1>\n{}\n<footer><a href="index.php">Main page</a> &middot; '
-        'boincpy ops &middot; page made {}</footer>\n</body></html>\n',
-        heading, Markup(STYLE), nav, who, heading, body, stamp)
+        '<h1>{}</h1>\n{}\n<footer>{} &middot; {} &middot; page made {}</footer>\n'
+        '</body></html>\n',
+        heading, Markup(STYLE), nav, who, heading, body, link(site.nav[0][0], "Main page"),
+        site.name, stamp)
     return Response(body=html, status=status, headers=list(SECURITY_HEADERS))
 
 
-def error_page(ctx, err):
+def error_page(ctx, err, site=None):
     """The page for a PageError."""
     body = fmt('<div class="notice bad">{}</div>', err.message)
-    return render(ctx, err.title, body, err.status)
+    return render(ctx, err.title, body, err.status, site)
+
+
+def redirect_response(redirect):
+    """The 303 answer to a Redirect (with a link, for clients that don't follow)."""
+    body = fmt('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>See other'
+               '</title></head><body><a href="{}">Continue</a></body></html>\n',
+               redirect.location)
+    return Response(body=body, status="303 See Other",
+                    headers=[("Location", redirect.location)] + redirect.headers
+                    + list(SECURITY_HEADERS))
+
+
+def serve(pages, page_name, make_context, site=OPS):
+    """Run ``pages[page_name]`` with the context ``make_context()`` returns.
+
+    Always a Response: a PageError becomes its error page, a Redirect a 303,
+    any other failure an error page (a BoincpyError's message, or the
+    traceback, which also goes to the web server's error log)."""
+    ctx = None
+    try:
+        ctx = make_context()
+        func = pages.get(page_name)
+        if func is None:
+            raise PageError("no page named %s" % page_name, "404 Not Found", "Not found")
+        return func(ctx)
+    except Redirect as redirect:
+        return redirect_response(redirect)
+    except PageError as err:
+        return error_page(ctx, err, site)
+    except BoincpyError as err:
+        return error_page(ctx, PageError(err.message, "500 Internal Server Error", "Error"), site)
+    except Exception:
+        text = traceback.format_exc()
+        sys.stderr.write(text)
+        return render(ctx, "Internal error",
+                      fmt('<div class="notice bad">The page failed:</div><pre>{}</pre>', text),
+                      "500 Internal Server Error", site)
+    finally:
+        if ctx is not None:
+            ctx.close()
 
 
 # ---------------------------------------------------------------------------

@@ -6,6 +6,7 @@ body into a :class:`Request`; a page returns a :class:`Response`, which
 Tests build a Request from a dict environ and bytes directly.
 """
 
+import os
 import sys
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs
@@ -64,6 +65,15 @@ class Response:
     headers: list = field(default_factory=list)   # extra (name, value) pairs
 
 
+def project_dir_for(script_file):
+    """The project root of a page's script (PROJECT/html/DIR/NAME.php):
+    $BOINC_PROJECT_DIR, else two levels up."""
+    env = os.environ.get("BOINC_PROJECT_DIR")
+    if env:
+        return env
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(script_file))))
+
+
 def parse_query(text):
     """name -> [values] from an urlencoded string (blank values kept)."""
     try:
@@ -113,3 +123,15 @@ def write_response(resp, stdout=None):
     out = stdout if stdout is not None else sys.stdout.buffer
     out.write(response_bytes(resp))
     out.flush()
+
+
+def run_script(script_file, handle):
+    """A page script's CGI main: read the request, answer it with
+    ``handle(page name, request, project dir)``, print the Response."""
+    try:
+        req = read_request(os.environ, sys.stdin.buffer)
+    except BadRequest as err:
+        write_response(Response(body=str(err), status=err.status,
+                                content_type="text/plain; charset=utf-8"))
+        return
+    write_response(handle(os.path.basename(script_file), req, project_dir_for(script_file)))

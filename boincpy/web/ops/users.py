@@ -337,12 +337,14 @@ def _manage_page(ctx, userid, message=Markup("")):
         '<button type="submit" id="grant_submit">Grant job submission</button></form>'
         '<p class="muted small">Quota: the submitter\'s share of the project against the other '
         "submitters' quotas (empty: 1, or unchanged); max jobs in progress: 0 or empty, no "
-        "limit. bin/manage_privileges does the same from the shell.</p>",
+        "limit. All submitters, and the manage privilege: {}; from a shell: "
+        "bin/manage_privileges.</p>",
         Markup("") if us else Markup("<p>No job submission rights.</p>"),
         table(("Application", "Rights", ""), right_rows) if rights else Markup(""),
         token, hidden("userid", user.id), hidden("action", "grant_submit"),
         select("app", [("all", "all applications")] + apps, "all"),
-        text_input("quota", "", 6), text_input("max_jobs_in_progress", "", 6))
+        text_input("quota", "", 6), text_input("max_jobs_in_progress", "", 6),
+        link("manage_privileges.php", "job submission privileges"))
     delete_part = fmt(
         "<p>Deleting removes the account with its hosts, teams it founded that nobody "
         "joined, and everything else that is the user's; results stay, without the user. "

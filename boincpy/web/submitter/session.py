@@ -1,0 +1,215 @@
+"""Who is looking at the submitters' pages: BOINC's login cookie.
+
+BOINC's web site knows its user by the cookie ``auth``, the account's
+authenticator, which its login page sets.  boincpy has no volunteer web
+site, so these pages are the least that makes ``submit.php`` usable:
+
+=====================  =======================================================
+``login_form.php``     e-mail address and password ("stay logged in" keeps the
+                       cookie a year, else it lasts the browser session)
+``login_action.php``   checks them as ``lookup_account.php`` does (the
+                       password, or the account key as BOINC also allows),
+                       sets the cookie, sends the browser on to ``next_url``
+``logout.php``         a form (with its token) that clears the cookie
+=====================  =======================================================
+
+The cookie is ``HttpOnly`` and ``SameSite=Lax``, ``Secure`` when the request
+came over HTTPS, and its path is the master URL's (BOINC's send_cookie), so
+the ops pages never see it.  A failed login says nothing of whether the
+address has an account, and counts against the address and the account as
+in lookup_account.php (boincpy.web.accounts): past the limit, logins are
+refused before any password is checked, and nothing sleeps in a web worker.
+Forms that change something carry a token made for the logged-in account
+(:mod:`boincpy.web.ops.csrf`, the project's form secret).
+"""
+
+import os
+import re
+from urllib.parse import quote, urlsplit
+
+from boincpy import passwords
+from boincpy.web import accounts
+from boincpy.web.markup import fmt, join, link, url
+from boincpy.web.ops import csrf
+from boincpy.web.ops.page import (Context, PageError, Redirect, Site, hidden, notice, render,
+                                  text_input)
+from boincpy.web.rpc import TOO_MANY_FAILURES
+
+COOKIE = "auth"
+STAY_LOGGED_IN = 365 * 86400
+
+SUBMIT_SITE = Site((("submit.php", "Your batches"), ("submit.php?action=admin", "Manage apps")),
+                   "boincpy job submission")
+
+# A next_url is one of these pages, with its query: never another site.
+_LOCAL_URL = re.compile(r"^[A-Za-z0-9_]+\.php(\?[\x21-\x5b\x5d-\x7e]*)?$")
+# What an authenticator may hold to be sent back in a cookie.
+_COOKIE_VALUE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+
+
+class UserContext(Context):
+    """A page's request, config and database, and the logged-in account
+    (``account``, from the ``auth`` cookie) once :meth:`logged_in_user` ran."""
+
+    site = SUBMIT_SITE
+
+    def __init__(self, req, cfg, now=None, page=""):
+        super().__init__(req, cfg, now, page)
+        self.user = ""              # whom form tokens are made for (set at login)
+        self.account = None
+
+    def who(self):
+        if self.account is None:
+            return fmt('<span class="who">{}</span>', link("login_form.php", "Log in"))
+        return fmt('<span class="who">{} &middot; {}</span>', self.account.name,
+                   link("logout.php", "Log out"))
+
+    def cookie(self, name):
+        """The value of a cookie the browser sent, or None."""
+        for part in self.req.environ.get("HTTP_COOKIE", "").split(";"):
+            key, _, value = part.strip().partition("=")
+            if key == name:
+                return value
+        return None
+
+    def logged_in_user(self):
+        """The account the ``auth`` cookie names (None: not logged in).  An
+        account disabled by the project (its key starts with ``x``) is not
+        logged in."""
+        if self.account is None:
+            user = accounts.lookup_user_by_auth(self.db, self.cookie(COOKIE) or "")
+            if user is not None and not user.authenticator.startswith("x"):
+                self.set_account(user)
+        return self.account
+
+    def set_account(self, user):
+        self.account = user
+        # tokens die with the account key: a new key ends every open form
+        self.user = "submit:%d:%s" % (user.id, user.authenticator)
+
+    def require_login(self):
+        """The logged-in account; not logged in: off to the login form, and
+        back here afterwards."""
+        if self.logged_in_user() is None:
+            raise Redirect(url("login_form.php", next_url=self.this_page()))
+        return self.account
+
+    def this_page(self):
+        """This page's name and query, as a next_url."""
+        name = os.path.basename(self.req.environ.get("SCRIPT_NAME", "")) or "submit.php"
+        query = self.req.environ.get("QUERY_STRING", "")
+        return name + ("?" + query if query and self.req.method == "GET" else "")
+
+    @property
+    def is_https(self):
+        env = self.req.environ
+        return (env.get("HTTPS", "").lower() in ("on", "1")
+                or env.get("REQUEST_SCHEME", "").lower() == "https")
+
+
+def cookie_path(cfg):
+    """The master URL's path (BOINC's send_cookie): one login per project."""
+    return urlsplit(cfg.master_url).path or "/"
+
+
+def set_cookie(ctx, value, max_age=None):
+    """A Set-Cookie header pair for the login cookie (max_age 0: delete it)."""
+    parts = ["%s=%s" % (COOKIE, value), "Path=%s" % quote(cookie_path(ctx.cfg), safe="/-._~"),
+             "HttpOnly", "SameSite=Lax"]
+    if max_age is not None:
+        parts.append("Max-Age=%d" % max_age)
+    if ctx.is_https:
+        parts.append("Secure")
+    return ("Set-Cookie", "; ".join(parts))
+
+
+def safe_next_url(text):
+    """A next_url that stays on these pages (BOINC's sanitize_local_url), else submit.php."""
+    text = (text or "").strip()
+    return text if _LOCAL_URL.match(text) else "submit.php"
+
+
+# ---------------------------------------------------------------------------
+# login_form.php, login_action.php, logout.php
+
+def login_form(ctx):
+    """The login form (and who is logged in already)."""
+    next_url = safe_next_url(ctx.req.get("next_url"))
+    parts = []
+    user = ctx.logged_in_user()
+    if user is not None:
+        parts.append(notice("ok", fmt("You are logged in as {}. {} or log in as someone else:",
+                                      user.name, link(next_url, "Continue"))))
+    parts.append(fmt(
+        '<form class="filters" method="post" action="login_action.php">{}'
+        '<label for="email_addr">Email address</label><div>{}</div>'
+        '<label for="passwd">Password</label><div><input type="password" name="passwd" '
+        'id="passwd" size="30" autocomplete="current-password"></div>'
+        '<label for="stay_logged_in">Stay logged in</label><div><input type="checkbox" '
+        'name="stay_logged_in" id="stay_logged_in" value="1"></div>'
+        '<span></span><div><button type="submit">Log in</button></div></form>'
+        '<p class="muted small">The password of your account on this project (your account '
+        'key works too). Logging in sets a cookie that identifies you to these pages.</p>',
+        hidden("next_url", next_url), text_input("email_addr", "", 30)))
+    return render(ctx, "Log in", join(parts))
+
+
+def _login_failed(ctx, message, keys):
+    accounts.record_login_failure(ctx.db, keys)
+    raise PageError(message, "403 Forbidden", "Login failed")
+
+
+def login_action(ctx):
+    """Check the form's e-mail address and password; set the cookie."""
+    req = ctx.req
+    if req.method != "POST":
+        raise PageError("Log in through the login form.", "405 Method Not Allowed",
+                        "Login failed")
+    if not csrf.same_origin(req.environ):
+        raise PageError("The login form was posted from another site.", "403 Forbidden",
+                        "Login failed")
+    email_addr = passwords.ascii_lower(req.post("email_addr"))
+    passwd = req.form.get("passwd", [""])[0]
+    if not email_addr or not passwd:
+        raise PageError("Give your email address and your password.")
+    keys = accounts.login_failure_keys(req.remote_addr)
+    if accounts.logins_refused(ctx.db, keys):
+        raise PageError(TOO_MANY_FAILURES, "403 Forbidden", "Login failed")
+    user = accounts.lookup_user_by_email(ctx.db, email_addr)
+    wrong = "Wrong email address or password: go back and try again."
+    if user is None:
+        _login_failed(ctx, wrong, keys)
+    keys = accounts.login_failure_keys(req.remote_addr, user)
+    if accounts.logins_refused(ctx.db, keys):
+        raise PageError(TOO_MANY_FAILURES, "403 Forbidden", "Login failed")
+    if user.authenticator.startswith("x"):
+        _login_failed(ctx, "This account has been disabled by the project.", keys)
+    # BOINC allows the account key as the password
+    if passwd != user.authenticator and not accounts.check_passwd(
+            ctx.db, user, passwords.client_passwd_hash(passwd, email_addr)):
+        _login_failed(ctx, wrong, keys)
+    if not _COOKIE_VALUE.match(user.authenticator):
+        raise PageError("This account's key can't be sent as a cookie; ask the project "
+                        "to give it a new one.", "500 Internal Server Error", "Login failed")
+    max_age = STAY_LOGGED_IN if req.post("stay_logged_in") else None
+    raise Redirect(safe_next_url(req.post("next_url")),
+                   [set_cookie(ctx, user.authenticator, max_age)])
+
+
+def logout(ctx):
+    """GET: a form to log out; POST (with its token): clear the cookie."""
+    user = ctx.logged_in_user()
+    if ctx.req.method == "POST":
+        if user is not None:
+            ctx.require_action()
+        ctx.account, ctx.user = None, ""
+        response = render(ctx, "Logged out", fmt("<p>You are logged out. {}</p>",
+                                                 link("login_form.php", "Log in again")))
+        response.headers.append(set_cookie(ctx, "", 0))
+        return response
+    if user is None:
+        return render(ctx, "Log out", fmt("<p>You are not logged in. {}</p>",
+                                          link("login_form.php", "Log in")))
+    return render(ctx, "Log out", fmt(
+        '<form method="post" action="logout.php">{}<p>Log out {}? '
+        '<button type="submit">Log out</button></p></form>', ctx.token_field(), user.name))
