@@ -4,10 +4,11 @@ Kept import-free: the scheduler CGI loads it on every request.
 """
 
 
-def xml_escape_bytes(data):
+def xml_escape_bytes(data, *, keep_high=False):
     """BOINC's xml_escape (lib/parse.cpp), byte by byte: ``<`` ``&`` and bytes
     above 127 as entities, tab/LF/CR as ``&#N;``, other control bytes dropped,
-    ``]]>`` as ``]]&gt;``."""
+    ``]]>`` as ``]]&gt;``.  With ``keep_high`` bytes above 127 pass unchanged
+    (see :func:`xml_escape_utf8`)."""
     out = bytearray()
     i, n = 0, len(data)
     while i < n:
@@ -17,7 +18,10 @@ def xml_escape_bytes(data):
         elif x == 0x26:
             out += b"&amp;"
         elif x > 127:
-            out += b"&#%d;" % x
+            if keep_high:
+                out.append(x)
+            else:
+                out += b"&#%d;" % x
         elif x < 32:
             if x in (9, 10, 13):
                 out += b"&#%d;" % x
@@ -37,3 +41,14 @@ def xml_escape(text):
             and "]]>" not in text):
         return text
     return xml_escape_bytes(text.encode("utf-8")).decode("ascii")
+
+
+def xml_escape_utf8(text):
+    """:func:`xml_escape` for readers that decode ``&#N;`` as the Unicode
+    character N (PHP's SimpleXML, lxml, ElementTree: the remote submission
+    handlers): the same escapes, but non-ASCII characters stay UTF-8, since
+    BOINC's ``&#195;&#169;`` for "\u00e9" reaches such a reader as two characters."""
+    if (text.isascii() and text.isprintable() and "<" not in text and "&" not in text
+            and "]]>" not in text):
+        return text
+    return xml_escape_bytes(text.encode("utf-8"), keep_high=True).decode("utf-8")
