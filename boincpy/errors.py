@@ -56,3 +56,19 @@ class ShmemError(BoincpyError):
         self.log_text = log_text or message
         if user_message is not None:
             self.user_message = user_message
+
+
+class SubmitError(BoincpyError):
+    """A remote job submission request failed.
+
+    When the project answered with BOINC's ``<error>`` reply, ``error_num``
+    and ``error_msg`` carry its number and text, and ``op`` the RPC; a
+    request that could not be made or whose reply could not be read (no
+    connection, HTTP error, not XML) has ``error_num`` None.
+    """
+
+    def __init__(self, message, *, error_num=None, error_msg=None, op=None, exit_code=None):
+        super().__init__(message, exit_code=exit_code)
+        self.error_num = error_num
+        self.error_msg = error_msg
+        self.op = op
