@@ -507,8 +507,14 @@ def parse_reply(data, op):
             continue
     outer = root.find(op) if root is not None else None
     error = None
-    if root is not None:
-        error = (outer if outer is not None else root).find("error")
+    if outer is not None:
+        error = outer.find("error")
+    elif root is not None:
+        # at the top level (a request PHP could not parse), or in another
+        # RPC's element (a handler answering something else)
+        error = root.find("error")
+        if error is None:
+            error = root.find("*/error")
     if error is not None and _int(error, "error_num") != 0:
         num, msg = _int(error, "error_num"), _child(error, "error_msg") or ""
         raise SubmitError("%s: %s (error %d)" % (op, msg, num), error_num=num, error_msg=msg,
