@@ -59,16 +59,23 @@ class ShmemError(BoincpyError):
 
 
 class SubmitError(BoincpyError):
-    """A remote job submission request failed.
+    """A remote job submission request refused, or failed.
 
-    When the project answered with BOINC's ``<error>`` reply, ``error_num``
-    and ``error_msg`` carry its number and text, and ``op`` the RPC; a
-    request that could not be made or whose reply could not be read (no
-    connection, HTTP error, not XML) has ``error_num`` None.
+    On the server, a refusal answered with BOINC's ``<error>`` reply: ``num``
+    is its error_num (-1 for every refusal the PHP handlers make) and the
+    message its error_msg.  In the client, ``num`` and ``error_msg`` are
+    those of the project's ``<error>`` reply and ``op`` its RPC; a request
+    the client refused to send, or could not send or read (no connection,
+    HTTP error, not XML), has ``num`` None.
     """
 
-    def __init__(self, message, *, error_num=None, error_msg=None, op=None, exit_code=None):
+    def __init__(self, message, num=-1, *, error_msg=None, op=None, exit_code=None):
         super().__init__(message, exit_code=exit_code)
-        self.error_num = error_num
-        self.error_msg = error_msg
+        self.num = num
+        self.error_msg = message if error_msg is None else error_msg
         self.op = op
+
+    @property
+    def error_num(self):
+        """``num`` under the reply's name for it."""
+        return self.num

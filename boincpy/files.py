@@ -4,6 +4,8 @@ import hashlib
 import os
 import tempfile
 
+from boincpy.errors import BoincpyError
+
 
 def bucket(name, fanout):
     """The fan-out bucket of a file name, exactly as every BOINC component computes it.
@@ -66,3 +68,51 @@ def atomic_write(path, data, mode=0o644):
         except FileNotFoundError:
             pass
         raise
+
+
+def read_md5_file(path):
+    """(md5, size) from a ``NAME.md5`` file ("<md5> <size>"), as PHP's
+    check_download_file reads it; size is None when missing or unreadable."""
+    try:
+        with open(path) as f:
+            parts = f.read().split(" ")
+    except OSError as exc:
+        raise BoincpyError("can't read %s: %s" % (path, exc.strerror)) from None
+    md5 = parts[0].strip()
+    try:
+        size = float(parts[1]) if len(parts) > 1 else None
+    except ValueError:
+        size = None
+    return md5, size
+
+
+def write_md5_file(dl_path, md5, size):
+    """Write ``dl_path.md5`` ("<md5> <size>\\n"), after the data file so its
+    mtime is not older (create_work ignores .md5 files older than their file)."""
+    with open(dl_path + ".md5", "w") as f:
+        f.write("%s %d\n" % (md5, size))
+
+
+def check_download_file(path, dl_path):
+    """Compare a file with what is staged under ``dl_path`` (PHP's check_download_file).
+
+    Returns (status, md5, size) of ``path``: 0 the same file is already
+    staged; 1 nothing is there, it must be copied; -1 a different file with
+    that name is there.  In cases 0 and 1 the .md5 file exists afterwards.
+    """
+    md5, size = md5_file(path)
+    md5_path = dl_path + ".md5"
+    have_md5 = os.path.exists(md5_path)
+    if have_md5:
+        dl_md5, dl_size = read_md5_file(md5_path)
+    if os.path.exists(dl_path):
+        if have_md5:
+            if os.path.getsize(dl_path) == dl_size and dl_md5 == md5:
+                return 0, md5, size
+            return -1, md5, size
+        m, _ = md5_file(dl_path)
+        if m == md5:
+            write_md5_file(dl_path, md5, size)
+            return 0, md5, size
+        return -1, md5, size
+    return 1, md5, size

@@ -5,6 +5,7 @@ are lookups and inserts several programs need.
 """
 
 from boincpy.db.rows import App, AppVersion, Platform, Workunit
+from boincpy.states import Outcome, ServerState, WuError
 
 
 def insert_row(db, row):
@@ -70,3 +71,43 @@ def insert_workunits(db, wus):
 def lookup_workunit_by_name(db, name):
     """The workunit called ``name``, or None."""
     return lookup(db, Workunit, "name = %s", (name,))
+
+
+def cancel_workunits_by_id(db, wuids, now, unsent_only=False):
+    """Cancel the workunits with these ids (BOINC's cancel_wus); return
+    (#workunits, #results) changed.
+
+    Unsent (and inactive) results become OVER / DIDNT_NEED; the workunit gets
+    error_mask CANCELLED and transition_time now, so the transitioner finishes
+    it and the scheduler tells hosts running its results to abort them.
+
+    ``unsent_only``: skip workunits any of whose results was already sent.
+    """
+    wuids = sorted({int(i) for i in wuids})
+    if not wuids:
+        return 0, 0
+    nwu = nres = 0
+    with db.transaction():
+        for start in range(0, len(wuids), 500):
+            chunk = wuids[start:start + 500]
+            marks = ", ".join(["%s"] * len(chunk))
+            # Lock the results first: a scheduler sending one of them right now
+            # waits for this transaction (its UPDATE is conditional on UNSENT).
+            rows = db.query("SELECT workunitid, server_state FROM result WHERE workunitid IN (%s) "
+                            "FOR UPDATE" % marks, chunk)
+            if unsent_only:
+                sent = {r["workunitid"] for r in rows
+                        if r["server_state"] > ServerState.UNSENT}
+                chunk = [w for w in chunk if w not in sent]
+                if not chunk:
+                    continue
+                marks = ", ".join(["%s"] * len(chunk))
+            nres += db.execute(
+                "UPDATE result SET server_state = %%s, outcome = %%s WHERE workunitid IN (%s) "
+                "AND server_state IN (%%s, %%s)" % marks,
+                [int(ServerState.OVER), int(Outcome.DIDNT_NEED)] + chunk
+                + [int(ServerState.INACTIVE), int(ServerState.UNSENT)])
+            nwu += db.execute(
+                "UPDATE workunit SET error_mask = error_mask | %%s, transition_time = %%s "
+                "WHERE id IN (%s)" % marks, [int(WuError.CANCELLED), now] + chunk)
+    return nwu, nres

@@ -427,6 +427,15 @@ create table job_file (
     unique key jf_name (name)
 ) engine=InnoDB;
 
+-- db/schema_condor.sql: which batches use which job_file (remote submission's
+-- files by content); make_project does not load it in BOINC, here it does.
+create table batch_file_assoc (
+    job_file_id             integer         not null,
+    batch_id                integer         not null,
+    unique key bfa_file_batch (job_file_id, batch_id),
+    key bfa_batch (batch_id)
+) engine=InnoDB;
+
 create table profile (
     userid                  integer         not null,
     language                varchar(254),

@@ -68,6 +68,12 @@ _BLOCK = 1 << 16
 # ---------------------------------------------------------------------------
 # What a submitter describes
 
+def _failure(message, op=None):
+    """A SubmitError of the client's own (``num`` None: not the server's
+    ``<error>``)."""
+    return SubmitError(message, None, op=op)
+
+
 def _text(tag, value):
     return "<%s>%s</%s>\n" % (tag, xml_escape_utf8(str(value)), tag)
 
@@ -104,13 +110,13 @@ class FileDesc:
 
     def __post_init__(self):
         if self.mode not in FILE_MODES:
-            raise SubmitError("input file mode %r: not one of %s"
+            raise _failure("input file mode %r: not one of %s"
                               % (self.mode, ", ".join(FILE_MODES)))
         if self.mode == "remote":
             if not self.url or not self.md5 or not self.nbytes:
-                raise SubmitError("a remote input file needs url, nbytes and md5")
+                raise _failure("a remote input file needs url, nbytes and md5")
         elif self.mode != "inline" and not self.source:
-            raise SubmitError("a %s input file needs a source" % self.mode)
+            raise _failure("a %s input file needs a source" % self.mode)
 
     @classmethod
     def staged(cls, phys_name):
@@ -151,7 +157,7 @@ def template_xml(text, root):
         try:
             ElementTree.fromstring(body)
         except ElementTree.ParseError as exc:
-            raise SubmitError("%s is not well-formed XML: %s" % (root, exc)) from None
+            raise _failure("%s is not well-formed XML: %s" % (root, exc)) from None
     return body
 
 
@@ -176,7 +182,7 @@ class JobDesc:
     def __post_init__(self):
         targets = [t for t in (self.target_user, self.target_host, self.target_team) if t]
         if len(targets) > 1:
-            raise SubmitError("job %s: give one of target_user, target_host, target_team"
+            raise _failure("job %s: give one of target_user, target_host, target_team"
                               % (self.name or ""))
 
     def to_xml(self):
@@ -277,7 +283,7 @@ def _as_int(text, tag):
     try:
         return int(float(text))
     except ValueError:
-        raise SubmitError("reply: <%s> is not a number: %r" % (tag, text)) from None
+        raise _failure("reply: <%s> is not a number: %r" % (tag, text)) from None
 
 
 def _int(element, tag, default=0):
@@ -292,7 +298,7 @@ def _float(element, tag, default=0.0):
     try:
         return float(text)
     except ValueError:
-        raise SubmitError("reply: <%s> is not a number: %r" % (tag, text)) from None
+        raise _failure("reply: <%s> is not a number: %r" % (tag, text)) from None
 
 
 @dataclass
@@ -442,7 +448,7 @@ class Templates:
         for root in ("input_template", "output_template"):
             node = el.find(root)
             if node is None:
-                raise SubmitError("get_templates: the reply has no <%s>" % root)
+                raise _failure("get_templates: the reply has no <%s>" % root)
             node.tail = None
             found[root] = (ElementTree.tostring(node, encoding="unicode"),
                            [(n.text or "").strip() for n in node.iter("open_name")])
@@ -517,22 +523,21 @@ def parse_reply(data, op):
             error = root.find("*/error")
     if error is not None and _int(error, "error_num") != 0:
         num, msg = _int(error, "error_num"), _child(error, "error_msg") or ""
-        raise SubmitError("%s: %s (error %d)" % (op, msg, num), error_num=num, error_msg=msg,
-                          op=op)
+        raise SubmitError("%s: %s (error %d)" % (op, msg, num), num, error_msg=msg, op=op)
     if fatal:
-        raise SubmitError("%s: the server failed: %s" % (op, fatal[0]), op=op)
+        raise _failure("%s: the server failed: %s" % (op, fatal[0]), op=op)
     if root is None:
-        raise SubmitError("%s: the reply is not XML: %s" % (op, _plain(text, 200) or "(empty)"),
+        raise _failure("%s: the reply is not XML: %s" % (op, _plain(text, 200) or "(empty)"),
                           op=op)
     if outer is None:
-        raise SubmitError("%s: the reply has no <%s> element: %s"
+        raise _failure("%s: the reply has no <%s> element: %s"
                           % (op, op, _plain(text, 200) or "(empty)"), op=op)
     return outer
 
 
 def _need_success(element, op):
     if element.find("success") is None:
-        raise SubmitError("%s: the reply does not say <success>" % op, op=op)
+        raise _failure("%s: the reply does not say <success>" % op, op=op)
 
 
 # ---------------------------------------------------------------------------
@@ -566,7 +571,7 @@ class Body:
                 # never more or less than the length announced
                 chunk = self._open.read(min(want - len(out), self._left))
                 if not chunk and self._left:
-                    raise SubmitError("%s changed while it was being sent" % part.path)
+                    raise _failure("%s changed while it was being sent" % part.path)
                 out += chunk
                 self._left -= len(chunk)
                 if not self._left:
@@ -637,7 +642,7 @@ def check_phys_name(name):
     download directory (the server checks too; this says it before sending)."""
     if (not name or name in (".", "..") or name.startswith(".") or "/" in name
             or "\\" in name or _NOT_XML_CHARS.search(name)):
-        raise SubmitError("bad physical file name %r" % name)
+        raise _failure("bad physical file name %r" % name)
     return name
 
 
@@ -663,7 +668,7 @@ def _upload_groups(indices, sizes):
 def _batch_ref(batch):
     """``<batch_id>`` for an int, ``<batch_name>`` for a str."""
     if isinstance(batch, bool) or not isinstance(batch, (int, str)):
-        raise SubmitError("a batch is named by its id (int) or its name (str), not %r"
+        raise _failure("a batch is named by its id (int) or its name (str), not %r"
                           % (batch,))
     if isinstance(batch, int):
         return _integer("batch_id", batch)
@@ -680,7 +685,7 @@ class SubmitClient:
 
     def __init__(self, url, authenticator, timeout=DEFAULT_TIMEOUT):
         if not url:
-            raise SubmitError("no project URL given")
+            raise _failure("no project URL given")
         self.url = url if url.endswith("/") else url + "/"
         self.authenticator = authenticator or ""
         self.timeout = timeout
@@ -698,19 +703,19 @@ class SubmitClient:
             return urllib.request.urlopen(request, timeout=self.timeout)
         except urllib.error.HTTPError as exc:
             detail = _plain(exc.read(2000).decode("utf-8", "replace"), 200)
-            raise SubmitError("%s: HTTP %d %s%s" % (_shown(url), exc.code, exc.reason,
+            raise _failure("%s: HTTP %d %s%s" % (_shown(url), exc.code, exc.reason,
                                                      (": " + detail) if detail else "")) from None
         except urllib.error.URLError as exc:
-            raise SubmitError("can't reach %s: %s" % (_shown(url), exc.reason)) from None
+            raise _failure("can't reach %s: %s" % (_shown(url), exc.reason)) from None
         except (OSError, ValueError) as exc:
-            raise SubmitError("can't reach %s: %s" % (_shown(url), exc)) from None
+            raise _failure("can't reach %s: %s" % (_shown(url), exc)) from None
 
     def _read(self, response, url):
         try:
             with response:
                 return response.read()
         except (OSError, ValueError) as exc:
-            raise SubmitError("reading the reply of %s: %s" % (_shown(url), exc)) from None
+            raise _failure("reading the reply of %s: %s" % (_shown(url), exc)) from None
 
     def _post(self, handler, op, request_xml, files=(), progress=None):
         url = self.url + handler
@@ -735,7 +740,7 @@ class SubmitClient:
     def get_templates(self, app_name=None, job_name=None):
         """The input and output templates of an app (or of a job's app)."""
         if bool(app_name) == bool(job_name):
-            raise SubmitError("get_templates: give an app name or a job name")
+            raise _failure("get_templates: give an app name or a job name")
         ref = _text("app_name", app_name) if app_name else _text("job_name", job_name)
         node = self._simple("get_templates", ref).find("templates")
         if node is None:
@@ -864,14 +869,14 @@ class SubmitClient:
         ``progress(n, total)`` is told of each block of bytes sent."""
         paths, phys_names = list(paths), list(phys_names)
         if len(paths) != len(phys_names):
-            raise SubmitError("upload_files: %d files for %d names"
+            raise _failure("upload_files: %d files for %d names"
                               % (len(paths), len(phys_names)))
         for path in paths:
             if not os.path.isfile(path):
-                raise SubmitError("no such file: %s" % path)
+                raise _failure("no such file: %s" % path)
         absent = self.query_files(phys_names, batch_id, delete_time)
         if any(i < 0 or i >= len(paths) for i in absent):
-            raise SubmitError("query_files: the reply names files that were not asked about")
+            raise _failure("query_files: the reply names files that were not asked about")
         sizes = {i: os.path.getsize(paths[i]) for i in absent}
         bodies = []
         for group in _upload_groups(absent, sizes):
@@ -944,7 +949,7 @@ class SubmitClient:
         elif batch_id is not None:
             params = [("cmd", "batch"), ("batch_id", int(batch_id))]
         else:
-            raise SubmitError("get_output2: give result_id, job_id or batch_id")
+            raise _failure("get_output2: give result_id, job_id or batch_id")
         return self._url(OUTPUT2_HANDLER, params + [("auth", self.authenticator)])
 
     def download(self, url, dest, progress=None):
@@ -959,7 +964,7 @@ class SubmitClient:
             disposition = response.headers.get("Content-Disposition", "")
             if "attachment" not in disposition.lower():
                 text = _plain(response.read(4000).decode("utf-8", "replace"), 300)
-                raise SubmitError("%s: %s" % (_output_op(url), text or "empty reply"))
+                raise _failure("%s: %s" % (_output_op(url), text or "empty reply"))
             if os.path.isdir(dest):
                 path = os.path.join(dest, _safe_filename(disposition, url))
             else:
@@ -982,7 +987,7 @@ class SubmitClient:
                 os.unlink(tmp)
                 raise
         except (OSError, ValueError) as exc:
-            raise SubmitError("downloading %s: %s" % (_shown(url), exc)) from None
+            raise _failure("downloading %s: %s" % (_shown(url), exc)) from None
         finally:
             response.close()
         return path
@@ -1005,7 +1010,7 @@ class SubmitClient:
 
 
 def _missing(op, tag):
-    raise SubmitError("%s: the reply has no <%s>" % (op, tag), op=op)
+    raise _failure("%s: the reply has no <%s>" % (op, tag), op=op)
 
 
 def _shown(url):

@@ -17,11 +17,10 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from boincpy.errors import BoincpyError, DatabaseError, TemplateError, ToolError
-from boincpy.states import INT_MAX, AssignType, TransitionerFlags
-from boincpy.templates import (FileInfoCache, InputFile, check_workunit_values,
-                               load_input_template, load_output_template,
-                               process_input_template, workunit_values, xml_escape)
+from boincpy.backend_lib import Creator, JobDesc, insert_jobs
+from boincpy.errors import BoincpyError, DatabaseError, ToolError
+from boincpy.states import AssignType
+from boincpy.templates import InputFile
 
 USAGE = """usage: create_work [options] infile1 infile2 ...
 
@@ -83,57 +82,6 @@ _VALUE_OPTIONS = {
     "max_total_results": ("max_total_results", "int"),
     "max_success_results": ("max_success_results", "int"),
 }
-
-# workunit columns written by create_work, in INSERT order
-WU_COLUMNS = (
-    "create_time", "appid", "name", "xml_doc", "batch", "rsc_fpops_est",
-    "rsc_fpops_bound", "rsc_memory_bound", "rsc_disk_bound", "need_validate",
-    "canonical_resultid", "canonical_credit", "transition_time", "delay_bound",
-    "error_mask", "file_delete_state", "assimilate_state", "hr_class", "opaque",
-    "min_quorum", "target_nresults", "max_error_results", "max_total_results",
-    "max_success_results", "result_template_file", "priority", "rsc_bandwidth_bound",
-    "fileset_id", "app_version_id", "transitioner_flags", "size_class", "keywords",
-    "app_version_num",
-)
-
-_ROW_DEFAULTS = {
-    "create_time": 0, "appid": 0, "name": "", "xml_doc": "", "batch": 0,
-    "rsc_fpops_est": 0.0, "rsc_fpops_bound": 0.0, "rsc_memory_bound": 0.0,
-    "rsc_disk_bound": 0.0, "need_validate": 0, "canonical_resultid": 0,
-    "canonical_credit": 0.0, "transition_time": 0, "delay_bound": 0, "error_mask": 0,
-    "file_delete_state": 0, "assimilate_state": 0, "hr_class": 0, "opaque": 0.0,
-    "min_quorum": 0, "target_nresults": 0, "max_error_results": 0,
-    "max_total_results": 0, "max_success_results": 0, "result_template_file": "",
-    "priority": 0, "rsc_bandwidth_bound": 0.0, "fileset_id": 0, "app_version_id": 0,
-    "transitioner_flags": 0, "size_class": -1, "keywords": "", "app_version_num": 0,
-}
-
-MAX_QUERY_BYTES = 1000000   # BOINC flushes its multi-row INSERT at ~1 MB
-
-
-@dataclass
-class JobDesc:
-    """One job, or the run-level defaults every --stdin line starts from."""
-    name: str = ""
-    wu_template_file: str = ""
-    result_template_file: str = ""
-    infiles: list = field(default_factory=list)
-    command_line: str = ""
-    options: dict = field(default_factory=dict)     # DB columns from options
-    assign_flag: bool = False
-    assign_multi: bool = False
-    assign_id: int = 0
-    assign_type: int = AssignType.NONE
-    sub_appname: str = ""
-    wu_id: int = 0
-    line: int = 0                                   # --stdin line number (1-based)
-
-    def copy(self):
-        return JobDesc(self.name, self.wu_template_file, self.result_template_file,
-                       list(self.infiles), self.command_line, dict(self.options),
-                       self.assign_flag, self.assign_multi, self.assign_id,
-                       self.assign_type, self.sub_appname, self.wu_id, self.line)
-
 
 @dataclass
 class RunOptions:
@@ -316,78 +264,6 @@ def parse_stdin_line(base, tokens, lineno):
     return jd
 
 
-class Creator:
-    """Turns JobDescs into workunit rows (nothing is written here)."""
-
-    def __init__(self, cfg, app_id, verbose=False):
-        self.cfg = cfg
-        self.app_id = app_id
-        self.verbose = verbose
-        self.files = FileInfoCache(cfg)
-        self._in = {}        # resolved path -> InputTemplate
-        self._out = {}       # result template name -> True (validated)
-        self._base = {}      # (template path, options key, flags) -> base row
-        self.now = int(time.time())
-
-    def _input_template(self, name):
-        # BOINC reads it relative to the working directory; fall back to the
-        # project directory so --project_dir works from anywhere.
-        path = name
-        if not os.path.isabs(name) and not os.path.exists(name):
-            path = self.cfg.project_path(name)
-        t = self._in.get(path)
-        if t is None:
-            if not os.path.exists(path):
-                raise TemplateError("input template file %s doesn't exist" % name)
-            t = self._in[path] = load_input_template(path)
-        return t
-
-    def _check_result_template(self, name):
-        if name in self._out:
-            return
-        if len(name.encode()) > 63:
-            raise TemplateError("result template filename is too long: %d bytes, max is 63"
-                                % len(name.encode()))
-        path = self.cfg.project_path(name)
-        if not os.path.exists(path):
-            raise TemplateError("result template file %s doesn't exist" % path)
-        load_output_template(
-            path, check_file_info_newline=not self.cfg.dont_generate_upload_certificates)
-        self._out[name] = True
-
-    def row(self, jd):
-        """The workunit row (dict of WU_COLUMNS) for one job."""
-        tmpl = self._input_template(jd.wu_template_file)
-        self._check_result_template(jd.result_template_file)
-        flags = 0
-        if jd.assign_flag:
-            flags = (TransitionerFlags.TRANSITION_NONE if jd.assign_multi
-                     else TransitionerFlags.TRANSITION_NO_NEW_RESULTS)
-        key = (id(tmpl), tuple(sorted(jd.options.items())), jd.result_template_file, flags)
-        base = self._base.get(key)
-        if base is None:
-            values = workunit_values(tmpl, jd.options)
-            check_workunit_values(values, tmpl.path)
-            base = dict(_ROW_DEFAULTS)
-            base.update(values)
-            base["appid"] = self.app_id
-            base["create_time"] = self.now
-            base["result_template_file"] = jd.result_template_file
-            base["transitioner_flags"] = int(flags)
-            base["transition_time"] = INT_MAX if flags else self.now
-            self._base[key] = base
-        additional = ""
-        if jd.sub_appname:
-            additional = "   <sub_appname>%s</sub_appname>" % xml_escape(jd.sub_appname)
-        row = base.copy()
-        row["name"] = jd.name
-        row["xml_doc"] = process_input_template(
-            tmpl, jd.infiles, self.cfg, jd.command_line, additional, self.files)
-        if len(jd.name.encode()) > 191 or not jd.name:
-            raise ToolError("bad workunit name '%s'" % jd.name)
-        return row
-
-
 def _read_jobs(ro, base, lines, creator, errors):
     """Rows for the --stdin lines; bad lines raise, or are collected in
     ``errors`` with --continue_on_error."""
@@ -410,54 +286,6 @@ def _read_jobs(ro, base, lines, creator, errors):
                 raise type(exc)(msg) from None
             errors.append(msg)
     return jobs
-
-
-def _existing_names(db, names):
-    found = set()
-    names = list(names)
-    for k in range(0, len(names), 1000):
-        chunk = names[k:k + 1000]
-        marks = ",".join(["%s"] * len(chunk))
-        for r in db.query("SELECT name FROM workunit WHERE name IN (%s)" % marks, chunk):
-            found.add(r["name"])
-    return found
-
-
-def _insert_batch(db, rows):
-    """Insert unassigned rows with multi-row INSERTs of at most ~1 MB."""
-    from boincpy.db import queries
-    from boincpy.db.rows import Workunit
-    chunk = []
-    size = 0
-    for row in rows:
-        chunk.append(Workunit(**row))
-        size += len(row["xml_doc"]) + 400
-        if size > MAX_QUERY_BYTES:
-            queries.insert_workunits(db, chunk)
-            chunk, size = [], 0
-    if chunk:
-        queries.insert_workunits(db, chunk)
-
-
-def _insert_one(db, row, jd):
-    """Insert (or with --wu_id update) one workunit; add its assignment row."""
-    from boincpy.db import queries
-    from boincpy.db.rows import Workunit
-    if jd.wu_id:
-        cols = [c for c in WU_COLUMNS]
-        db.execute("UPDATE workunit SET %s WHERE id=%%s"
-                   % ", ".join("%s=%%s" % c for c in cols),
-                   [row[c] for c in cols] + [jd.wu_id])
-        wu_id = jd.wu_id
-    else:
-        wu_id = queries.insert_workunit(db, Workunit(**row))
-    if jd.assign_flag:
-        db.execute(
-            "INSERT INTO assignment (create_time, target_id, target_type, multi, "
-            "workunitid, resultid) VALUES (%s, %s, %s, %s, %s, %s)",
-            (int(time.time()), jd.assign_id, int(jd.assign_type),
-             1 if jd.assign_multi else 0, wu_id, 0))
-    return wu_id
 
 
 def run(argv, stdin=None, stdout=None, stderr=None):
@@ -499,49 +327,19 @@ def run(argv, stdin=None, stdout=None, stderr=None):
         else:
             jobs = [(jd, creator.row(jd))]
 
-        # names must be new and distinct
-        seen = {}
-        dup = []
-        for k, (j, row) in enumerate(jobs):
-            if row["name"] in seen:
-                dup.append(k)
-                msg = "duplicate workunit name %s" % row["name"]
-                if j.line:
-                    msg = "line %d: %s" % (j.line, msg)
-                if not ro.continue_on_error:
-                    raise ToolError(msg)
-                errors.append(msg)
-            seen[row["name"]] = k
-        existing = _existing_names(db, [row["name"] for j, row in jobs if not j.wu_id])
-        for k, (j, row) in enumerate(jobs):
-            if row["name"] in existing and not j.wu_id:
-                msg = "a workunit named %s already exists" % row["name"]
-                if j.line:
-                    msg = "line %d: %s" % (j.line, msg)
-                if not ro.continue_on_error:
-                    raise ToolError(msg)
-                errors.append(msg)
-                dup.append(k)
-        if dup:
-            skip = set(dup)
-            jobs = [x for k, x in enumerate(jobs) if k not in skip]
-
-        batch = [row for j, row in jobs if not j.assign_flag and not j.wu_id]
-        single = [(j, row) for j, row in jobs if j.assign_flag or j.wu_id]
         try:
-            with db.transaction():
-                if batch:
-                    _insert_batch(db, batch)
-                ids = [(_insert_one(db, row, j), row["name"]) for j, row in single]
+            ids, nbulk, errors = insert_jobs(db, jobs, ro.continue_on_error, errors)
         except DatabaseError as exc:
             raise DatabaseError("no jobs created: %s" % exc.message) from None
-        except Exception as exc:  # driver errors not wrapped by the db layer
-            raise DatabaseError("no jobs created: %s" % exc) from None
+        if jd.options.get("batch"):
+            # a batch made by create_batch and filled by hand is counted too
+            from boincpy.submit.batch import start_if_new
+            start_if_new(db, jd.options["batch"])
         if ro.verbose:
             for wu_id, name in ids:
                 stderr.write("created workunit; name %s, ID %d\n" % (name, wu_id))
-            if batch:
-                stderr.write("created %d workunits\n" % len(batch))
+            if nbulk:
+                stderr.write("created %d workunits\n" % nbulk)
         for msg in errors:
             stderr.write("create_work: skipped %s\n" % msg)
         if not ro.use_stdin and ro.show_wu_name:

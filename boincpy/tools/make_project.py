@@ -731,19 +731,27 @@ def build_tree(spec, stage, undo, say):
 
     say(1, "Creating directories")
     os.chmod(stage, 0o755)
-    for d in ("bin", "cgi-bin", "templates", "apps", "download", "html", "html/user",
-              "html/ops", "html/stats", "sample_results", pid_dir, tmp_dir):
+    for d in ("bin", "cgi-bin", "templates", "apps", "html", "html/user",
+              "html/ops", "html/stats", "sample_results", pid_dir):
         _mkdir(S(d), 0o755)
     # Written by the CGIs (Apache's group) and by the operator's daemons:
-    # setgid so files keep the group, group-writable.
-    for d in ("upload", "html/cache", log_dir):
+    # setgid so files keep the group, group-writable.  tmp_HOST spools the
+    # files submitters upload (job_file.php).
+    for d in ("upload", "html/cache", log_dir, tmp_dir):
         _mkdir(S(d), 0o2770)
         perms.group(S(d), 0o2770)
-    # The upload buckets too, so uploads work whatever Apache's umask is.
+    # Remote job submission writes input files into download/ and job-level
+    # output templates into templates/tmp/ (readable by all: Apache serves
+    # download/).
+    for d in ("download", "templates/tmp"):
+        _mkdir(S(d), 0o2775)
+        perms.group(S(d), 0o2775)
+    # The buckets too, so uploads work whatever Apache's umask is.
     for i in range(FANOUT):
-        d = S("upload", format(i, "x"))
-        os.mkdir(d)
-        perms.group(d, 0o2770)
+        for top, mode in (("upload", 0o2770), ("download", 0o2775)):
+            d = S(top, format(i, "x"))
+            os.mkdir(d)
+            perms.group(d, mode)
 
     if not spec.web_only:
         inside = spec.key_dir == spec.path("keys") or \

@@ -17,7 +17,7 @@ import shutil
 import sys
 
 from boincpy.errors import BoincpyError, ToolError
-from boincpy.files import dir_hier_path, md5_file
+from boincpy.files import check_download_file, dir_hier_path, write_md5_file
 
 STAGE_USAGE = """usage: stage_file [--gzip] [--copy] [--verbose] path
     --gzip      make a gzipped version of file for compressed download
@@ -34,48 +34,6 @@ Usage: dir_hier_path <filename>
    and creates the directory if needed.
 
 """
-
-
-def _read_md5_file(path):
-    """(md5, size) from a .md5 file as PHP's check_download_file reads it."""
-    try:
-        with open(path) as f:
-            parts = f.read().split(" ")
-    except OSError as exc:
-        raise ToolError("can't read %s: %s" % (path, exc.strerror)) from None
-    md5 = parts[0].strip()
-    try:
-        size = float(parts[1]) if len(parts) > 1 else None
-    except ValueError:
-        size = None
-    return md5, size
-
-
-def _write_md5_file(dl_path, md5, size):
-    with open(dl_path + ".md5", "w") as f:
-        f.write("%s %d\n" % (md5, size))
-
-
-def check_download_file(path, dl_path):
-    """0: the same file is already staged; 1: not there, must be copied;
-    -1: a different file with that name is there.  In cases 0 and 1 the
-    .md5 file exists afterwards.  Returns (status, md5, size)."""
-    md5, size = md5_file(path)
-    md5_path = dl_path + ".md5"
-    have_md5 = os.path.exists(md5_path)
-    if have_md5:
-        dl_md5, dl_size = _read_md5_file(md5_path)
-    if os.path.exists(dl_path):
-        if have_md5:
-            if os.path.getsize(dl_path) == dl_size and dl_md5 == md5:
-                return 0, md5, size
-            return -1, md5, size
-        m, _ = md5_file(dl_path)
-        if m == md5:
-            _write_md5_file(dl_path, md5, size)
-            return 0, md5, size
-        return -1, md5, size
-    return 1, md5, size
 
 
 def stage_one(path, cfg, copy=False, gzip=False, verbose=False, out=None):
@@ -105,7 +63,7 @@ def stage_one(path, cfg, copy=False, gzip=False, verbose=False, out=None):
                     out.write("    moved file\n")
             # written after the data file so its mtime is not older (create_work
             # ignores and deletes .md5 files older than their data file)
-            _write_md5_file(dl_path, md5, size)
+            write_md5_file(dl_path, md5, size)
         else:
             raise ToolError(
                 "Can't stage input file %s:\n"

@@ -113,7 +113,7 @@ def _input_file_count(client, app_name, input_template):
     try:
         root = ElementTree.fromstring("<t>%s</t>" % input_template)
     except ElementTree.ParseError as exc:
-        raise SubmitError("the input template is not well-formed XML: %s" % exc) from None
+        raise SubmitError("the input template is not well-formed XML: %s" % exc, None) from None
     return len(list(root.iter("file_info")))
 
 
@@ -387,7 +387,7 @@ def get_output(client, job, batch, file_num, directory, output, as_json):
         else:
             names = client.get_templates(job_name=job).output_open_names
             if not names and file_num is None:
-                raise SubmitError("the output template of %s's app names no files" % job)
+                raise SubmitError("the output template of %s's app names no files" % job, None)
             numbers = [file_num] if file_num is not None else range(len(names))
             for n in numbers:
                 label = names[n] if 0 <= n < len(names) else "file_%d" % n

@@ -10,6 +10,7 @@ Parameters are read like PHP's ``$_GET`` / ``$_POST``: URL-decoded, ``+``
 is a space, the last of repeated names wins.
 """
 
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -89,6 +90,14 @@ class WebRequest:
     get: dict = field(default_factory=dict)
     post: dict = field(default_factory=dict)
     environ: dict = field(default_factory=dict)
+    files: list = field(default_factory=list)       # multipart.UploadedFile, in body order
+    body_error: str = ""                            # why the body could not be read
+
+    def remove_files(self):
+        """Delete the uploaded files' temporary copies that are left (PHP does
+        this when the page ends)."""
+        from boincpy.web import multipart
+        multipart.remove(self.files)
 
     @property
     def remote_addr(self):
@@ -141,6 +150,24 @@ def php_numeric(text):
     return float(text)
 
 
+def php_float(value):
+    """A number as PHP's echo prints a float (precision 14: %.14G, exponent
+    as ``1.0E+25``); integers as they are."""
+    if isinstance(value, int):
+        return str(value)
+    if value != value:
+        return "NAN"
+    if value in (float("inf"), float("-inf")):
+        return "INF" if value > 0 else "-INF"
+    text = "%.14G" % value
+    if "E" in text:
+        mantissa, exponent = text.split("E")
+        if "." not in mantissa:
+            mantissa += ".0"
+        return "%sE%+d" % (mantissa, int(exponent))
+    return text
+
+
 def _params(text):
     out = {}
     for key, value in parse_qsl(text, keep_blank_values=True, encoding="utf-8",
@@ -149,41 +176,107 @@ def _params(text):
     return out
 
 
-def parse_request(environ, stdin=None):
-    """A WebRequest from a CGI environment (and, for POST, the body on ``stdin``)."""
+def parse_request(environ, stdin=None, max_post_bytes=MAX_POST_BYTES, upload_dir=None):
+    """A WebRequest from a CGI environment (and, for POST, the body on ``stdin``).
+
+    A form-urlencoded body of at most ``max_post_bytes`` fills ``post``; with
+    ``upload_dir``, a multipart/form-data body fills ``post`` and ``files``
+    (file parts as temporary files there).  A body that can't be read leaves
+    ``post`` empty and says why in ``body_error``."""
     method = environ.get("REQUEST_METHOD", "GET").upper()
     get = _params(environ.get("QUERY_STRING", ""))
-    post = {}
-    if method == "POST" and stdin is not None:
-        ctype = environ.get("CONTENT_TYPE", "")
-        try:
-            length = int(environ.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            length = 0
-        if ctype.startswith("application/x-www-form-urlencoded") and 0 < length <= MAX_POST_BYTES:
-            post = _params(stdin.read(length).decode("utf-8", "replace"))
-    return WebRequest(method=method, get=get, post=post, environ=dict(environ))
+    req = WebRequest(method=method, get=get, environ=dict(environ))
+    if method != "POST" or stdin is None:
+        return req
+    ctype = environ.get("CONTENT_TYPE", "")
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = 0
+    if ctype.startswith("application/x-www-form-urlencoded"):
+        if 0 < length <= max_post_bytes:
+            req.post = _params(stdin.read(length).decode("utf-8", "replace"))
+        elif length > max_post_bytes:
+            req.body_error = "request body too large (%d bytes; at most %d)" % (
+                length, max_post_bytes)
+    elif upload_dir is not None and length > 0:
+        from boincpy.web import multipart
+        boundary = multipart.boundary_of(ctype)
+        if boundary is None:
+            req.body_error = "bad multipart/form-data content type"
+        else:
+            try:
+                req.post, req.files = multipart.parse(stdin, length, boundary, upload_dir,
+                                                      max_field_bytes=max_post_bytes)
+            except multipart.MultipartError as exc:
+                req.body_error = str(exc)
+    return req
 
 
 @dataclass
 class Response:
-    """What a CGI prints: status, content type and body."""
+    """What a CGI prints: status, content type and body.
 
-    body: str
+    The body is ``body`` (text, sent as UTF-8), or ``data`` (bytes), or the
+    file at ``path`` (sent in chunks, then deleted if ``remove_path``)."""
+
+    body: str = ""
     content_type: str = XML_CONTENT_TYPE
     status: str = ""
     headers: list = field(default_factory=list)
+    data: bytes = None
+    path: str = None
+    remove_path: bool = False
 
-    def cgi_bytes(self):
-        """Header block and body as the CGI writes them to stdout."""
-        data = self.body.encode("utf-8")
+    def _payload_size(self):
+        if self.path is not None:
+            return os.path.getsize(self.path)
+        if self.data is None:
+            self.data = self.body.encode("utf-8")
+        return len(self.data)
+
+    def head_bytes(self):
+        """The CGI header block (with Content-Length)."""
         head = []
         if self.status:
             head.append("Status: %s" % self.status)
         head.extend(self.headers)
         head.append("Content-Type: %s" % self.content_type)
-        head.append("Content-Length: %d" % len(data))
-        return ("\n".join(head) + "\n\n").encode("ascii") + data
+        head.append("Content-Length: %d" % self._payload_size())
+        return ("\n".join(head) + "\n\n").encode("ascii", "replace")
+
+    def cgi_bytes(self):
+        """Header block and body as the CGI writes them to stdout (not for
+        a ``path`` response: use write())."""
+        head = self.head_bytes()
+        return head + self.data
+
+    def chunks(self, size=1 << 16):
+        """The body, in pieces."""
+        if self.path is None:
+            if self.data is None:
+                self.data = self.body.encode("utf-8")
+            yield self.data
+            return
+        try:
+            with open(self.path, "rb") as f:
+                while True:
+                    block = f.read(size)
+                    if not block:
+                        break
+                    yield block
+        finally:
+            if self.remove_path:
+                try:
+                    os.unlink(self.path)
+                except OSError:
+                    pass
+
+    def write(self, out):
+        """Write header block and body to ``out`` (a binary stream)."""
+        out.write(self.head_bytes())
+        for block in self.chunks():
+            out.write(block)
 
 
 def xml_response(body, header=True):
@@ -202,5 +295,5 @@ def error_response(err, header=True):
 def write_response(resp, out=None):
     """Write a Response to stdout (binary) as a CGI."""
     out = out or sys.stdout.buffer
-    out.write(resp.cgi_bytes())
+    resp.write(out)
     out.flush()

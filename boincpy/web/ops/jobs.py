@@ -16,48 +16,14 @@ only" variant bumps transition_time too (BOINC's does not, leaving the
 cancelled workunit unassimilated until something else touches it).
 """
 
-from boincpy.states import Outcome, ServerState, WuError
+from boincpy.db.queries import cancel_workunits_by_id
+from boincpy.states import ServerState
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.ops.browse import TABLES, build_where, filter_inputs, list_workunits
 from boincpy.web.ops.lookups import Catalog
 from boincpy.web.ops.page import (PageError, checkbox, hidden, notice, render, text_input)
 
 MAX_LIST = 1000     # workunits one confirmation page lists (and one POST cancels)
-
-
-def cancel_workunits_by_id(db, wuids, now, unsent_only=False):
-    """Cancel the workunits with these ids; return (#workunits, #results) changed.
-
-    ``unsent_only``: skip workunits any of whose results was already sent.
-    """
-    wuids = sorted({int(i) for i in wuids})
-    if not wuids:
-        return 0, 0
-    nwu = nres = 0
-    with db.transaction():
-        for start in range(0, len(wuids), 500):
-            chunk = wuids[start:start + 500]
-            marks = ", ".join(["%s"] * len(chunk))
-            # Lock the results first: a scheduler sending one of them right now
-            # waits for this transaction (its UPDATE is conditional on UNSENT).
-            rows = db.query("SELECT workunitid, server_state FROM result WHERE workunitid IN (%s) "
-                            "FOR UPDATE" % marks, chunk)
-            if unsent_only:
-                sent = {r["workunitid"] for r in rows
-                        if r["server_state"] > ServerState.UNSENT}
-                chunk = [w for w in chunk if w not in sent]
-                if not chunk:
-                    continue
-                marks = ", ".join(["%s"] * len(chunk))
-            nres += db.execute(
-                "UPDATE result SET server_state = %%s, outcome = %%s WHERE workunitid IN (%s) "
-                "AND server_state IN (%%s, %%s)" % marks,
-                [int(ServerState.OVER), int(Outcome.DIDNT_NEED)] + chunk
-                + [int(ServerState.INACTIVE), int(ServerState.UNSENT)])
-            nwu += db.execute(
-                "UPDATE workunit SET error_mask = error_mask | %%s, transition_time = %%s "
-                "WHERE id IN (%s)" % marks, [int(WuError.CANCELLED), now] + chunk)
-    return nwu, nres
 
 
 def _range(ctx, post):

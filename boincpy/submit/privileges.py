@@ -1,0 +1,162 @@
+"""Who may submit and manage jobs: the user_submit and user_submit_app tables.
+
+As BOINC's submit_util.inc: a user with a ``user_submit`` row may use the
+file RPCs; ``submit_all`` (or a ``user_submit_app`` row) lets them submit to
+an app; ``manage_all`` (or ``user_submit_app.manage``) lets them manage an
+app's batches -- here that also means seeing and changing other submitters'
+batches of the app, which BOINC's RPC handler never allows anyone.
+
+The submitter's share of the project: ``quota`` (relative to the other
+submitters' quotas) and ``logical_start_time``, which grows with the FLOPs the
+submitter asked for (adjust_user_priority); batches submitted with
+``allocation_priority`` get the negated logical end time as job priority, so
+the submitter who used least of their share is served first.
+"""
+
+import time
+
+from boincpy.db.rows import UserSubmit, UserSubmitApp
+from boincpy.errors import SubmitError
+
+from boincpy.submit.batch import COBBLESTONE_SCALE
+
+
+def user_submit(db, user_id):
+    """The user's user_submit row, or None."""
+    return UserSubmit.from_row(db.query_one(
+        "SELECT * FROM user_submit WHERE user_id = %s", (user_id,)))
+
+
+def _submit_app(db, user_id, app_id):
+    return UserSubmitApp.from_row(db.query_one(
+        "SELECT * FROM user_submit_app WHERE user_id = %s AND app_id = %s", (user_id, app_id)))
+
+
+def has_file_access(db, user_id):
+    """May the user use job_file.php and query their batches?"""
+    return user_submit(db, user_id) is not None
+
+
+def has_submit_access(db, user_id, app_id):
+    """May the user submit jobs of this app?"""
+    us = user_submit(db, user_id)
+    if us is None:
+        return False
+    return bool(us.submit_all) or _submit_app(db, user_id, app_id) is not None
+
+
+def has_manage_access(db, user_id, app_id):
+    """May the user manage this app (app_id 0: every app)?"""
+    us = user_submit(db, user_id)
+    if us is None:
+        return False
+    if us.manage_all:
+        return True
+    if not app_id:
+        return False
+    usa = _submit_app(db, user_id, app_id)
+    return bool(usa and usa.manage)
+
+
+def may_control_batch(db, user_id, batch):
+    """The batch's owner, or a manager of its app."""
+    return batch.user_id == user_id or has_manage_access(db, user_id, batch.app_id)
+
+
+def grant(db, user_id, app_id=0, manage=False, quota=None, max_jobs_in_progress=None):
+    """Let a user submit to an app (app_id 0: every app), and manage it if
+    ``manage``; set their quota / job limit when given.  Idempotent."""
+    with db.transaction():
+        us = user_submit(db, user_id)
+        if us is None:
+            db.execute("INSERT INTO user_submit (user_id, quota, logical_start_time, "
+                       "submit_all, manage_all, max_jobs_in_progress) VALUES "
+                       "(%s, %s, 0, 0, 0, %s)",
+                       (user_id, 1.0 if quota is None else quota, max_jobs_in_progress or 0))
+        if app_id:
+            db.execute("INSERT INTO user_submit_app (user_id, app_id, manage) VALUES (%s, %s, %s) "
+                       "ON DUPLICATE KEY UPDATE manage = GREATEST(manage, VALUES(manage))",
+                       (user_id, app_id, 1 if manage else 0))
+        else:
+            db.execute("UPDATE user_submit SET submit_all = 1 WHERE user_id = %s", (user_id,))
+            if manage:
+                db.execute("UPDATE user_submit SET manage_all = 1 WHERE user_id = %s", (user_id,))
+        if quota is not None:
+            db.execute("UPDATE user_submit SET quota = %s WHERE user_id = %s", (quota, user_id))
+        if max_jobs_in_progress is not None:
+            db.execute("UPDATE user_submit SET max_jobs_in_progress = %s WHERE user_id = %s",
+                       (max_jobs_in_progress, user_id))
+
+
+def revoke(db, user_id, app_id=0, manage_only=False):
+    """Take back a user's right to submit to (or with ``manage_only``, to
+    manage) an app; app_id 0: every app (without manage_only, all their
+    submission rights and their user_submit row)."""
+    with db.transaction():
+        if app_id:
+            if manage_only:
+                db.execute("UPDATE user_submit_app SET manage = 0 WHERE user_id = %s "
+                           "AND app_id = %s", (user_id, app_id))
+            else:
+                db.execute("DELETE FROM user_submit_app WHERE user_id = %s AND app_id = %s",
+                           (user_id, app_id))
+        elif manage_only:
+            db.execute("UPDATE user_submit SET manage_all = 0 WHERE user_id = %s", (user_id,))
+            db.execute("UPDATE user_submit_app SET manage = 0 WHERE user_id = %s", (user_id,))
+        else:
+            db.execute("DELETE FROM user_submit_app WHERE user_id = %s", (user_id,))
+            db.execute("DELETE FROM user_submit WHERE user_id = %s", (user_id,))
+
+
+def submitters(db):
+    """Every user with submission rights: [(user row, UserSubmit, [UserSubmitApp with app name])]."""
+    apps = {}
+    for r in db.query("SELECT user_submit_app.*, app.name AS app_name FROM user_submit_app "
+                      "LEFT JOIN app ON app.id = user_submit_app.app_id ORDER BY app_id"):
+        apps.setdefault(r["user_id"], []).append((UserSubmitApp.from_row(r), r["app_name"]))
+    out = []
+    for r in db.query("SELECT user_submit.*, user.name, user.email_addr FROM user_submit "
+                      "JOIN user ON user.id = user_submit.user_id ORDER BY user_submit.user_id"):
+        out.append(({"id": r["user_id"], "name": r["name"], "email_addr": r["email_addr"]},
+                    UserSubmit.from_row(r), apps.get(r["user_id"], [])))
+    return out
+
+
+def project_flops(db, now=None):
+    """The project's recent speed in FLOPS, from the app versions' average
+    credit of the last 30 days (get_project_flops)."""
+    now = now or time.time()
+    credit_per_day = db.query_value(
+        "SELECT SUM(expavg_credit) FROM app_version WHERE expavg_time > %s",
+        (now - 30 * 86400,)) or 0.0
+    return float(credit_per_day) / COBBLESTONE_SCALE / 86400
+
+
+def adjust_user_priority(db, user_id, flops, min_avg_pfc=0.0, now=None, update=True):
+    """Advance the submitter's logical start time by the time ``flops`` take
+    at their share of the project (adjust_user_priority.cpp); return the new
+    value (the batch's logical end time).  FLOPs are normalised by the app's
+    ``min_avg_pfc``.  No quotas or no recent credit: no advance, as BOINC."""
+    now = now or time.time()
+    us = user_submit(db, user_id)
+    if us is None:
+        raise SubmitError("no submit access")
+    if min_avg_pfc:
+        flops *= min_avg_pfc
+    total_quota = float(db.query_value("SELECT SUM(quota) FROM user_submit") or 0.0)
+    speed = project_flops(db, now)
+    delta = 0.0
+    if total_quota > 0 and speed > 0:
+        if us.quota > 0:
+            share = us.quota / total_quota
+        else:
+            # BOINC divides by zero here; a submitter without a quota gets an
+            # equal share of the submitters instead
+            share = 1.0 / max(1, int(db.query_value("SELECT COUNT(*) FROM user_submit") or 1))
+        delta = (flops / speed) / share
+    start = max(us.logical_start_time, now)
+    new = start + delta
+    if update:
+        db.execute("UPDATE user_submit SET logical_start_time = %s WHERE user_id = %s",
+                   (new, user_id))
+    return new

@@ -1,0 +1,5 @@
+#!/usr/bin/env python3
+"""BOINC's get_output2.php (outputs of remote-submitted jobs), a Python CGI (see boincpy.web.get_output)."""
+from boincpy.web.get_output import cgi_main
+
+cgi_main("get_output2")
