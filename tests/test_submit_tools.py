@@ -270,3 +270,46 @@ def test_get_output_of_a_job_and_a_batch(replay, tmp_path):
     assert result.exit_code == 1 and "ERROR: bad authenticator" in result.output
     assert not os.path.exists(tmp_path / "x.zip")
     assert run(replay, "get_output").exit_code == 2
+
+
+def test_progress_bars_only_on_a_terminal(replay, tmp_path):
+    """On a terminal the uploads show click's progress bar (on stderr); in a
+    script (stderr a pipe) nothing but the result is printed."""
+    import pty
+    d = tmp_path / "inputs"
+    d.mkdir()
+    (d / "f").write_bytes(b"x" * 200000)
+    env = bin_env()
+    env.update(BOINC_PROJECT_URL=replay.url, BOINC_AUTHENTICATOR="AUTHENTICATOR")
+    outputs = []
+    for tty in (True, False):
+        for reply in (PY + "08_get_templates.reply.xml", PY + "36_create_batch.reply.xml",
+                      absent(0), PY + "13_upload_files.reply.xml",
+                      PY + "38_submit_batch.reply.xml"):
+            replay.queue(reply)
+        if tty:
+            leader, follower = pty.openpty()
+            proc = subprocess.Popen(bin_cmd("submit_batch", "uppercase", str(d)), env=env,
+                                    stdout=subprocess.PIPE, stderr=follower)
+            os.close(follower)
+            err = b""
+            while True:
+                try:
+                    chunk = os.read(leader, 4096)
+                except OSError:         # the terminal's other side closed
+                    break
+                if not chunk:
+                    break
+                err += chunk
+            os.close(leader)
+            out = proc.stdout.read()
+            proc.wait(60)
+        else:
+            done = subprocess.run(bin_cmd("submit_batch", "uppercase", str(d)), env=env,
+                                  capture_output=True, timeout=60)
+            out, err = done.stdout, done.stderr
+        outputs.append((out, err))
+    (tty_out, tty_err), (pipe_out, pipe_err) = outputs
+    assert tty_out == pipe_out == b"1 jobs submitted.  Batch ID 3\n"
+    assert b"Uploading input files" in tty_err and b"100%" in tty_err
+    assert pipe_err == b""
