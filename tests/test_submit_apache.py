@@ -229,7 +229,8 @@ def test_tools_against_boincpy(site, tmp_path):
     run_jobs(s, ["solo", "many_0", "many_1", "many_2"])
     assert tool("query_job", "solo").startswith("Job solo: completed (canonical instance ")
     wu = s.rows("SELECT id FROM workunit WHERE name = 'solo'")[0]["id"]
-    assert "Completed and validated" in tool("query_job", str(wu))
+    assert "Completed and validated" in tool("query_job", "--id", str(wu))
+    assert tool("query_job", "1").splitlines()[1].split()[:3] == ["solo", str(wu), "done"]
     got = tmp_path / "got"
     assert tool("get_output", "solo", "-d", str(got)) == "%s\n" % (got / "solo__out")
     assert (got / "solo__out").read_text() == "SINGLE JOB\n"

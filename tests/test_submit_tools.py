@@ -113,10 +113,17 @@ def test_query_job_by_name_and_id(replay):
                                     "   exit status: 0\n")
     assert "<stderr_txt>\nuppercase: done" in result.output
     replay.queue(PY + "27_query_job.reply.xml")
-    result = run(replay, "query_job", "1")
+    result = run(replay, "query_job", "--id", "1")
     assert result.output.splitlines()[1].split() == ["py_j0_0", "1", "Completed", "and",
                                                      "validated", "93"]
     assert requests_of(replay)[-1][1].findtext("job_id") == "1"
+    # digits are a batch, as for BOINC's query_job
+    replay.queue(PY + "21_query_batch.reply.xml")
+    lines = run(replay, "query_job", "1").output.splitlines()
+    assert requests_of(replay)[-1][1].findtext("batch_id") == "1"
+    assert [line.split()[:3] for line in lines[1:]] == [
+        ["py_j0", "1", "done"], ["py_j1", "2", "done"], ["py_j2", "3", "in_progress"],
+        ["py_j3", "4", "done"], ["py_j4", "5", "in_progress"], ["py_j5", "6", "done"]]
 
 
 def test_abort_and_retire(replay):

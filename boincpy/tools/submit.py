@@ -306,9 +306,13 @@ def query_batch(client, batch, by_name, cpu_time, as_json):
     click.echo("\n".join(lines))
     if b.jobs:
         click.echo()
-        click.echo(_table([[j.name, j.id, j.status or "", ", ".join(j.errors),
-                            j.canonical_instance_id or ""] for j in b.jobs],
-                          ["job", "id", "status", "errors", "canonical instance"]))
+        _print_jobs(b)
+
+
+def _print_jobs(b):
+    click.echo(_table([[j.name, j.id, j.status or "", ", ".join(j.errors),
+                        j.canonical_instance_id or ""] for j in b.jobs],
+                      ["job", "id", "status", "errors", "canonical instance"]))
 
 
 def _error_words(mask):
@@ -318,14 +322,15 @@ def _error_words(mask):
 @cli.command("query_job", context_settings=CONTEXT)
 @click.argument("job")
 @click.option("--id", "by_id", is_flag=True,
-              help="JOB is a job (workunit) id: list its instances.")
+              help="JOB is a job (workunit) id: list its instances and their outputs.")
 @click.option("--stderr", "show_stderr", is_flag=True, help="Also print the job's stderr.")
 @json_option
 @pass_client
 def query_job(client, job, by_id, show_stderr, as_json):
-    """Show job JOB: by name, its outcome (exit status, times, stderr); by
-    id (all digits, or --id), its instances and their output files."""
-    if by_id or job.isdigit():
+    """Show job JOB by name: its outcome (exit status, times, stderr).  As
+    BOINC's query_job, JOB all digits is a batch id: the state of each of its
+    jobs.  With --id, JOB is a job id: its instances."""
+    if by_id:
         instances = client.query_job(int(job))
         if as_json:
             _print_json([dataclasses.asdict(i) for i in instances])
@@ -336,6 +341,15 @@ def query_job(client, job, by_id, show_stderr, as_json):
                                 " ".join(str(s) for s in i.outfile_sizes) or "-"]
                                for i in instances],
                               ["instance", "id", "state", "output sizes"]))
+        return
+    if job.isdigit():
+        b = client.query_batch(int(job), get_job_details=True)
+        if as_json:
+            _print_json([dataclasses.asdict(j) for j in b.jobs])
+        elif not b.jobs:
+            click.echo("Batch %s has no jobs." % job)
+        else:
+            _print_jobs(b)
         return
     done = client.query_completed_job(job)
     if as_json:
