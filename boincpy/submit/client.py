@@ -18,6 +18,7 @@ This module needs only the standard library and boincpy's lowest floor, so a
 scientist can use it without the server's packages (database driver, lxml).
 """
 
+import functools
 import hashlib
 import html
 import os
@@ -111,7 +112,7 @@ class FileDesc:
     def __post_init__(self):
         if self.mode not in FILE_MODES:
             raise _failure("input file mode %r: not one of %s"
-                              % (self.mode, ", ".join(FILE_MODES)))
+                           % (self.mode, ", ".join(FILE_MODES)))
         if self.mode == "remote":
             if not self.url or not self.md5 or not self.nbytes:
                 raise _failure("a remote input file needs url, nbytes and md5")
@@ -143,6 +144,7 @@ class FileDesc:
         return "<input_file>\n%s</input_file>\n" % body
 
 
+@functools.lru_cache(maxsize=64)       # a batch's jobs mostly share one template
 def template_xml(text, root):
     """A per-job template as its ``<root>`` element: ``text`` is a template
     file's content, with or without that root element (older templates lack
@@ -183,7 +185,7 @@ class JobDesc:
         targets = [t for t in (self.target_user, self.target_host, self.target_team) if t]
         if len(targets) > 1:
             raise _failure("job %s: give one of target_user, target_host, target_team"
-                              % (self.name or ""))
+                           % (self.name or ""))
 
     def to_xml(self):
         """The ``<job>`` element (BOINC's Python binding's order; targets, which
@@ -528,10 +530,10 @@ def parse_reply(data, op):
         raise _failure("%s: the server failed: %s" % (op, fatal[0]), op=op)
     if root is None:
         raise _failure("%s: the reply is not XML: %s" % (op, _plain(text, 200) or "(empty)"),
-                          op=op)
+                       op=op)
     if outer is None:
         raise _failure("%s: the reply has no <%s> element: %s"
-                          % (op, op, _plain(text, 200) or "(empty)"), op=op)
+                       % (op, op, _plain(text, 200) or "(empty)"), op=op)
     return outer
 
 
@@ -669,7 +671,7 @@ def _batch_ref(batch):
     """``<batch_id>`` for an int, ``<batch_name>`` for a str."""
     if isinstance(batch, bool) or not isinstance(batch, (int, str)):
         raise _failure("a batch is named by its id (int) or its name (str), not %r"
-                          % (batch,))
+                       % (batch,))
     if isinstance(batch, int):
         return _integer("batch_id", batch)
     return _text("batch_name", batch)
@@ -704,7 +706,7 @@ class SubmitClient:
         except urllib.error.HTTPError as exc:
             detail = _plain(exc.read(2000).decode("utf-8", "replace"), 200)
             raise _failure("%s: HTTP %d %s%s" % (_shown(url), exc.code, exc.reason,
-                                                     (": " + detail) if detail else "")) from None
+                                                  (": " + detail) if detail else "")) from None
         except urllib.error.URLError as exc:
             raise _failure("can't reach %s: %s" % (_shown(url), exc.reason)) from None
         except (OSError, ValueError) as exc:
@@ -717,12 +719,9 @@ class SubmitClient:
         except (OSError, ValueError) as exc:
             raise _failure("reading the reply of %s: %s" % (_shown(url), exc)) from None
 
-    def _post(self, handler, op, request_xml, files=(), progress=None):
+    def _post(self, handler, op, request_xml, progress=None):
         url = self.url + handler
-        if files:
-            body = multipart_body([("request", request_xml)], files, progress)
-        else:
-            body = form_body([("request", request_xml)], progress)
+        body = form_body([("request", request_xml)], progress)
         return parse_reply(self._read(self._open(url, body), url), op)
 
     def _head(self, op):
@@ -870,7 +869,7 @@ class SubmitClient:
         paths, phys_names = list(paths), list(phys_names)
         if len(paths) != len(phys_names):
             raise _failure("upload_files: %d files for %d names"
-                              % (len(paths), len(phys_names)))
+                           % (len(paths), len(phys_names)))
         for path in paths:
             if not os.path.isfile(path):
                 raise _failure("no such file: %s" % path)
