@@ -386,7 +386,8 @@ def _safe_part(name):
 @pass_client
 def get_output(client, job, batch, file_num, directory, output, as_json):
     """Download the output files of job JOB's canonical instance (saved as
-    JOB__OPENNAME), or with --batch a zip of every finished job's outputs."""
+    JOB__OPENNAME; the files its app's output template names, --file_num for
+    others), or with --batch a zip of every finished job's outputs."""
     if (job is None) == (batch is None):
         raise click.UsageError("give a JOB or --batch BATCH")
     os.makedirs(directory, exist_ok=True)
