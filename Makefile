@@ -4,7 +4,7 @@
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 VENV   ?= .venv
 
-.PHONY: venv demo test bench
+.PHONY: venv demo test test-fast bench
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,11 @@ demo:
 
 test: venv
 	$(VENV)/bin/python -m pytest -q tests
+
+# Day-to-day: everything but the tests marked slow (stock client, Apache end
+# to end, browser, fault run); `make test` runs them all, as CI does.
+test-fast: venv
+	$(VENV)/bin/python -m pytest -q -m 'not slow' tests
 
 bench: venv
 	$(VENV)/bin/python bench/bench_create_work.py

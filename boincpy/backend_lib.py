@@ -16,7 +16,8 @@ from boincpy.errors import DatabaseError, TemplateError, ToolError
 from boincpy.states import INT_MAX, AssignType, TransitionerFlags
 from boincpy.templates import (FileInfoCache, check_workunit_values, load_input_template,
                                load_output_template, parse_input_template,
-                               process_input_template, workunit_values, xml_escape)
+                               process_input_template, workunit_values)
+from boincpy.xml import xml_escape
 
 # workunit columns written by create_work, in INSERT order
 WU_COLUMNS = (
@@ -100,6 +101,7 @@ class Creator:
             if not os.path.exists(path):
                 raise TemplateError("input template file %s doesn't exist" % name)
             t = self._in[path] = load_input_template(path)
+        self._in[name] = t
         return t
 
     def add_input_template(self, name, text):

@@ -31,6 +31,7 @@ import os
 import sys
 
 from boincpy.errors import ConfigError
+from boincpy.xml import xml_escape
 
 CONFIG_FILE = "config.xml"
 
@@ -374,13 +375,17 @@ _TABLE = (
     ("teams_per_page", "int", 20, "web", _VOLUNTEER_SITE + "rows per page in the top-teams list."),
     ("users_per_page", "int", 20, "web", _VOLUNTEER_SITE + "rows per page in the top-users list."),
     ("sandbox_dir", "str", "", "web",
-     "Remote job submission only (not built by boincpy): directory of per-user sandbox files."),
+     "Remote job submission only: directory of per-user sandbox files (BOINC's web "
+     "sandbox; boincpy refuses the sandbox file mode, so nothing reads it)."),
     ("remote_submission_log", "str", "", "web",
-     "Remote job submission only (not built by boincpy): job_file.php's log file."),
+     "File in the log directory where job_file.php appends each request's XML "
+     "(empty: none)."),
     ("remote_submit_log", "str", "", "web",
-     "Remote job submission only (not built by boincpy): its RPCs' log file."),
+     "File in the log directory where submit_rpc_handler.php and job_file.php log "
+     "what they do and refuse (BOINC's log_write; empty: no log)."),
     ("remote_submit_request_log", "str", "", "web",
-     "Remote job submission only (not built by boincpy): log of its requests."),
+     "File in the log directory where submit_rpc_handler.php appends each request's "
+     "XML (empty: none)."),
     ("secure_url_base", "str", "", "web",
      "URL base of the account web RPCs, sent as <web_rpc_url_base> by "
      "get_project_config.php (BOINC's SECURE_URL_BASE in project.inc; empty: master_url)."),
@@ -673,10 +678,6 @@ def _text(node):
     return "".join(node[3]).strip()
 
 
-def _escape(text):
-    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
-
-
 def _inner_xml(node):
     """Serialise a node's content (text and child elements) back to XML text."""
     # Character data is split around children, so interleave by position is
@@ -684,10 +685,10 @@ def _inner_xml(node):
     parts = []
     text = "".join(node[3]).strip()
     if text:
-        parts.append(_escape(text))
+        parts.append(xml_escape(text))
     for child in node[4]:
         inner = _inner_xml(child)
-        attrs = "".join(' %s="%s"' % (k, _escape(v).replace('"', "&quot;"))
+        attrs = "".join(' %s="%s"' % (k, xml_escape(v, quote=True))
                         for k, v in child[1].items())
         if inner:
             parts.append("<%s%s>%s</%s>" % (child[0], attrs, inner, child[0]))
@@ -1088,7 +1089,7 @@ def _option_lines(name, value, level):
         for item in value:
             lines.extend(_option_lines(name, item, level))
         return lines
-    return ["%s<%s>%s</%s>" % (pad, name, _escape(format_value(name, value)), name)]
+    return ["%s<%s>%s</%s>" % (pad, name, xml_escape(format_value(name, value)), name)]
 
 
 def _spec_dict(spec):
@@ -1099,13 +1100,13 @@ def _daemon_lines(spec, main_host):
     s = _spec_dict(spec)
     cmd = s["cmd"]
     name = command_basename(cmd)
-    out = ["%s<daemon>" % (_IND * 2), "%s<cmd>%s</cmd>" % (_IND * 3, _escape(cmd))]
+    out = ["%s<daemon>" % (_IND * 2), "%s<cmd>%s</cmd>" % (_IND * 3, xml_escape(cmd))]
     defaults = {"host": main_host, "output": name + ".log", "pid_file": name + ".pid",
                 "lock_file": name + ".lock"}
     for key in ("host", "output", "pid_file", "lock_file"):
         value = s.get(key) or ""
         if value and value != defaults[key]:
-            out.append("%s<%s>%s</%s>" % (_IND * 3, key, _escape(value), key))
+            out.append("%s<%s>%s</%s>" % (_IND * 3, key, xml_escape(value), key))
     for key in ("disabled", "use_shell"):
         if s.get(key):
             out.append("%s<%s>1</%s>" % (_IND * 3, key, key))
@@ -1122,17 +1123,17 @@ def _task_lines(spec, main_host):
         period = format_period(period)
     output = s.get("output") or name + ".out"
     out = ["%s<task>" % (_IND * 2),
-           "%s<cmd>%s</cmd>" % (_IND * 3, _escape(cmd)),
-           "%s<period>%s</period>" % (_IND * 3, _escape(period)),
-           "%s<output>%s</output>" % (_IND * 3, _escape(output)),
+           "%s<cmd>%s</cmd>" % (_IND * 3, xml_escape(cmd)),
+           "%s<period>%s</period>" % (_IND * 3, xml_escape(period)),
+           "%s<output>%s</output>" % (_IND * 3, xml_escape(output)),
            "%s<disabled>%d</disabled>" % (_IND * 3, 1 if s.get("disabled") else 0)]
     host = s.get("host") or ""
     if host and host != main_host:
-        out.append("%s<host>%s</host>" % (_IND * 3, _escape(host)))
+        out.append("%s<host>%s</host>" % (_IND * 3, xml_escape(host)))
     lock = s.get("lock_file") or ""
     default_lock = output + ".lock" if not output.startswith("/dev/") else name + ".lock"
     if lock and lock != default_lock:
-        out.append("%s<lock_file>%s</lock_file>" % (_IND * 3, _escape(lock)))
+        out.append("%s<lock_file>%s</lock_file>" % (_IND * 3, xml_escape(lock)))
     for key in ("use_shell", "always_run"):
         if s.get(key):
             out.append("%s<%s>1</%s>" % (_IND * 3, key, key))
@@ -1255,7 +1256,7 @@ def example_config():
                 lines.append("%s<!-- <%s>%s</%s> -->" % (_IND * 2, opt.name, sample, opt.name))
             else:
                 lines.append("%s<%s>%s</%s>" % (_IND * 2, opt.name,
-                                                _escape(format_value(opt.name, value)), opt.name))
+                                                xml_escape(format_value(opt.name, value)), opt.name))
     lines.append(_IND + "</config>")
     lines.append(_IND + "<daemons>")
     for spec in (DaemonSpec("feeder -d 3"), DaemonSpec("transitioner -d 3"),

@@ -29,6 +29,7 @@ import random
 import re
 from dataclasses import dataclass, field
 
+from boincpy.cnum import atof, strtod, strtol
 from boincpy.errors import TemplateError
 from boincpy.files import dir_hier_path, dir_hier_url, md5_file
 
@@ -108,12 +109,6 @@ def xml_unescape(text):
     return _ENTITY_RE.sub(sub, text)
 
 
-def xml_escape(text):
-    """Escape text for inclusion in XML (BOINC's xml_escape for the common cases)."""
-    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace('"', "&quot;").replace("'", "&apos;"))
-
-
 def parse_xml(text, path):
     """Parse ``text`` into a synthetic root Node whose children are the
     top-level elements.  Raises TemplateError naming ``path`` and the line
@@ -186,22 +181,6 @@ def parse_xml(text, path):
     return root
 
 
-def _c_strtol(text):
-    """strtol(text, 0): decimal, 0x hex, leading-0 octal; ValueError otherwise."""
-    s = text.strip(_WS)
-    sign = 1
-    if s[:1] in "+-":
-        sign = -1 if s[0] == "-" else 1
-        s = s[1:]
-    if s[:2] in ("0x", "0X"):
-        return sign * int(s[2:], 16)
-    if len(s) > 1 and s[0] == "0":
-        return sign * int(s[1:], 8)
-    if not s.isdigit():
-        raise ValueError(text)
-    return sign * int(s)
-
-
 def _leaf_value(node, kind, path):
     """The value of <tag>V</tag> as BOINC's parse_int/parse_double read it."""
     if node.children:
@@ -210,19 +189,12 @@ def _leaf_value(node, kind, path):
     text = node.raw_text().strip(_WS)
     if text == "":
         return 0 if kind == "int" else 0.0  # <foo></foo> means 0
-    try:
-        if kind == "int":
-            return _c_strtol(text)
-        return float(text)
-    except ValueError:
-        raise TemplateError("%s line %d: <%s>: %r is not a number"
-                            % (path, node.line, node.tag, text)) from None
-
-
-def _c_float_prefix(text):
-    """atof(): the longest numeric prefix, 0.0 when there is none."""
-    m = re.match(r"\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?", text)
-    return float(m.group(0)) if m else 0.0
+    value = strtol(text) if kind == "int" else strtod(text)
+    if value is None:
+        raise TemplateError("%s line %d: <%s>: %r is not a %snumber"
+                            % (path, node.line, node.tag, text,
+                               "finite " if kind != "int" else ""))
+    return value
 
 
 # ---------------------------------------------------------------------------
@@ -732,7 +704,7 @@ def parse_output_template(text, path="<output template>", check_file_info_newlin
                 if child.tag == "name" and not child.empty:
                     name = child.inner.strip(_WS)
                 elif child.tag == "max_nbytes" and not child.empty:
-                    max_nbytes = _c_float_prefix(xml_unescape(child.inner))
+                    max_nbytes = atof(xml_unescape(child.inner))
             if not name:
                 raise TemplateError("%s line %d: <file_info> has no <name>" % (path, node.line))
             if max_nbytes is None:
@@ -816,7 +788,7 @@ def add_upload_certificates(xml, key, path="<result template>"):
         k = body.find("<max_nbytes>")
         if k < 0:
             raise TemplateError("%s: <file_info> %s has no <max_nbytes>" % (path, name))
-        max_nbytes = _c_float_prefix(body[k + len("<max_nbytes>"):])
+        max_nbytes = atof(body[k + len("<max_nbytes>"):])
         sig = crypto.sign_upload_certificate(name, max_nbytes, key)
         out.append(xml[i:q1])
         out.append(body)

@@ -36,7 +36,9 @@ import fcntl
 import os
 import re
 
+from boincpy.cnum import strtod
 from boincpy.files import dir_hier_path
+from boincpy.xml import xml_escape
 
 BLOCK_SIZE = 256 * 1024
 MAX_HEADER_BYTES = 64 * 1024
@@ -58,10 +60,11 @@ class UploadError(Exception):
 
 
 def reply_text(status, message=None, extra=None):
-    """The CGI output (header + body) of one data_server_reply."""
+    """The CGI output (header + body) of one data_server_reply; ``message``
+    (which may quote the client's file name) is escaped, ``extra`` is our XML."""
     body = "Content-type: text/plain\n\n<data_server_reply>\n    <status>%d</status>\n" % status
     if message is not None:
-        body += "    <message>%s</message>\n" % message
+        body += "    <message>%s</message>\n" % xml_escape(message)
     if extra is not None:
         body += "    %s\n" % extra
     return body + "</data_server_reply>\n"
@@ -124,10 +127,11 @@ def _read_header(inp):
 
 
 def _number(value, what):
-    try:
-        return float(value)
-    except ValueError:
-        raise UploadError(PERMANENT, "bad %s: %s" % (what, value.decode("latin-1"))) from None
+    """A header number as BOINC's parse_double reads it; not finite is refused."""
+    x = strtod(value.decode("latin-1"))
+    if x is None:
+        raise UploadError(PERMANENT, "bad %s: %s" % (what, value[:64].decode("latin-1")))
+    return x
 
 
 def parse_upload_header(lines):
@@ -257,15 +261,22 @@ def receive_file(cfg, info, inp, log):
         if os.path.exists(part) and os.path.getsize(part) >= nbytes:
             os.rename(part, path)
         return
+    created = False         # our own empty .part: removed if the upload is refused
     try:
-        fd = os.open(part, os.O_WRONLY | os.O_CREAT, mode)
+        try:
+            fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+            created = True
+        except FileExistsError:
+            fd = os.open(part, os.O_WRONLY)
     except OSError as exc:
         raise UploadError(TRANSIENT, "can't open file %s: %s" % (name, exc.strerror)) from None
+    locked = False
     try:
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             raise UploadError(TRANSIENT, "can't lock file %s" % name) from None
+        locked = True
         if not _still_named(fd, part):
             # another handler completed the upload (renamed the .part) between our
             # open and our lock: that file is NAME now and must not be touched
@@ -298,6 +309,13 @@ def receive_file(cfg, info, inp, log):
             os.fchmod(fd, cfg.fuh_set_completed_permission)
         os.rename(part, path)
         log.normal("Uploaded %s (%.0f bytes, offset %.0f) to %s" % (name, nbytes, offset, path))
+    except BaseException:
+        # A refused upload leaves nothing behind: the .part this request made
+        # goes if it is still empty and still ours (bytes received before an
+        # error stay, for the client to resume, as BOINC keeps them).
+        if created and locked and _still_named(fd, part) and os.fstat(fd).st_size == 0:
+            os.unlink(part)
+        raise
     finally:
         os.close(fd)
 
@@ -347,6 +365,13 @@ def handle_request(cfg, stream, content_length, log, public_key=None):
             os.environ.get("REMOTE_ADDR", "Unknown remote address"), exc.message.rstrip(),
             "transient" if exc.status == TRANSIENT else "permanent"))
         return reply_text(exc.status, exc.message)
+    except Exception as exc:
+        # never a traceback page: the client gets a reply it can act on (retry)
+        import traceback
+        log.critical("upload failed: %s: %s" % (exc.__class__.__name__, exc))
+        for line in traceback.format_exc().splitlines():
+            log.critical(line)
+        return reply_text(TRANSIENT, "server error")
 
 
 def load_upload_key(cfg):

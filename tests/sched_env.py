@@ -14,7 +14,7 @@ import MySQLdb
 import MySQLdb.cursors
 import pytest
 
-from tests.shared_fixtures import FIXTURES
+from tests.shared_fixtures import FIXTURES, fixture_text  # noqa: F401  (re-exported)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLIENT = os.path.join(FIXTURES, "client-7.20.5")
@@ -213,15 +213,6 @@ def with_code_sign_key(data, key):
     start = text.index("<code_sign_key>") + len("<code_sign_key>")
     end = text.index("</code_sign_key>")
     return (text[:start] + "\n" + key.strip() + "\n" + text[end:]).encode()
-
-
-def fixture_text(*parts):
-    """A captured fixture file's bytes (the test is skipped when fixtures are absent)."""
-    path = os.path.join(*parts)
-    if not os.path.exists(path):
-        pytest.skip("captured fixtures (shared/fixtures) not present")
-    with open(path, "rb") as f:
-        return f.read()
 
 
 @pytest.fixture

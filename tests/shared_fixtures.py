@@ -1,20 +1,20 @@
-"""Where the captured protocol fixtures are: ``shared/fixtures`` next to the
-repository (a session's checkout), else /work/shared/fixtures (CI's checkout
-on the same machine)."""
+"""Where the captured protocol fixtures are: tests/fixtures, inside the
+repository, so a plain clone runs every test (tests/fixtures/README.md says
+where each set came from)."""
 
 import os
 
-import pytest
-
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_CANDIDATES = (os.path.join(os.path.dirname(REPO), "shared", "fixtures"),
-               "/work/shared/fixtures")
-
-FIXTURES = next((d for d in _CANDIDATES if os.path.isdir(d)), _CANDIDATES[-1])
+FIXTURES = os.path.join(REPO, "tests", "fixtures")
 
 
 def fixture_path(*parts):
-    """Path of a captured fixture; the test is skipped when the set is absent."""
-    if not os.path.isdir(FIXTURES):
-        pytest.skip("captured fixtures (shared/fixtures) not present")
+    """Path of a captured fixture under tests/fixtures."""
     return os.path.join(FIXTURES, *parts)
+
+
+def fixture_text(*parts):
+    """A captured fixture file's bytes; ``parts`` may start with an absolute
+    path (sched_env's CLIENT or REFERENCE).  A missing file is an error, never a skip."""
+    with open(os.path.join(FIXTURES, *parts), "rb") as f:
+        return f.read()

@@ -472,8 +472,6 @@ def test_config_xml_example_parses_and_declares_only_known_options(tmp_path):
 
 
 def test_reference_server_fixture_loads():
-    if not (FIXTURE / "config.xml").exists():
-        pytest.skip("reference-server fixture not present")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         cfg = load_config(FIXTURE)

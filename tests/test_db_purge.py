@@ -13,7 +13,7 @@ import pytest
 
 from backend_rows import add_result, add_workunit, app_id, db_of, row, run_pass
 from boincpy.daemons.db_purge import DbPurge
-from boincpy.xml import xml_escape_bytes
+from boincpy.xml import xml_escape
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_archive_content_and_rows_deleted(proj):
 
 
 def test_xml_escape_like_boinc():
-    assert xml_escape_bytes(b"a<b&c]]>d\x01\te\xc3\xa9") == \
+    assert xml_escape(b"a<b&c]]>d\x01\te\xc3\xa9") == \
         b"a&lt;b&amp;c]]&gt;d&#9;e&#195;&#169;"
 
 

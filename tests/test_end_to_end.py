@@ -29,6 +29,7 @@ from boincpy.tools.demo import Demo, Settings, expected_output, job_name
 from conftest import TEST_BASE, root_db_params
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.skipif(not shutil.which("boinc"), reason="boinc-client is not installed"),
     pytest.mark.skipif(os.geteuid() != 0, reason="Apache's children run as www-data"),
 ]

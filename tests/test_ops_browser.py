@@ -21,6 +21,8 @@ import pytest
 from ops_fixtures import XSS, populate
 from webdriver import Browser
 
+pytestmark = pytest.mark.slow
+
 SCREENS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "artifacts", "ops-screens")
 
 SCHED_LOG = (

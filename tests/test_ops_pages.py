@@ -321,7 +321,7 @@ def test_cancel_confirmation_get_changes_nothing(ops_project, db_root_params):
 
 
 @pytest.mark.parametrize("how", ["no token", "wrong token", "other user", "expired",
-                                 "cross site", "get with token"])
+                                 "cross site", "get with token", "token of another form"])
 def test_cancel_refused_without_a_valid_token(ops_project, db_root_params, how):
     before = (_wu(ops_project, db_root_params), _results(ops_project, db_root_params))
     good = token_of(call(ops_project, "cancel_wu_action.php",
@@ -335,7 +335,11 @@ def test_cancel_refused_without_a_valid_token(ops_project, db_root_params, how):
         user = "mallory"
     elif how == "expired":
         secret = csrf.load_secret(load_config(str(ops_project)))
-        form["csrf_token"] = csrf.make_token(secret, ADMIN, time.time() - csrf.MAX_AGE - 10)
+        form["csrf_token"] = csrf.make_token(secret, ADMIN, "cancel_wu_action.php",
+                                             time.time() - csrf.MAX_AGE - 10)
+    elif how == "token of another form":
+        # a token from a harmless form (clear a host's RPC time) is no use here
+        form["csrf_token"] = token_of(call(ops_project, "clear_host.php").body)
     elif how == "cross site":
         form["csrf_token"] = good
         headers = {"HTTP_ORIGIN": "http://evil.example", "HTTP_SEC_FETCH_SITE": "cross-site"}

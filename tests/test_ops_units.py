@@ -14,22 +14,26 @@ from boincpy.web.ops import charts, csrf
 from boincpy.web.ops import names as N
 
 
-def test_token_is_bound_to_user_secret_and_time(tmp_path):
+def test_token_is_bound_to_user_form_secret_and_time(tmp_path):
     path = str(tmp_path / "secret")
     secret = csrf.create_secret(path)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
     assert csrf.create_secret(path) == secret          # never overwritten
-    token = csrf.make_token(secret, "admin", now=1000000)
-    assert csrf.check_token(secret, "admin", token, now=1000000 + 60)
-    assert not csrf.check_token(secret, "other", token, now=1000000)
-    assert not csrf.check_token(b"x" * 64, "admin", token, now=1000000)
-    assert not csrf.check_token(secret, "admin", token, now=1000000 + csrf.MAX_AGE + 1)
-    assert not csrf.check_token(secret, "admin", token, now=1000000 - 3600)   # from the future
+    form = "cancel_wu_action.php"
+    token = csrf.make_token(secret, "admin", form, now=1000000)
+    assert csrf.check_token(secret, "admin", form, token, now=1000000 + 60)
+    assert not csrf.check_token(secret, "other", form, token, now=1000000)
+    assert not csrf.check_token(secret, "admin", "clear_host.php", token, now=1000000)
+    assert not csrf.check_token(b"x" * 64, "admin", form, token, now=1000000)
+    assert not csrf.check_token(secret, "admin", form, token, now=1000000 + csrf.MAX_AGE + 1)
+    assert csrf.MAX_AGE <= 3600                         # a short life
+    assert not csrf.check_token(secret, "admin", form, token, now=1000000 - 3600)  # future
     stamp, mac = token.split(".")
-    assert not csrf.check_token(secret, "admin", "%d.%s" % (int(stamp) + 1, mac), now=1000000)
-    for junk in ("", ".", "abc", "1.", "x.y", None):
-        assert not csrf.check_token(secret, "admin", junk, now=1000000)
-    assert not csrf.check_token(secret, "", token, now=1000000)
+    assert not csrf.check_token(secret, "admin", form, "%d.%s" % (int(stamp) + 1, mac),
+                                now=1000000)
+    for junk in ("", ".", "abc", "1.", "x.y", None, "\u0661\u0662.ab", "9" * 40 + ".x"):
+        assert not csrf.check_token(secret, "admin", form, junk, now=1000000)
+    assert not csrf.check_token(secret, "", form, token, now=1000000)
 
 
 def test_short_secret_is_refused(tmp_path):
@@ -52,7 +56,7 @@ def test_same_origin(environ, ok):
 
 
 def test_escaping():
-    assert esc("<a href='x'>&</a>") == "&lt;a href=&#x27;x&#x27;&gt;&amp;&lt;/a&gt;"
+    assert esc("<a href='x'>&</a>") == "&lt;a href=&#039;x&#039;&gt;&amp;&lt;/a&gt;"
     assert esc(Markup("<b>")) == "<b>"
     assert esc(b"<\xff") == "&lt;\ufffd"
     assert fmt("<td>{}</td><td>{:.1f}</td>", "<script>", 2.25) == \

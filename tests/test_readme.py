@@ -43,14 +43,13 @@ import MySQLdb
 import pytest
 
 from conftest import TEST_BASE, drop_db_and_user, root_db_params
+from tests.shared_fixtures import fixture_path
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(REPO, "README.md")
 GUIDE = os.path.join(REPO, "docs", "operator-guide.md")
 DOCS = (README, GUIDE)
 PYTHON = os.path.join(REPO, ".venv", "bin", "python")
-BOINC_MIRROR = "/work/.mirror/BOINC+boinc/repo"
-
 # The names the documents use, replaced by the test's own (see Env.substitutions).
 PLACEHOLDERS = ("/opt/boincpy", "/srv/boincpy/myproj", "127.0.0.1:8080", "myproj", "/tmp/")
 
@@ -465,14 +464,14 @@ def _made_config_options():
 
 
 def _cxx_make_project_values():
-    """config.NAME = VALUE lines of BOINC's setup_project.py (None without the mirror)."""
-    if not os.path.isdir(BOINC_MIRROR):
-        return None
-    text = subprocess.run(["git", "-C", BOINC_MIRROR, "show", "HEAD:py/Boinc/setup_project.py"],
-                          capture_output=True, text=True).stdout
+    """The config.xml values BOINC's make_project writes (its setup_project.py,
+    recorded in tests/fixtures/reference-server/cxx_make_project_config.tsv)."""
     values = {}
-    for name, value in re.findall(r"^\s*config\.(\w+)\s*=\s*(\S+)\s*$", text, re.M):
-        values.setdefault(name, value)
+    with open(fixture_path("reference-server", "cxx_make_project_config.tsv")) as f:
+        for line in f:
+            if line.strip() and not line.startswith("#"):
+                name, value = line.rstrip("\n").split("\t")
+                values[name] = value
     return values
 
 
@@ -506,7 +505,7 @@ def test_config_tables_are_the_codes():
                         if columns[col] != want:
                             problems.append("%s: make_project writes <%s> %r, not %r"
                                             % (where, name, want, columns[col]))
-                if "C++ make_project" in columns and cxx is not None:
+                if "C++ make_project" in columns:
                     got = columns["C++ make_project"].split()[0]
                     if cxx.get(name) != got:
                         problems.append("%s: BOINC's make_project writes <%s> %r, not %r"
@@ -655,6 +654,7 @@ def make_substitution(mapping, client_cmd=None):
     return subst
 
 
+@pytest.mark.slow
 def test_readme_commands(tmp_path):
     """README.md's runnable blocks run from the source tree."""
     doc = read_doc(README)
@@ -702,6 +702,7 @@ def guide_env():
         shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_operator_guide_walkthrough(guide_env):
     """The guide's blocks, in order: create the project, add the example app,
     submit jobs, run the daemons, a stock client runs the jobs, troubleshoot,

@@ -19,7 +19,8 @@ from tests.sched_env import (APP_FILE, CLIENT, CLIENT_AUTH, PLATFORM,  # noqa: F
 
 WWW_UID = pwd.getpwnam("www-data").pw_uid
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="Apache's children run as www-data")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(os.geteuid() != 0, reason="Apache's children run as www-data")]
 
 
 def scheduler_log(s):

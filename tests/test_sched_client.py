@@ -20,6 +20,7 @@ from tests.sched_env import CLIENT_AUTH, apache_site  # noqa: F401
 BOINC = shutil.which("boinc") or "/usr/bin/boinc"
 
 pytestmark = [
+    pytest.mark.slow,
     pytest.mark.skipif(not os.path.exists(BOINC), reason="boinc-client is not installed"),
     pytest.mark.skipif(os.geteuid() != 0, reason="Apache's children run as www-data"),
 ]

@@ -12,6 +12,8 @@ import pytest
 from boincpy import passwords
 from webrpc_util import HEX32
 
+pytestmark = pytest.mark.slow
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EMAIL = "Stock.Client@Example.org"
 PASSWORD = "correct horse"

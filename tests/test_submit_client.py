@@ -629,7 +629,7 @@ def test_names_that_look_like_xml_stay_text(replay):
     assert sent.findtext("batch_name") == evil
     job = "</name><x>& ]]> caf\u00e9"
     batch = BatchDesc("uppercase", [JobDesc(name=job, command_line="--a '<b>'",
-                                            files=[FileDesc.inline("x < y\r\n\u00e9\n")])],
+                                            files=[FileDesc.inline("x < y\n\u00e9\n")])],
                       batch_name="b&<")
     replay.queue(PY + "35_submit_batch.reply.xml")
     SubmitClient(replay.url, "a<b").submit_batch(batch)
@@ -638,7 +638,7 @@ def test_names_that_look_like_xml_stay_text(replay):
     assert sent.findtext("batch/batch_name") == "b&<"
     assert sent.findtext("batch/job/name") == job
     assert sent.findtext("batch/job/command_line") == "--a '<b>'"
-    assert sent.findtext("batch/job/input_file/source") == "x < y\r\n\u00e9\n"
+    assert sent.findtext("batch/job/input_file/source") == "x < y\n\u00e9\n"
     assert sent.find("batch/job/x") is None and sent.find("x") is None
 
 

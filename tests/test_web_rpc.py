@@ -23,13 +23,13 @@ PASSWORD = "secret password"
 HASH = passwords.client_passwd_hash(PASSWORD, EMAIL)
 
 
-def call(project, name, get=None, post=None, sleep=0, **overrides):
+def call(project, name, get=None, post=None, addr="127.0.0.1", **overrides):
     """Serve one RPC in-process with these query (and form) parameters."""
     cfg = load_config(str(project))
     cfg.__dict__.update(overrides)
     req = WebRequest(method="POST" if post else "GET", get=dict(get or {}),
-                     post=dict(post or {}), environ={"REMOTE_ADDR": "127.0.0.1"})
-    return rpc.handle(name, cfg, req, login_fail_sleep=sleep)
+                     post=dict(post or {}), environ={"REMOTE_ADDR": addr})
+    return rpc.handle(name, cfg, req)
 
 
 @pytest.fixture
@@ -364,14 +364,70 @@ def test_lookup_account_good_password(mini_project, db):
 def test_lookup_account_wrong_password(mini_project, db):
     create(mini_project)
     before = snapshot(db)
-    start = time.time()
     resp = call(mini_project, "lookup_account",
-                {"email_addr": EMAIL, "passwd_hash": passwords.md5_hex("wrong")}, sleep=0.3)
-    assert time.time() - start >= 0.3          # failed logins are answered slowly
+                {"email_addr": EMAIL, "passwd_hash": passwords.md5_hex("wrong")})
     assert_error(resp, -206, "Invalid password")
     _, _, ref = fixture_response("lookup_account_badpw.php")
     assert resp.body == ref
     assert snapshot(db) == before
+    # the failure is counted against the address and the account, not slept on
+    rows = {r["name"]: r["nfail"] for r in db.query("SELECT * FROM login_failure")}
+    user = db.query_one("SELECT id FROM user")
+    assert rows == {"addr:127.0.0.1": 1, "user:%d" % user["id"]: 1}
+
+
+def test_password_guessing_is_refused_without_sleeping(mini_project, db, monkeypatch):
+    """Past LOGIN_FAIL_MAX_ACCOUNT failures in a window, the account refuses
+    every login, the right password too, from any address; other accounts
+    and, after the window, this one log in again.  No request sleeps."""
+    import boincpy.web.rpc
+    from boincpy.web import accounts
+    slept = []
+    monkeypatch.setattr(boincpy.web.rpc.time, "sleep", slept.append)
+    create(mini_project)
+    other = call(mini_project, "create_account", {
+        "email_addr": "other@example.com", "user_name": "Other",
+        "passwd_hash": passwords.client_passwd_hash("pw", "other@example.com")})
+    assert "<authenticator>" in other.body
+    wrong = {"email_addr": EMAIL, "passwd_hash": passwords.md5_hex("wrong")}
+    for n in range(accounts.LOGIN_FAIL_MAX_ACCOUNT):
+        assert_error(call(mini_project, "lookup_account", wrong, addr="192.0.2.%d" % n), -206,
+                     "Invalid password")
+    right = {"email_addr": EMAIL, "passwd_hash": HASH}
+    resp = call(mini_project, "lookup_account", right, addr="198.51.100.1")
+    assert_error(resp, -206, boincpy.web.rpc.TOO_MANY_FAILURES)
+    resp = call(mini_project, "lookup_account", {
+        "email_addr": "other@example.com",
+        "passwd_hash": passwords.client_passwd_hash("pw", "other@example.com")})
+    assert "<authenticator>" in resp.body
+    db.execute("UPDATE login_failure SET first_time = first_time - %s",
+               (accounts.LOGIN_FAIL_WINDOW + 1,))
+    assert "<authenticator>" in call(mini_project, "lookup_account", right).body
+    assert slept == []
+
+
+def test_login_failures_per_address(mini_project, db):
+    create(mini_project)
+    from boincpy.web import accounts
+    for n in range(accounts.LOGIN_FAIL_MAX_ADDR):
+        assert_error(call(mini_project, "lookup_account",
+                          {"email_addr": "nobody%d@example.com" % n}, addr="203.0.113.9"), -136)
+    resp = call(mini_project, "lookup_account", {"email_addr": EMAIL, "passwd_hash": HASH},
+                addr="203.0.113.9")
+    assert_error(resp, -206, "Too many failed logins: try again in a few minutes")
+    assert "<authenticator>" in call(mini_project, "lookup_account",
+                                     {"email_addr": EMAIL, "passwd_hash": HASH}).body
+
+
+def test_login_failure_table_is_created_on_first_use(mini_project, db):
+    """A project made before the table existed gets it with its first failed login."""
+    create(mini_project)
+    db.execute("DROP TABLE login_failure")
+    resp = call(mini_project, "lookup_account",
+                {"email_addr": EMAIL, "passwd_hash": passwords.md5_hex("wrong")})
+    assert_error(resp, -206, "Invalid password")
+    assert db.query_one("SELECT nfail FROM login_failure WHERE name = 'addr:127.0.0.1'") \
+        == {"nfail": 1}
 
 
 def test_lookup_account_existence_check_and_unknown_address(mini_project, db):

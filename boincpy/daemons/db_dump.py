@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from xml.etree import ElementTree
 
 from boincpy.daemons.base import Daemon, _option_names, progress
-from boincpy.xml import xml_escape_bytes
+from boincpy.xml import xml_escape
 from boincpy.errors import BoincpyError, ToolError
 
 CONSENT_TO_STATISTICS_EXPORT = "STATSEXPORT"
@@ -279,7 +279,7 @@ def esc(value):
         return ""
     if not isinstance(value, bytes):
         value = str(value).encode("utf-8")
-    return xml_escape_bytes(value).decode("ascii")
+    return xml_escape(value).decode("ascii")
 
 
 def _s(value):

@@ -38,7 +38,7 @@ import zlib
 from boincpy.daemons.base import Daemon, _option_names
 from boincpy.db.bulk import chunks, placeholders, select_in
 from boincpy.errors import ToolError
-from boincpy.xml import xml_escape_bytes
+from boincpy.xml import xml_escape
 from boincpy.states import BatchState, FileDeleteState
 
 DB_QUERY_LIMIT = 1000
@@ -86,7 +86,7 @@ def archive_record(tag, fields, row):
         elif kind == "f":
             text = b"%f" % float(v or 0)
         elif kind == "x":
-            text = xml_escape_bytes(_as_bytes(v))
+            text = xml_escape(_as_bytes(v))
         else:
             text = _as_bytes(v)
         parts.append(b"  <%s>%s</%s>\n" % (name.encode(), text, name.encode()))

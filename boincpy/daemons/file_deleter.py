@@ -22,7 +22,11 @@ input file still named by another workunit whose files are not yet deleted
 (file_delete_state INIT/READY/ERROR, or ``nodelete`` in its name) is kept --
 several workunits made from one staged file share it, and the last one to
 finish deletes it.  ``--dont_check_shared_inputs`` skips that check (one
-scan of the live workunits' xml_doc per batch).
+scan of the live workunits' xml_doc per batch).  Input files of remote
+submission (``job_file`` rows, shared by batches and uploaded by content)
+are never deleted here: ``delete_job_files`` deletes them when their lease
+has passed and no live batch holds them.  ``--dont_delete_batches`` leaves
+the files of jobs in batches alone altogether.
 
 The files of a batch are deleted first, then the batch's rows are marked
 with one UPDATE per new state, conditional on the state that was read.  A
@@ -82,6 +86,9 @@ class FileDeleter(Daemon):
                             help="override download_dir from config.xml")
         parser.add_argument(*_option_names("dont_delete_antiques"), action="store_true",
                             help="no effect (kept for compatibility)")
+        parser.add_argument(*_option_names("dont_delete_batches"), action="store_true",
+                            help="don't delete the files of jobs in a batch (batch > 0); "
+                                 "they stay READY (BOINC's option until 2025)")
         parser.add_argument(*_option_names("dont_check_shared_inputs"), action="store_true",
                             help="delete input files even if another unfinished workunit "
                                  "names them (BOINC's behaviour)")
@@ -137,6 +144,8 @@ class FileDeleter(Daemon):
         if self.appid:
             where += " AND appid = %s"
             params.append(self.appid)
+        if self.args.dont_delete_batches:
+            where += " AND batch = 0"
         return where, params
 
     def _do_pass(self, state):
@@ -202,9 +211,13 @@ class FileDeleter(Daemon):
             in_use = set()
             if not self.args.preserve_wu_files and not self.args.dont_check_shared_inputs:
                 in_use = self._inputs_in_use(rows)
+            job_files = set()
+            if not self.args.preserve_wu_files:
+                job_files = self._job_files(rows)
             new_states = {}
             for r in rows:
-                retval = 0 if self.args.preserve_wu_files else self._delete_wu_files(r, in_use)
+                retval = 0 if self.args.preserve_wu_files else self._delete_wu_files(
+                    r, in_use, job_files)
                 if retval:
                     self.log.critical("[WU#%d] file deletion failed: %d" % (r["id"], retval))
                 new_states[r["id"]] = (FileDeleteState.ERROR if retval
@@ -271,7 +284,14 @@ class FileDeleter(Daemon):
         self.log.debug("[RESULT#%d] deleted %d file(s)" % (r["id"], count))
         return retval
 
-    def _delete_wu_files(self, w, in_use):
+    def _job_files(self, rows):
+        """Input files of these workunits that remote submission manages
+        (job_file rows): shared by batches, deleted by delete_job_files."""
+        from boincpy.submit.job_files import managed_names
+        names = {fi.name for w in rows for fi in file_infos(w["xml_doc"]) if fi.name}
+        return managed_names(self.db, names) if names else set()
+
+    def _delete_wu_files(self, w, in_use, job_files=()):
         if "nodelete" in w["name"]:
             return 0
         retval = 0
@@ -288,6 +308,10 @@ class FileDeleter(Daemon):
             if fi.name in in_use:
                 self.log.normal("[WU#%d] %s is still used by another workunit; not deleted"
                                 % (w["id"], fi.name))
+                continue
+            if fi.name in job_files:
+                self.log.debug("[WU#%d] %s is a job file of remote submission; left to "
+                               "delete_job_files" % (w["id"], fi.name))
                 continue
             status, path = locate_in_hierarchy(self.download_dir, fi.name,
                                                self.cfg.uldl_dir_fanout)

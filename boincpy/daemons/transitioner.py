@@ -368,6 +368,7 @@ class Transitioner(Daemon):
         self._templates = {}          # re-read result templates each pass
         did_something = False
         failures = 0
+        touched = set()           # job batches (remote submission) whose jobs moved
         while not self.stop_requested():
             batch = self.enumerate(int(time.time()))
             if not batch:
@@ -377,7 +378,9 @@ class Transitioner(Daemon):
                 if self.stop_requested():
                     break
                 try:
-                    self.handle_group(batch[k:k + GROUP_SIZE])
+                    group = batch[k:k + GROUP_SIZE]
+                    self.handle_group(group)
+                    touched.update(wu["batch"] for wu, _ in group if wu["batch"])
                     failures = 0
                 except DatabaseError as exc:
                     code = getattr(exc, "mysql_code", None)
@@ -390,6 +393,9 @@ class Transitioner(Daemon):
                     break           # read the batch again: nothing of it was written
             if self.args.wu_id:
                 break
+        if touched:
+            from boincpy.submit.batch import refresh_moved
+            refresh_moved(self.db, touched, self.log)
         return did_something
 
     def enumerate(self, now):

@@ -247,6 +247,7 @@ class Validator(Daemon):
         # workunits left with need_validate set in this pass (changed while
         # being checked, canonical result missing): not enumerated again
         self.skipped = set()
+        touched = set()           # job batches (remote submission) whose jobs moved
         while not self.stop_requested():
             limit = WU_BATCH
             if self.args.one_pass_N_WU:
@@ -258,10 +259,14 @@ class Validator(Daemon):
                 break
             plans = self._check_batch(wus)
             handled += self._commit_batch(plans)
+            touched.update(wu.batch for wu in wus if wu.batch)
             found = True
             if len(wus) < limit or self.args.wu_id or self.args.dry_run:
                 break
         self._flush_app_versions()
+        if touched and not self.args.dry_run:
+            from boincpy.submit.batch import refresh_moved
+            refresh_moved(self.db, touched, self.log)
         return found
 
     # -- enumeration ----------------------------------------------------------

@@ -254,9 +254,11 @@ class Database:
         code = exc.args[0] if exc.args else 0
         text = exc.args[-1] if exc.args else str(exc)
         if code == _ER_NO_SUCH_TABLE:
-            return DatabaseError("%s (the BOINC schema is missing or incomplete in "
-                                 "%s: was the database made with make_project?)"
-                                 % (text, _describe(self.params)))
+            err = DatabaseError("%s (the BOINC schema is missing or incomplete in "
+                                "%s: was the database made with make_project?)"
+                                % (text, _describe(self.params)))
+            err.mysql_code = code
+            return err
         if code in (_CR_SERVER_GONE, _CR_SERVER_LOST):
             return DatabaseError("lost the connection to the database server (%s)" % text)
         first = " ".join(sql.split())[:80]

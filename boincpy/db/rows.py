@@ -372,30 +372,6 @@ class MsgToHost(_RowMixin):
 
 
 @dataclass(slots=True)
-class Batch(_RowMixin):
-    id: int = 0
-    user_id: int = 0
-    create_time: int = 0
-    logical_start_time: float = 0.0
-    logical_end_time: float = 0.0
-    est_completion_time: float = 0.0
-    njobs: int = 0
-    fraction_done: float = 0.0
-    nerror_jobs: int = 0
-    state: int = 0
-    completion_time: float = 0.0
-    credit_estimate: float = 0.0
-    credit_canonical: float = 0.0
-    credit_total: float = 0.0
-    name: str = ""
-    app_id: int = 0
-    project_state: int = 0
-    description: str = ""
-    expire_time: float = 0.0
-    TABLE = "batch"
-
-
-@dataclass(slots=True)
 class UserSubmit(_RowMixin):
     user_id: int = 0
     quota: float = 0.0

@@ -526,3 +526,13 @@ create table sent_email (
     email_type              smallint        not null default 0,
     primary key (userid)
 ) engine=InnoDB;
+
+-- boincpy's own (not BOINC's): recent failed logins of the account web RPCs,
+-- one row per client address ('addr:IP') and per account ('user:ID'), so that
+-- password guessing is refused without a sleep holding a web worker.
+create table login_failure (
+    name                    varchar(191)    not null,
+    nfail                   integer         not null default 0,
+    first_time              integer         not null default 0,
+    primary key (name)
+) engine=InnoDB;

@@ -115,3 +115,15 @@ class SchedContext(Record):
         ("new_day", False),              # host's day changed since its last RPC: n_jobs_today reset
         ("work", None),                  # job choice's per-request state (boincpy.sched.choose)
     )
+
+    def fitted(self, table, row, who):
+        """``row`` ({column: value} from what the client sent) with every value
+        fitted to its column of ``table`` (:func:`boincpy.db.columns.fit_row`:
+        BOINC's buffers cut or drop what doesn't fit, so one odd field can't
+        make the request fail); each change is logged, ``who`` first.  XML
+        documents (global_prefs, xml_doc_out, misc) are dropped, never cut."""
+        from boincpy.db.columns import fit_row
+        row, changes = fit_row(table, row, drop_text=("global_prefs", "xml_doc_out", "misc"))
+        for col, what in changes:
+            self.log.normal("%s %s.%s %s" % (who, table, col, what))
+        return row

@@ -237,9 +237,12 @@ def authenticate(ctx):
     ctx.email_hash = md5_hex(_s(user["email_addr"]))
     if not ctx.using_weak_auth and req.cross_project_id \
             and req.cross_project_id != _s(user["cross_project_id"]):
-        db.execute("UPDATE user SET cross_project_id = %s WHERE id = %s",
-                   (req.cross_project_id, user["id"]))
-        user["cross_project_id"] = req.cross_project_id
+        row = ctx.fitted("user", {"cross_project_id": req.cross_project_id},
+                     "[USER#%d]" % user["id"])
+        if row:
+            db.execute("UPDATE user SET cross_project_id = %s WHERE id = %s",
+                       (row["cross_project_id"], user["id"]))
+            user["cross_project_id"] = row["cross_project_id"]
     return True
 
 
@@ -269,6 +272,7 @@ def create_host(ctx, user):
         "product_name": h.product_name, "serialnum": "", "external_ip_addr": "",
         "misc": "",
     }
+    row = ctx.fitted("host", row, "new host")
     cols = list(row)
     hostid = ctx.db.insert("INSERT INTO host (%s) VALUES (%s)" % (
         ", ".join(cols), ", ".join(["%s"] * len(cols))), [row[c] for c in cols])
@@ -383,9 +387,10 @@ def modify_host(ctx):
 
 
 def write_host(ctx, orig):
-    """UPDATE the host columns that differ from ``orig`` (the row as read)."""
+    """UPDATE the host columns that differ from ``orig`` (the row as read),
+    each value fitted to its column."""
     host = ctx.host
-    sets, values = [], []
+    changed = {}
     for col in _UPDATE_COLUMNS:
         new = host.get(col)
         old = orig.get(col)
@@ -394,12 +399,13 @@ def write_host(ctx, orig):
                 continue
         elif new == old:
             continue
-        sets.append("%s = %%s" % col)
-        values.append(new)
-    if not sets:
+        changed[col] = new
+    changed = ctx.fitted("host", changed, "[HOST#%d]" % host["id"])
+    if not changed:
         return 0
-    values.append(host["id"])
-    return ctx.db.execute("UPDATE host SET %s WHERE id = %%s" % ", ".join(sets), values)
+    values = list(changed.values()) + [host["id"]]
+    return ctx.db.execute("UPDATE host SET %s WHERE id = %%s"
+                          % ", ".join("%s = %%s" % col for col in changed), values)
 
 
 def rpc_day_offset(hostid):
@@ -455,7 +461,10 @@ def handle_global_prefs(ctx):
     had_db, read_db_mod = bool(db_prefs), db_mod
     if not ctx.using_weak_auth and master:
         same_account = req.global_prefs_source_email_hash == ctx.email_hash
-        if same_account and (not db_prefs or master_mod > db_mod):
+        if same_account and (not db_prefs or master_mod > db_mod) and ctx.fitted(
+                "user", {"global_prefs": master}, "[USER#%d]" % user["id"]):
+            # (preferences too large for the column are not stored, as BOINC's
+            # buffer refuses them)
             if log:
                 log("[prefs] updating db prefs")
             ctx.db.execute("UPDATE user SET global_prefs = %s WHERE id = %s",

@@ -22,6 +22,7 @@ import os
 import random
 import re
 
+from boincpy.cnum import atoi, strtod
 from boincpy.errors import BoincpyError
 
 MEGA = 1024.0 * 1024.0
@@ -170,15 +171,13 @@ def _leaves(xml):
 
 
 def _int(s):
-    m = re.match(r"\s*[-+]?\d+", s or "")
-    return int(m.group(0)) if m else 0
+    return atoi(s)
 
 
 def _float(s):
-    try:
-        return float(s) if s else 0.0
-    except ValueError:
-        return 0.0
+    """A spec's number; one that isn't a finite number counts as absent (0)."""
+    x = strtod(s) if s else None
+    return 0.0 if x is None else x
 
 
 def _bool(s):
@@ -451,6 +450,14 @@ def parse_specs(text, path=SPEC_FILE):
     return specs
 
 
+def _finite(text, scale=1):
+    """A spec's number times ``scale``: finite, else ValueError (reported with the tag)."""
+    x = strtod(text)
+    if x is None or abs(x * scale) == float("inf"):
+        raise ValueError(text)
+    return x * scale
+
+
 def _set_field(spec, tag, value, fail):
     kind, _ = _SPEC_TAGS[tag]
     attr = _attr(tag)
@@ -468,9 +475,9 @@ def _set_field(spec, tag, value, fail):
         elif kind == "intlist":
             getattr(spec, attr).append(int(value))
         elif kind == "float":
-            setattr(spec, attr, float(value))
+            setattr(spec, attr, _finite(value))
         elif kind == "mb":
-            setattr(spec, attr, float(value) * MEGA)
+            setattr(spec, attr, _finite(value, MEGA))
         elif kind == "regex":
             setattr(spec, attr, re.compile(value))
     except ValueError:

@@ -22,15 +22,11 @@ SCHEDULER_VERSION = 803     # major*100+minor of the BOINC server this one match
 PROC_TYPE_XML_NAMES = ("CPU", "NVIDIA", "ATI", "intel_gpu", "apple_gpu")
 
 
-def escape_text(text):
-    """``&`` and ``<`` as entities, nothing else (BOINC writes its messages
-    unescaped; this keeps them byte-identical while no text can end an
-    element early)."""
-    if "&" in text:
-        text = text.replace("&", "&amp;")
-    if "<" in text:
-        text = text.replace("<", "&lt;")
-    return text
+def _x(value):
+    """A value as it goes into the reply: escaped as BOINC's xml_escape does,
+    whatever its origin (client, volunteer, operator), so that no text can
+    end an element early or add one (str, bytes from a BLOB, or None)."""
+    return xml_escape(_s(value), boinc=True)
 
 
 def _s(value):
@@ -49,7 +45,7 @@ def down_reply(message, delay, ended=False):
             "    <message priority=\"low\">%s</message>\n"
             "    <request_delay>%d</request_delay>\n"
             "    <project_is_down/>\n"
-            "%s</scheduler_reply>\n" % (escape_text(message), int(delay),
+            "%s</scheduler_reply>\n" % (_x(message), int(delay),
                                         "    <ended>1</ended>\n" if ended else "")).encode()
 
 
@@ -73,10 +69,10 @@ def workunit_xml(job):
             "    <name>%s</name>\n"
             "    <app_name>%s</app_name>\n"
             % (wu["rsc_fpops_est"], wu["rsc_fpops_bound"], wu["rsc_memory_bound"],
-               wu["rsc_disk_bound"], wu["name"], job.app["name"]))
+               wu["rsc_disk_bound"], _x(wu["name"]), _x(job.app["name"])))
     keywords = _s(wu.get("keywords"))
     if keywords.strip():
-        tags += "    <job_keyword_ids>%s</job_keyword_ids>\n" % keywords
+        tags += "    <job_keyword_ids>%s</job_keyword_ids>\n" % _x(keywords)
     doc = insert_after(_s(wu["xml_doc"]), "<workunit>\n", tags)
     if doc is None:
         raise ValueError("workunit %s: xml_doc has no '<workunit>' line" % wu["name"])
@@ -88,8 +84,8 @@ def result_xml(job, platform_name):
     ``<result>``, the app version's identity appended."""
     res = job.result
     doc = _s(res["xml_doc_in"])
-    for tag in ("<name>%s</name>\n" % res["name"],
-                "<wu_name>%s</wu_name>\n" % job.workunit["name"],
+    for tag in ("<name>%s</name>\n" % _x(res["name"]),
+                "<wu_name>%s</wu_name>\n" % _x(job.workunit["name"]),
                 "<report_deadline>%d</report_deadline>\n" % job.report_deadline):
         doc = insert_after(doc, "<result>\n", tag)
         if doc is None:
@@ -102,12 +98,12 @@ def result_xml(job, platform_name):
         av = job.app_version
         out.append("    <platform>%s</platform>\n    <version_num>%d</version_num>\n"
                    "    <plan_class>%s</plan_class>\n"
-                   % (platform_name, av["version_num"], _s(av.get("plan_class"))))
+                   % (_x(platform_name), av["version_num"], _x(av.get("plan_class"))))
     elif job.client_app_version is not None:
         cav = job.client_app_version
         out.append("    <platform>%s</platform>\n    <version_num>%d</version_num>\n"
                    "    <plan_class>%s</plan_class>\n"
-                   % (cav.platform, cav.version_num, cav.plan_class))
+                   % (_x(cav.platform), cav.version_num, _x(cav.plan_class)))
     out.append("</result>\n")
     return "".join(out)
 
@@ -122,14 +118,14 @@ def app_version_xml(job, platform_name, core_client_version, mirrors=None):
     end = doc.find("</app_version>")
     if end < 0:
         raise ValueError("app version %d: xml_doc has no </app_version>" % av["id"])
-    out = [doc[:end], "    <platform>%s</platform>\n" % platform_name]
+    out = [doc[:end], "    <platform>%s</platform>\n" % _x(platform_name)]
     plan_class = _s(av.get("plan_class"))
     if plan_class:
-        out.append("    <plan_class>%s</plan_class>\n" % plan_class)
+        out.append("    <plan_class>%s</plan_class>\n" % _x(plan_class))
     out.append("    <avg_ncpus>%f</avg_ncpus>\n    <flops>%f</flops>\n"
                % (job.avg_ncpus, job.flops))
     if job.cmdline:
-        out.append("    <cmdline>%s</cmdline>\n" % job.cmdline)
+        out.append("    <cmdline>%s</cmdline>\n" % _x(job.cmdline))
     if job.coproc_type:
         ctype = job.coproc_type
         if ctype == "NVIDIA" and core_client_version < 70000:
@@ -148,7 +144,7 @@ def app_xml(app):
             "    <user_friendly_name>%s</user_friendly_name>\n"
             "    <non_cpu_intensive>%d</non_cpu_intensive>\n"
             "    <fraction_done_exact>%d</fraction_done_exact>\n"
-            "</app>\n" % (app["name"], _s(app.get("user_friendly_name")),
+            "</app>\n" % (_x(app["name"]), _x(app.get("user_friendly_name")),
                           1 if app.get("non_cpu_intensive") else 0,
                           1 if app.get("fraction_done_exact") else 0))
 
@@ -186,15 +182,15 @@ def gui_urls_text(ctx):
         teamid = "0"
     else:
         teamid = "%d" % (team.get("id") or 0)
-    subs = (("<authenticator/>", _s(user.get("authenticator"))),
+    subs = (("<authenticator/>", _x(user.get("authenticator"))),
             ("<hostid/>", "%d" % (host.get("id") or 0)),
-            ("<master_url/>", ctx.cfg.master_url),
-            ("<project_name/>", ctx.cfg.long_name),
+            ("<master_url/>", _x(ctx.cfg.master_url)),
+            ("<project_name/>", _x(ctx.cfg.long_name)),
             ("<rss_auth/>", rss_auth(user) if user else ""),
             ("<teamid/>", teamid),
-            ("<team_name/>", _s(team.get("name"))),
+            ("<team_name/>", _x(team.get("name"))),
             ("<userid/>", "%d" % (user.get("id") or 0)),
-            ("<user_name/>", _s(user.get("name"))),
+            ("<user_name/>", _x(user.get("name"))),
             ("<weak_auth/>", weak_auth(user) if user else ""))
     for tag, value in subs:
         if tag in text:
@@ -217,7 +213,7 @@ def write_reply(ctx, job_array=None):
     if ccv >= 70028:
         w("<dont_use_dcf/>\n")
     if cfg.master_url:
-        w("<master_url>%s</master_url>\n" % cfg.master_url)
+        w("<master_url>%s</master_url>\n" % _x(cfg.master_url))
     if cfg.ended:
         w("   <ended>1</ended>\n")
     delay = reply.request_delay
@@ -231,7 +227,7 @@ def write_reply(ctx, job_array=None):
         ctx.log.normal("Sending reply to [HOST#%d]: %d results, delay req %.2f"
                        % ((host or {}).get("id") or 0, len(reply.jobs), delay))
     _write_messages(w, reply.messages, ccv)
-    w("<project_name>%s</project_name>\n" % escape_text(cfg.long_name))
+    w("<project_name>%s</project_name>\n" % _x(cfg.long_name))
     if cfg.request_time_stats_log:
         w("<send_time_stats_log>1</send_time_stats_log>\n")
     if reply.project_is_down:
@@ -244,7 +240,7 @@ def write_reply(ctx, job_array=None):
         w("</scheduler_reply>\n")
         return "".join(out)
     if cfg.symstore:
-        w("<symstore>%s</symstore>\n" % cfg.symstore)
+        w("<symstore>%s</symstore>\n" % _x(cfg.symstore))
     if cfg.next_rpc_delay:
         w("<next_rpc_delay>%f</next_rpc_delay>\n" % cfg.next_rpc_delay)
     if user:
@@ -252,15 +248,15 @@ def write_reply(ctx, job_array=None):
           "<user_total_credit>%f</user_total_credit>\n"
           "<user_expavg_credit>%f</user_expavg_credit>\n"
           "<user_create_time>%d</user_create_time>\n"
-          % (user["id"], xml_escape(_s(user["name"])), user["total_credit"],
+          % (user["id"], _x(user["name"]), user["total_credit"],
              user["expavg_credit"], user["create_time"]))
         if ctx.email_hash:
-            w("<email_hash>%s</email_hash>\n" % ctx.email_hash)
+            w("<email_hash>%s</email_hash>\n" % _x(ctx.email_hash))
         cpid = _s(user.get("cross_project_id"))
         if cpid:
             from boincpy.sched.hosts import md5_hex
             w("<cross_project_id>%s</cross_project_id>\n<external_cpid>%s</external_cpid>\n"
-              % (cpid, md5_hex(cpid + _s(user["email_addr"]))))
+              % (_x(cpid), md5_hex(cpid + _s(user["email_addr"]))))
         if reply.send_global_prefs:
             w(_s(user.get("global_prefs")) + "\n")
         w(_s(user.get("project_prefs")) + "\n")     # always, as BOINC does
@@ -272,20 +268,20 @@ def write_reply(ctx, job_array=None):
       "<host_venue>%s</host_venue>\n"
       "<host_create_time>%d</host_create_time>\n"
       % (host.get("total_credit") or 0.0, host.get("expavg_credit") or 0.0,
-         _s(host.get("venue")), host.get("create_time") or 0))
+         _x(host.get("venue")), host.get("create_time") or 0))
     team = ctx.team
     if team and team.get("id"):
         w("<teamid>%d</teamid>\n<team_name>%s</team_name>\n"
-          % (team["id"], xml_escape(_s(team["name"]))))
+          % (team["id"], _x(team["name"])))
     else:
         w("<team_name></team_name>\n")
     for name in reply.result_acks:
-        w("<result_ack>\n    <name>%s</name>\n</result_ack>\n" % name)
+        w("<result_ack>\n    <name>%s</name>\n</result_ack>\n" % _x(name))
     for name in reply.result_aborts:
-        w("<result_abort>\n    <name>%s</name>\n</result_abort>\n" % name)
+        w("<result_abort>\n    <name>%s</name>\n</result_abort>\n" % _x(name))
     for name in reply.result_abort_if_not_starteds:
         w("<result_abort_if_not_started>\n    <name>%s</name>\n"
-          "</result_abort_if_not_started>\n" % name)
+          "</result_abort_if_not_started>\n" % _x(name))
     _write_jobs(ctx, w, ccv)
     if reply.send_code_sign_key and ctx.code_sign_key:
         w("<code_sign_key>\n%s\n</code_sign_key>\n" % ctx.code_sign_key)
@@ -303,7 +299,7 @@ def write_reply(ctx, job_array=None):
     if cfg.verify_files_on_app_start:
         w("<verify_files_on_app_start/>\n")
     for name in reply.file_deletes:
-        w("<delete_file_info>%s</delete_file_info>\n" % name)
+        w("<delete_file_info>%s</delete_file_info>\n" % _x(name))
     _write_no_rsc_apps(w, req, job_array, ccv)
     w(gui_urls_text(ctx))
     project_files = read_project_file(cfg, "project_files.xml")
@@ -319,12 +315,12 @@ def _write_messages(w, messages, ccv):
         if messages:
             priority = "notice" if any(p == "notice" for p, _ in messages) else "low"
             text = " ".join(m for _, m in messages).replace("\n", " ")
-            w('<message priority="%s">%s </message>\n' % (priority, escape_text(text)))
+            w('<message priority="%s">%s </message>\n' % (priority, _x(text)))
         return
     for priority, text in messages:
         if ccv and ccv <= 61100 and priority == "notice":
             priority = "high"
-        w('<message priority="%s">%s</message>\n' % (priority, escape_text(text)))
+        w('<message priority="%s">%s</message>\n' % (priority, _x(text)))
 
 
 def _write_jobs(ctx, w, ccv):

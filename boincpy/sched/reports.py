@@ -171,25 +171,31 @@ def handle_results(ctx):
     try:
         with db.transaction():
             for row, v in accepted:
+                # What the client sent, fitted to the columns (a stderr larger
+                # than its column is cut): a report must never fail to be
+                # written, or it is reported again on every RPC, forever.
+                sets = ctx.fitted("result", {
+                    "hostid": hostid, "received_time": ctx.now,
+                    "client_state": v["client_state"], "cpu_time": v["cpu_time"],
+                    "exit_status": v["exit_status"], "app_version_num": v["app_version_num"],
+                    "server_state": RESULT_OVER, "outcome": v["outcome"],
+                    "stderr_out": v["stderr_out"], "xml_doc_out": v["xml_doc_out"],
+                    "validate_state": v["validate_state"],
+                    "teamid": ctx.user.get("teamid") or 0, "elapsed_time": v["elapsed_time"],
+                    "peak_working_set_size": round(v["peak_working_set_size"]),
+                    "peak_swap_size": round(v["peak_swap_size"]),
+                    "peak_disk_usage": round(v["peak_disk_usage"])}, "[RESULT#%d]" % row["id"])
                 # Only the row as it was read: another request reporting the same
                 # result (a client retrying a stalled RPC) may have written it since,
                 # and the validator validated and credited it -- writing our stale
                 # validate_state over that would have it validated and credited again.
                 n = db.execute(
-                    "UPDATE result SET hostid = %s, received_time = %s, client_state = %s, "
-                    "cpu_time = %s, exit_status = %s, app_version_num = %s, "
-                    "server_state = %s, outcome = %s, stderr_out = %s, xml_doc_out = %s, "
-                    "validate_state = %s, teamid = %s, elapsed_time = %s, "
-                    "peak_working_set_size = %s, peak_swap_size = %s, peak_disk_usage = %s "
-                    "WHERE id = %s AND server_state = %s AND outcome = %s "
-                    "AND validate_state = %s AND received_time = %s AND hostid = %s",
-                    (hostid, ctx.now, v["client_state"], v["cpu_time"], v["exit_status"],
-                     v["app_version_num"], RESULT_OVER, v["outcome"], v["stderr_out"],
-                     v["xml_doc_out"], v["validate_state"], ctx.user.get("teamid") or 0,
-                     v["elapsed_time"], round(v["peak_working_set_size"]),
-                     round(v["peak_swap_size"]), round(v["peak_disk_usage"]), row["id"],
-                     row["server_state"], row["outcome"], row["validate_state"],
-                     row["received_time"], row["hostid"]))
+                    "UPDATE result SET %s WHERE id = %%s AND server_state = %%s "
+                    "AND outcome = %%s AND validate_state = %%s AND received_time = %%s "
+                    "AND hostid = %%s" % ", ".join("%s = %%s" % col for col in sets),
+                    list(sets.values()) + [row["id"], row["server_state"], row["outcome"],
+                                           row["validate_state"], row["received_time"],
+                                           row["hostid"]])
                 if n != 1:
                     # not acknowledged: the client reports it again, and that report
                     # is judged against the row as it is then

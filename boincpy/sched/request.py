@@ -20,8 +20,7 @@ its ``<file_info>`` elements.  A document that is cut short or lacks its start
 tag raises :class:`RequestError` naming the line.
 """
 
-import math
-
+from boincpy.cnum import atof, strtod as c_strtod, strtol as c_strtol
 from boincpy.errors import BoincpyError
 from boincpy.sched.record import Record, factory
 
@@ -32,6 +31,13 @@ COPROC_TAGS = {"coproc_cuda": PROC_NVIDIA, "coproc_ati": PROC_AMD,
 # <coproc><type>NAME</type> in app versions and generic <coproc> elements.
 COPROC_TYPE_NAMES = {"NVIDIA": PROC_NVIDIA, "CUDA": PROC_NVIDIA, "ATI": PROC_AMD,
                      "intel_gpu": PROC_INTEL, "apple_gpu": PROC_APPLE}
+
+
+# No client nests elements this deep; deeper is refused before Python's stack is.
+MAX_DEPTH = 64
+
+# db/boinc_db_types.h: a BLOB column's buffer in BOINC's structures (result.xml_doc_out)
+BLOB_SIZE = 65536
 
 
 class RequestError(BoincpyError):
@@ -330,38 +336,6 @@ def _text(raw):
     return raw.decode("utf-8", "replace")
 
 
-def c_strtol(text):
-    """strtol(text, 0) that must consume the whole text: 0x hex, leading-0
-    octal, optional sign.  None when BOINC's parser would reject it."""
-    s = text
-    sign = 1
-    if s[:1] in ("+", "-"):
-        sign = -1 if s[0] == "-" else 1
-        s = s[1:]
-    try:
-        if s[:2] in ("0x", "0X"):
-            return sign * int(s[2:], 16) if s[2:] and s[2:].isalnum() else None
-        if not s.isdigit():
-            return None
-        if len(s) > 1 and s[0] == "0":
-            return sign * int(s, 8)
-        return sign * int(s)
-    except ValueError:
-        return None
-
-
-def c_strtod(text):
-    """strtod that must consume the whole text; non-finite values become 0
-    (BOINC's fix_nans).  None when BOINC's parser would reject it."""
-    if "_" in text:
-        return None
-    try:
-        x = float(text)
-    except ValueError:
-        return None
-    return x if math.isfinite(x) else 0.0
-
-
 class _Scanner:
     """Tokens of the client's dialect, as BOINC's XML_PARSER sees them.
 
@@ -469,6 +443,8 @@ class _Parser:
             return
         end = "/" + tag
         self.open.append((tag, offset))
+        if len(self.open) > MAX_DEPTH:
+            self.fail("elements nested more than %d deep" % MAX_DEPTH, offset)
         while True:
             kind, value, start = self.token()
             if kind != TAG:
@@ -702,7 +678,7 @@ class _Parser:
         if tag.endswith("/"):
             return
         res = ReportedResult(line=self.s.line(offset))
-        file_infos = []
+        file_infos, size = [], [0]
 
         def child(t, o):
             if self.fields(res, t, o, _RESULT_FIELDS):
@@ -712,7 +688,11 @@ class _Parser:
                 return True
             if t == "file_info":
                 raw = self.raw_block(t, o)
-                file_infos.append("<file_info>" + _text(raw.strip()) + "</file_info>")
+                # BOINC's safe_strcat into xml_doc_out[BLOB_SIZE]: a file_info
+                # that would overflow it is left out whole, never cut
+                if size[0] + len(raw) + 23 < BLOB_SIZE:
+                    size[0] += len(raw) + 23
+                    file_infos.append("<file_info>" + _text(raw.strip()) + "</file_info>")
                 return True
             return False
         self.container(tag, offset, child)
@@ -1109,18 +1089,8 @@ def _find_double(text, tag):
     if start < 0:
         return None
     start += len(tag) + 2
-    end = start
-    while end < len(text) and text[end] not in "<\n":
-        end += 1
-    value = text[start:end].strip()
-    # strtod reads a prefix; take the longest numeric prefix
-    while value:
-        try:
-            x = float(value)
-            return x if math.isfinite(x) else 0.0
-        except ValueError:
-            value = value[:-1]
-    return 0.0
+    # strtod reads a prefix, up to the next tag or line at the most
+    return atof(text[start:start + 400].split("<", 1)[0].split("\n", 1)[0])
 
 
 def extract_venue(text, venue):

@@ -45,10 +45,16 @@ def state_text(state):
     return _STATE_TEXT.get(state, "unknown state %s" % state)
 
 
-def make_batch_name(user_name, app_name, now=None):
-    """BOINC's default batch name: user:app:RFC 2822 date."""
+def make_batch_name(db, user_name, app_name, now=None):
+    """BOINC's default batch name, user:app:RFC 2822 date -- with " #2",
+    " #3"... when that name is taken (two batches in one second)."""
     import email.utils
-    return "%s:%s:%s" % (user_name, app_name, email.utils.formatdate(now, localtime=True))
+    base = "%s:%s:%s" % (user_name, app_name, email.utils.formatdate(now, localtime=True))
+    name, n = base, 1
+    while db.query_value("SELECT id FROM batch WHERE name = %s LIMIT 1", (name,)) is not None:
+        n += 1
+        name = "%s #%d" % (base, n)
+    return name
 
 
 def lookup(db, batch_id=None, name=None):
@@ -222,6 +228,21 @@ def refresh_active(db, batches, now=None):
     return batches
 
 
+def refresh_moved(db, batch_ids, log=None, now=None):
+    """refresh() the batches in progress among ``batch_ids`` (batches whose
+    jobs a daemon just moved); log each that became COMPLETE.  BOINC updates
+    a batch only when a submitter looks at it; the back end doing it means a
+    batch is complete as soon as its last job is, whoever asks."""
+    for batch_id in sorted(set(batch_ids)):
+        b = lookup(db, batch_id=batch_id)
+        if b is None or b.state != BatchState.IN_PROGRESS:
+            continue
+        refresh(db, b, now)
+        if b.state == BatchState.COMPLETE and log is not None:
+            log.normal("[BATCH#%d %s] all %d jobs done (%d failed): batch complete"
+                       % (b.id, b.name, b.njobs, b.nerror_jobs))
+
+
 def total_cpu_time(db, batch_id):
     """Sum of the CPU time of every result of the batch's jobs."""
     value = db.query_value(
@@ -294,3 +315,17 @@ def expire(db, project_dir=None, now=None):
             abort(db, b, now)
         retire(db, b, project_dir, now)
     return expired
+
+
+def delete_empty_retired(db):
+    """Delete retired batches with no workunit left (html/ops/delete_batches.php)
+    and their file associations; return their ids."""
+    ids = [r["id"] for r in db.query(
+        "SELECT batch.id FROM batch WHERE batch.state = %s AND NOT EXISTS "
+        "(SELECT 1 FROM workunit WHERE workunit.batch = batch.id)", (int(BatchState.RETIRED),))]
+    for batch_id in ids:
+        with db.transaction():
+            db.execute("DELETE FROM batch_file_assoc WHERE batch_id = %s", (batch_id,))
+            db.execute("DELETE FROM batch WHERE id = %s AND state = %s",
+                       (batch_id, int(BatchState.RETIRED)))
+    return ids

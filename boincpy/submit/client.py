@@ -35,7 +35,7 @@ from boincpy import __version__
 from boincpy.errors import SubmitError
 from boincpy.files import md5_file
 from boincpy.states import BatchState
-from boincpy.xml import xml_escape_utf8
+from boincpy.xml import xml_escape
 
 RPC_HANDLER = "submit_rpc_handler.php"
 FILE_HANDLER = "job_file.php"
@@ -76,7 +76,7 @@ def _failure(message, op=None):
 
 
 def _text(tag, value):
-    return "<%s>%s</%s>\n" % (tag, xml_escape_utf8(str(value)), tag)
+    return "<%s>%s</%s>\n" % (tag, xml_escape(value), tag)
 
 
 def _fixed(tag, value):

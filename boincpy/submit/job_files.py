@@ -130,12 +130,12 @@ def store(db, cfg, uploads, batch_id=0, delete_time=0.0, now=None):
             status, md5, size = check_download_file(tmp_path, path)
         except OSError as exc:
             raise SubmitError("can't read uploaded file %s: %s" % (name, exc.strerror)) from None
+        if status < 0:
+            raise SubmitError("file immutability violation for %s" % name)
         expected = md5_of_name(name)
         if expected is not None and expected != md5:
             raise SubmitError("file %s: its content does not match the MD5 in its name "
                               "(its MD5 is %s)" % (name, md5))
-        if status < 0:
-            raise SubmitError("file immutability violation for %s" % name)
         checked.append((name, tmp_path, path, status, md5, size))
     for name, tmp_path, path, status, md5, size in checked:
         if status == 1:

@@ -63,49 +63,79 @@ def may_control_batch(db, user_id, batch):
     return batch.user_id == user_id or has_manage_access(db, user_id, batch.app_id)
 
 
-def grant(db, user_id, app_id=0, manage=False, quota=None, max_jobs_in_progress=None):
-    """Let a user submit to an app (app_id 0: every app), and manage it if
-    ``manage``; set their quota / job limit when given.  Idempotent."""
+def _ensure_user_submit(db, user_id, quota=None, max_jobs_in_progress=None):
+    if user_submit(db, user_id) is None:
+        db.execute("INSERT INTO user_submit (user_id, quota, logical_start_time, submit_all, "
+                   "manage_all, max_jobs_in_progress) VALUES (%s, %s, 0, 0, 0, %s)",
+                   (user_id, 1.0 if quota is None else quota, max_jobs_in_progress or 0))
+    if quota is not None:
+        db.execute("UPDATE user_submit SET quota = %s WHERE user_id = %s", (quota, user_id))
+    if max_jobs_in_progress is not None:
+        db.execute("UPDATE user_submit SET max_jobs_in_progress = %s WHERE user_id = %s",
+                   (max_jobs_in_progress, user_id))
+
+
+def grant_submit(db, user_id, app_id=0, quota=None, max_jobs_in_progress=None):
+    """Let a user submit jobs of an app (app_id 0: of every app); set their
+    quota (default 1: an equal share) and job limit when given."""
     with db.transaction():
-        us = user_submit(db, user_id)
-        if us is None:
-            db.execute("INSERT INTO user_submit (user_id, quota, logical_start_time, "
-                       "submit_all, manage_all, max_jobs_in_progress) VALUES "
-                       "(%s, %s, 0, 0, 0, %s)",
-                       (user_id, 1.0 if quota is None else quota, max_jobs_in_progress or 0))
+        _ensure_user_submit(db, user_id, quota, max_jobs_in_progress)
         if app_id:
-            db.execute("INSERT INTO user_submit_app (user_id, app_id, manage) VALUES (%s, %s, %s) "
-                       "ON DUPLICATE KEY UPDATE manage = GREATEST(manage, VALUES(manage))",
-                       (user_id, app_id, 1 if manage else 0))
+            db.execute("INSERT IGNORE INTO user_submit_app (user_id, app_id, manage) "
+                       "VALUES (%s, %s, 0)", (user_id, app_id))
         else:
             db.execute("UPDATE user_submit SET submit_all = 1 WHERE user_id = %s", (user_id,))
-            if manage:
-                db.execute("UPDATE user_submit SET manage_all = 1 WHERE user_id = %s", (user_id,))
-        if quota is not None:
-            db.execute("UPDATE user_submit SET quota = %s WHERE user_id = %s", (quota, user_id))
-        if max_jobs_in_progress is not None:
-            db.execute("UPDATE user_submit SET max_jobs_in_progress = %s WHERE user_id = %s",
-                       (max_jobs_in_progress, user_id))
 
 
-def revoke(db, user_id, app_id=0, manage_only=False):
-    """Take back a user's right to submit to (or with ``manage_only``, to
-    manage) an app; app_id 0: every app (without manage_only, all their
-    submission rights and their user_submit row)."""
+def grant_manage(db, user_id, app_id=0):
+    """Let a user manage an app (app_id 0: every app), as BOINC's
+    manage_privileges grant; False if they already could."""
+    with db.transaction():
+        us = user_submit(db, user_id)
+        if not app_id:
+            if us is not None and us.manage_all:
+                return False
+            _ensure_user_submit(db, user_id)
+            db.execute("UPDATE user_submit SET manage_all = 1 WHERE user_id = %s", (user_id,))
+            return True
+        usa = _submit_app(db, user_id, app_id)
+        if usa is not None and usa.manage:
+            return False
+        _ensure_user_submit(db, user_id)
+        db.execute("INSERT INTO user_submit_app (user_id, app_id, manage) VALUES (%s, %s, 1) "
+                   "ON DUPLICATE KEY UPDATE manage = 1", (user_id, app_id))
+        return True
+
+
+def revoke_manage(db, user_id, app_id=0):
+    """Take back the manage privilege of an app (app_id 0: the global one);
+    False if the user did not have it."""
+    with db.transaction():
+        if not app_id:
+            us = user_submit(db, user_id)
+            if us is None or not us.manage_all:
+                return False
+            db.execute("UPDATE user_submit SET manage_all = 0 WHERE user_id = %s", (user_id,))
+            return True
+        usa = _submit_app(db, user_id, app_id)
+        if usa is None or not usa.manage:
+            return False
+        db.execute("UPDATE user_submit_app SET manage = 0 WHERE user_id = %s AND app_id = %s",
+                   (user_id, app_id))
+        return True
+
+
+def revoke_submit(db, user_id, app_id=0):
+    """Take back the right to submit jobs of an app (its user_submit_app row);
+    app_id 0: every right the user has, user_submit row included
+    (delete_remote_submit_user).  False if there was nothing to take."""
     with db.transaction():
         if app_id:
-            if manage_only:
-                db.execute("UPDATE user_submit_app SET manage = 0 WHERE user_id = %s "
-                           "AND app_id = %s", (user_id, app_id))
-            else:
-                db.execute("DELETE FROM user_submit_app WHERE user_id = %s AND app_id = %s",
-                           (user_id, app_id))
-        elif manage_only:
-            db.execute("UPDATE user_submit SET manage_all = 0 WHERE user_id = %s", (user_id,))
-            db.execute("UPDATE user_submit_app SET manage = 0 WHERE user_id = %s", (user_id,))
-        else:
-            db.execute("DELETE FROM user_submit_app WHERE user_id = %s", (user_id,))
-            db.execute("DELETE FROM user_submit WHERE user_id = %s", (user_id,))
+            return db.execute("DELETE FROM user_submit_app WHERE user_id = %s AND app_id = %s",
+                              (user_id, app_id)) > 0
+        n = db.execute("DELETE FROM user_submit_app WHERE user_id = %s", (user_id,))
+        n += db.execute("DELETE FROM user_submit WHERE user_id = %s", (user_id,))
+        return n > 0
 
 
 def submitters(db):

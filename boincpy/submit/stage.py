@@ -205,7 +205,7 @@ def submit(db, cfg, user, spec, now=None):
             if batch.state != BatchState.INIT:
                 raise SubmitError("batch not in init state")
         else:
-            name = spec.batch_name or batches.make_batch_name(user.name, app["name"], now)
+            name = spec.batch_name or batches.make_batch_name(db, user.name, app["name"], now)
             if len(name.encode()) > 255:
                 raise SubmitError("batch name too long (at most 255 bytes)")
             batch = batches.create(db, user.id, app["id"], name, 0.0, now)
@@ -215,7 +215,8 @@ def submit(db, cfg, user, spec, now=None):
         for i, job in enumerate(spec.jobs):
             jd = JobDesc(name=job.name or "%s_%d_%d" % (app["name"], batch.id, i),
                          wu_template_file=wu_template, result_template_file=result_template,
-                         command_line=xml_escape(job.command_line), options=dict(base))
+                         command_line=xml_escape(job.command_line, boinc=True),
+                         options=dict(base))
             check_job_name(jd.name)
             if job.rsc_fpops_est:
                 if job.rsc_fpops_est < 0 or not math.isfinite(job.rsc_fpops_est):

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from boincpy.states import ClientState
+from boincpy.xml import xml_escape
 
 CLIENT_VERSION = (7, 20, 5)
 PLATFORM = "x86_64-pc-linux-gnu"
@@ -127,14 +128,7 @@ def format_value(value):
         return "%f" % value
     if isinstance(value, (bool, int)):
         return "%d" % value
-    return _escape(str(value))
-
-
-def _escape(text):
-    """The client's xml_escape for the characters that matter here."""
-    if "&" in text or "<" in text:
-        text = text.replace("&", "&amp;").replace("<", "&lt;")
-    return text
+    return xml_escape(str(value), boinc=True)      # the client's own xml_escape
 
 
 def merged(defaults, values):
@@ -168,7 +162,7 @@ class UploadedFile:
                 "    <max_nbytes>%f</max_nbytes>\n%s    <upload_url>%s</upload_url>\n"
                 "</file_info>\n" % (self.name, self.nbytes, self.max_nbytes,
                                     "    <md5_cksum>%s</md5_cksum>\n" % self.md5_cksum
-                                    if self.md5_cksum else "", _escape(self.upload_url)))
+                                    if self.md5_cksum else "", xml_escape(self.upload_url, boinc=True)))
 
 
 @dataclass

@@ -74,6 +74,7 @@ from boincpy.db.queries import insert_row
 from boincpy.db.rows import AppVersion
 from boincpy.errors import BoincpyError, KeyFileError, ToolError
 from boincpy.files import md5_file
+from boincpy.xml import xml_escape
 
 # BOINC's C++ buffers hold app_version.xml_doc in 256 KiB with a terminating NUL.
 MAX_XML_DOC = 262143
@@ -608,17 +609,13 @@ def read_version_files(nv, warn=None):
 # ---------------------------------------------------------------------------
 # update_versions: the app version's xml_doc
 
-def _esc(text):
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def file_info_xml(f):
     """The <file_info> of an app file, laid out exactly as BOINC's update_versions."""
-    parts = ["<file_info>\n", "    <name>%s</name>\n" % _esc(f.physical_name)]
+    parts = ["<file_info>\n", "    <name>%s</name>\n" % xml_escape(f.physical_name)]
     for url in f.urls:
-        parts.append("    <url>%s</url>\n" % _esc(url))
+        parts.append("    <url>%s</url>\n" % xml_escape(url))
         if f.gzip:
-            parts.append("    <gzipped_url>%s.gz</gzipped_url>\n" % _esc(url))
+            parts.append("    <gzipped_url>%s.gz</gzipped_url>\n" % xml_escape(url))
     if f.executable or f.main_program:
         parts.append("    <executable/>\n")
     parts.append("    <file_signature>\n")
@@ -633,9 +630,9 @@ def file_info_xml(f):
 
 def file_ref_xml(f):
     """The <file_ref> of an app file inside <app_version>, as BOINC writes it."""
-    parts = ["<file_ref>\n", "    <file_name>%s</file_name>\n" % _esc(f.physical_name)]
+    parts = ["<file_ref>\n", "    <file_name>%s</file_name>\n" % xml_escape(f.physical_name)]
     if f.logical_name:
-        parts.append("    <open_name>%s</open_name>\n" % _esc(f.logical_name))
+        parts.append("    <open_name>%s</open_name>\n" % xml_escape(f.logical_name))
     if f.copy_file:
         parts.append("    <copy_file/>\n")
     if f.main_program:
@@ -649,10 +646,10 @@ def app_version_xml(app_name, version_num, spec, files, api_version):
     completes with platform, plan class, avg_ncpus and flops when it sends it)."""
     parts = [file_info_xml(f) for f in files]
     parts.append("<app_version>\n")
-    parts.append("    <app_name>%s</app_name>\n" % _esc(app_name))
+    parts.append("    <app_name>%s</app_name>\n" % xml_escape(app_name))
     parts.append("    <version_num>%d</version_num>\n" % version_num)
     if api_version:
-        parts.append("    <api_version>%s</api_version>\n" % _esc(api_version))
+        parts.append("    <api_version>%s</api_version>\n" % xml_escape(api_version))
     parts.extend(file_ref_xml(f) for f in files)
     if spec.dont_throttle:
         parts.append("    <dont_throttle/>\n")
@@ -661,7 +658,7 @@ def app_version_xml(app_name, version_num, spec, files, api_version):
     if spec.is_wrapper:
         parts.append("    <is_wrapper/>\n")
     if spec.file_prefix:
-        parts.append("    <file_prefix>%s</file_prefix>\n" % _esc(spec.file_prefix))
+        parts.append("    <file_prefix>%s</file_prefix>\n" % xml_escape(spec.file_prefix))
     parts.append("</app_version>\n")
     return "".join(parts)
 

@@ -137,7 +137,7 @@ class RunState:
 
     def write(self):
         from boincpy.files import atomic_write
-        from boincpy.templates import xml_escape
+        from boincpy.xml import xml_escape
         lines = ['<?xml version="1.0" ?>', "<boinc>", "    <tasks>"]
         for cmd, last in self.last_run.items():
             lines += ["        <task>", "            <cmd>%s</cmd>" % xml_escape(cmd),

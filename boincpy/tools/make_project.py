@@ -40,7 +40,6 @@ BOINC_PROJECT_DIR, set by PROJECT/SHORT.httpd.conf.
 """
 
 import argparse
-import html
 import os
 import pwd
 import re
@@ -55,6 +54,7 @@ from urllib.parse import urlsplit
 from boincpy.config import SAFE_NEW_PROJECT
 from boincpy.errors import BoincpyError, DatabaseError, ToolError
 from boincpy.web.ops import csrf as ops_csrf
+from boincpy.xml import xml_escape
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -564,7 +564,7 @@ def master_page(spec):
     Both declarations sit flush-left on lines of their own, shorter than the
     client's 256-byte line buffer.
     """
-    name = html.escape(spec.long_name)
+    name = xml_escape(spec.long_name, quote=True)
     return "\n".join([
         "<!DOCTYPE html>",
         "<html>",
@@ -577,7 +577,8 @@ def master_page(spec):
         "<h1>%s</h1>" % name,
         "<p>This is a BOINC project. To take part, install BOINC from "
         '<a href="https://boinc.berkeley.edu/download.php">boinc.berkeley.edu</a>',
-        "and attach it to this project's URL: <code>%s</code></p>" % html.escape(spec.master_url),
+        "and attach it to this project's URL: <code>%s</code></p>"
+        % xml_escape(spec.master_url, quote=True),
         "</body>",
         "</html>",
         ""])
@@ -594,7 +595,8 @@ def project_xml(spec):
     lines = ["<boinc>"]
     for name, friendly in PLATFORMS:
         lines += ["    <platform>", "        <name>%s</name>" % name,
-                  "        <user_friendly_name>%s</user_friendly_name>" % html.escape(friendly),
+                  "        <user_friendly_name>%s</user_friendly_name>"
+                  % xml_escape(friendly, quote=True),
                   "    </platform>"]
     if spec.test_app:
         lines += ["    <app>", "        <name>%s</name>" % TEST_APP[0],

@@ -15,8 +15,9 @@ import re
 import time
 
 from boincpy import passwords
+from boincpy.cnum import php_numeric
 from boincpy.db.rows import Team, User
-from boincpy.web.cgi import php_numeric
+from boincpy.errors import DatabaseError
 
 # user.email_addr and user.name are varchar(191) (unique indexes under utf8mb4).
 MAX_EMAIL_LENGTH = 191
@@ -85,7 +86,7 @@ def user_name_problem(name):
         return "user name must be nonempty"
     if _SPECIAL_RE.search(name):
         return "user name may not contain special characters"
-    if php_numeric(name) is not None:
+    if php_numeric(name, finite=False) is not None:
         return "user name may not be a number"
     if len(name) > MAX_NAME_LENGTH:
         # user.name is varchar(191); MySQL in strict mode would refuse it
@@ -291,3 +292,67 @@ def is_valid_country(country):
         return True
     return (len(country) <= 254 and not _SPECIAL_RE.search(country.replace("'", ""))
             and country.strip() == country)
+
+
+# ---------------------------------------------------------------------------
+# Failed logins: counted in the database instead of slept on
+
+# At most this many failed logins per account, and per client address, in a
+# window of LOGIN_FAIL_WINDOW seconds; then every login of that account or
+# from that address is refused, right or wrong password, until the window ends.
+LOGIN_FAIL_WINDOW = 600
+LOGIN_FAIL_MAX_ACCOUNT = 10
+LOGIN_FAIL_MAX_ADDR = 50
+
+_ER_NO_SUCH_TABLE = 1146
+
+
+def login_failure_keys(remote_addr, user=None):
+    """The login_failure rows a login attempt counts against."""
+    keys = {"addr:%s" % (remote_addr or "?")[:150]: LOGIN_FAIL_MAX_ADDR}
+    if user is not None:
+        keys["user:%d" % user.id] = LOGIN_FAIL_MAX_ACCOUNT
+    return keys
+
+
+def _create_login_failure_table(db):
+    """Projects made before the table existed get it on first use."""
+    from boincpy.db.schema import schema_statements
+    for stmt in schema_statements():
+        if stmt.startswith("create table login_failure "):
+            db.execute(stmt.replace("create table", "create table if not exists", 1))
+
+
+def logins_refused(db, keys, now=None):
+    """True if any of ``keys`` (from :func:`login_failure_keys`) reached its
+    limit of failed logins in the current window."""
+    now = int(time.time() if now is None else now)
+    names = list(keys)
+    try:
+        rows = db.query("SELECT name, nfail FROM login_failure WHERE first_time > %%s "
+                        "AND name IN (%s)" % ", ".join(["%s"] * len(names)),
+                        [now - LOGIN_FAIL_WINDOW] + names)
+    except DatabaseError as exc:
+        if getattr(exc, "mysql_code", None) == _ER_NO_SUCH_TABLE:
+            return False
+        raise
+    return any(row["nfail"] >= keys[row["name"]] for row in rows)
+
+
+def record_login_failure(db, keys, now=None):
+    """Count one failed login against each of ``keys`` (a new window starts
+    when the last one has ended)."""
+    now = int(time.time() if now is None else now)
+    sql = ("INSERT INTO login_failure (name, nfail, first_time) VALUES (%s, 1, %s) "
+           "ON DUPLICATE KEY UPDATE nfail = IF(first_time > %s, nfail + 1, 1), "
+           "first_time = IF(first_time > %s, first_time, %s)")
+    for attempt in (1, 2):
+        try:
+            for name in keys:
+                db.execute(sql, (name, now, now - LOGIN_FAIL_WINDOW, now - LOGIN_FAIL_WINDOW,
+                                 now))
+            return
+        except DatabaseError as exc:
+            if getattr(exc, "mysql_code", None) != _ER_NO_SUCH_TABLE or attempt == 2:
+                raise
+            _create_login_failure_table(db)

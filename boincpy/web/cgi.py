@@ -11,10 +11,12 @@ is a space, the last of repeated names wins.
 """
 
 import os
-import re
 import sys
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl
+
+from boincpy.cnum import int64, php_numeric
+from boincpy.xml import xml_escape
 
 # lib/error_numbers.h (the subset the web RPCs use).
 ERR_XML_PARSE = -112
@@ -52,28 +54,12 @@ MAX_POST_BYTES = 1 << 20
 
 
 class XmlError(Exception):
-    """An ``<error>`` reply: BOINC error number and message.
+    """An ``<error>`` reply: BOINC error number and message."""
 
-    ``login_failure`` marks failed logins, which BOINC answers only after
-    LOGIN_FAIL_SLEEP_SEC (to slow password guessing).
-    """
-
-    def __init__(self, num=-1, msg=None, login_failure=False):
+    def __init__(self, num=-1, msg=None):
         self.num = num
         self.msg = msg or DEFAULT_MESSAGES.get(num, "Unknown error")
-        self.login_failure = login_failure
         super().__init__("%d %s" % (num, self.msg))
-
-
-def xml_escape(value):
-    """Text safe inside an XML element (the client decodes &amp; &lt; &gt;)."""
-    text = value if isinstance(value, str) else str(value)
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def html_escape(value):
-    """PHP's htmlspecialchars (ENT_QUOTES): also quotes, as &quot; and &#039;."""
-    return xml_escape(value).replace('"', "&quot;").replace("'", "&#039;")
 
 
 def error_xml(num, msg):
@@ -124,30 +110,18 @@ class WebRequest:
     def get_int(self, name, optional=False):
         """An integer query parameter (PHP's is_numeric, then truncated), or None."""
         value = self.get.get(name)
-        number = php_numeric(value) if value is not None else None
+        number = int64(php_numeric(value)) if value is not None else None
         if number is None:
             if optional and not value:
                 return None
             raise XmlError(-1, "missing or bad parameter: %s" % name)
-        return int(number)
+        return number
 
     def check_args(self, allowed):
         """Refuse query parameters a page does not take (BOINC's check_get_args)."""
         for name in self.get:
             if name not in allowed:
                 raise XmlError(-1, "unexpected parameter: %s" % name)
-
-
-_NUMERIC_RE = re.compile(
-    r"^[ \t\n\r\v\f]*[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?[ \t\n\r\v\f]*$")
-
-
-def php_numeric(text):
-    """The number in ``text`` if PHP's is_numeric() accepts it (decimal, optional
-    sign, fraction and exponent, surrounding white space), else None."""
-    if text is None or not _NUMERIC_RE.match(text):
-        return None
-    return float(text)
 
 
 def php_float(value):

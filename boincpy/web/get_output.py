@@ -396,10 +396,10 @@ def get_file3(out, req):
         raise OutputError("no such file")
     if req.get_str("download", optional=True):
         return _download(path, name)
-    from boincpy.web.cgi import html_escape
+    from boincpy.xml import xml_escape
     with open(path, "rb") as f:
         text = f.read().decode("utf-8", "replace")
-    return _text("<pre>\n%s</pre>\n" % html_escape(text))
+    return _text("<pre>\n%s</pre>\n" % xml_escape(text, quote=True))
 
 
 def _collected(out, req):

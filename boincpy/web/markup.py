@@ -6,8 +6,9 @@ HTML with :func:`fmt`, which escapes its arguments, so a host name or a
 stderr_out holding ``<script>`` is shown as text, never run.
 """
 
-import html
 from urllib.parse import urlencode
+
+from boincpy.xml import xml_escape
 
 
 class Markup(str):
@@ -33,7 +34,7 @@ def esc(value):
         return Markup("")
     if isinstance(value, (bytes, bytearray)):
         value = bytes(value).decode("utf-8", "replace")
-    return Markup(html.escape(str(value), quote=True))
+    return Markup(xml_escape(str(value), quote=True))
 
 
 def _arg(value):

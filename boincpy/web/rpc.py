@@ -35,16 +35,20 @@ from dataclasses import dataclass, field
 from urllib.parse import quote_plus
 
 from boincpy import passwords
+from boincpy.cnum import INT_MAX, INT_MIN, int64, php_numeric
 from boincpy.errors import BoincpyError, DatabaseError
 from boincpy.web import accounts
 from boincpy.web.cgi import (
     ERR_ACCT_REQUIRE_CONSENT, ERR_BAD_EMAIL_ADDR, ERR_BAD_PASSWD, ERR_BAD_USER_NAME,
     ERR_DB_CANT_CONNECT, ERR_DB_NOT_FOUND, ERR_DB_NOT_UNIQUE, ERR_PROJECT_DOWN,
     ERR_XML_PARSE, HTML_CONTENT_TYPE, Response, XmlError, error_response, error_xml,
-    html_escape, parse_request, php_numeric, write_response, xml_escape, xml_response)
+    parse_request, write_response, xml_response)
+from boincpy.web.markup import esc
+from boincpy.xml import xml_escape
 
-# html/inc/util.inc: failed logins are answered only after this many seconds.
-LOGIN_FAIL_SLEEP_SEC = 5
+# lookup_account.php's answer once an address or account had too many failed
+# logins (boincpy.web.accounts.LOGIN_FAIL_*).
+TOO_MANY_FAILURES = "Too many failed logins: try again in a few minutes"
 
 # html/inc/server_version.inc: the web RPC interface level the replies follow.
 SERVER_VERSION = "1.1.0"
@@ -63,7 +67,6 @@ class RpcContext:
 
     cfg: object
     request: object
-    login_fail_sleep: float = LOGIN_FAIL_SLEEP_SEC
     _db: object = field(default=None, repr=False)
 
     def db(self):
@@ -333,9 +336,19 @@ def lookup_account(ctx):
     db = ctx.db()
     email_addr = req.get_str("email_addr")
     passwd_hash = req.get_str("passwd_hash", True)
+    # Password guessing is slowed by counting failures (BOINC sleeps
+    # LOGIN_FAIL_SLEEP_SEC in the page instead, which holds a web worker):
+    # past the limit, this address or account is refused before any check.
+    keys = accounts.login_failure_keys(req.remote_addr)
+    if accounts.logins_refused(db, keys):
+        raise XmlError(ERR_BAD_PASSWD, TOO_MANY_FAILURES)
     user = accounts.lookup_user_by_email(db, email_addr)
     if not user:
-        raise XmlError(ERR_DB_NOT_FOUND, login_failure=True)
+        accounts.record_login_failure(db, keys)
+        raise XmlError(ERR_DB_NOT_FOUND)
+    keys = accounts.login_failure_keys(req.remote_addr, user)
+    if passwd_hash and accounts.logins_refused(db, keys):
+        raise XmlError(ERR_BAD_PASSWD, TOO_MANY_FAILURES)
     if not passwd_hash:
         # the caller only asks whether an account with this address exists
         return xml_response("<account_out>\n   <success/>\n</account_out>\n")
@@ -349,7 +362,8 @@ def lookup_account(ctx):
         if ok and upgraded:
             accounts.set_passwd_hash(db, user, upgraded)
     if not ok and passwd_hash != auth_hash:
-        raise XmlError(ERR_BAD_PASSWD, login_failure=True)
+        accounts.record_login_failure(db, keys)
+        raise XmlError(ERR_BAD_PASSWD)
     return xml_response("<account_out>\n<authenticator>%s</authenticator>\n</account_out>\n"
                         % xml_escape(user.authenticator))
 
@@ -461,12 +475,11 @@ def am_set_info(ctx):
     teamid_text = arg("teamid")
     teamid = None
     if teamid_text not in (None, ""):
-        number = req_number(teamid_text, "teamid")
-        teamid = int(number)
+        teamid = req_number(teamid_text, "teamid")
     flags = {}
     for key in ("send_email", "show_hosts"):
         if arg(key) not in (None, ""):
-            flags[key] = int(req_number(arg(key), key))
+            flags[key] = req_number(arg(key), key, -32768, 32767)     # smallint
 
     now = time.time()
     new_email = email_addr and email_addr != user.email_addr
@@ -555,10 +568,11 @@ def am_set_info(ctx):
     return xml_response("<am_set_info_reply>\n    <success/>\n    \n</am_set_info_reply>\n")
 
 
-def req_number(text, name):
-    """A numeric parameter value, or BOINC's error for a bad one."""
-    number = php_numeric(text)
-    if number is None:
+def req_number(text, name, lo=INT_MIN, hi=INT_MAX):
+    """A numeric parameter as an int (truncated as PHP's (int) does), or
+    BOINC's error for a bad one or one outside [lo, hi] (its column's range)."""
+    number = int64(php_numeric(text))
+    if number is None or not lo <= number <= hi:
         raise XmlError(-1, "missing or bad parameter: %s" % name)
     return number
 
@@ -606,7 +620,8 @@ def user_xml(cfg, db, user, show_hosts):
            "    <expavg_credit>%s</expavg_credit>\n    <expavg_time>%s</expavg_time>\n"
            "    <teamid>%d</teamid>\n    <has_profile>%d</has_profile>\n"
            % (user.id, passwords.external_cpid(user.cross_project_id, user.email_addr),
-              user.create_time, html_escape(user.name), format_number(user.total_credit),
+              user.create_time, xml_escape(user.name, quote=True),
+              format_number(user.total_credit),
               format_number(user.expavg_credit), format_number(user.expavg_time),
               user.teamid, user.has_profile)]
     if show_hosts:
@@ -616,7 +631,7 @@ def user_xml(cfg, db, user, show_hosts):
     if cfg.user_country:
         out.append("     <country>%s</country>\n" % xml_escape(user.country))
     if cfg.user_url and user.url:
-        out.append("    <url>%s</url>\n" % html_escape(_normalize_user_url(user.url)))
+        out.append("    <url>%s</url>\n" % xml_escape(_normalize_user_url(user.url), quote=True))
     out.append("</user>\n")
     return "".join(out)
 
@@ -639,19 +654,19 @@ def show_user(ctx):
             raise
         text = ("No such user %s" % (userid or "") if exc.num == ERR_DB_NOT_FOUND
                 else exc.msg)
-        return html_page("Unable to handle request", "<p>%s</p>\n" % html_escape(text))
+        return html_page("Unable to handle request", "<p>%s</p>\n" % esc(text))
     if xml:
         return xml_response(user_xml(ctx.cfg, db, user, bool(auth)))
-    rows = [("Name", html_escape(user.name)), ("Member since",
+    rows = [("Name", esc(user.name)), ("Member since",
             time.strftime("%d %b %Y", time.gmtime(user.create_time))),
             ("Total credit", "%.0f" % user.total_credit),
             ("Recent average credit", "%.2f" % user.expavg_credit)]
     if ctx.cfg.user_country:
-        rows.append(("Country", html_escape(user.country)))
+        rows.append(("Country", esc(user.country)))
     if user.teamid:
         team = accounts.lookup_team_by_id(db, user.teamid)
         if team:
-            rows.append(("Team", html_escape(team.name)))
+            rows.append(("Team", esc(team.name)))
     body = "<table>\n%s</table>\n" % "".join(
         "<tr><td>%s</td><td>%s</td></tr>\n" % row for row in rows)
     return html_page(user.name, body)
@@ -661,7 +676,7 @@ def html_page(title, body):
     """A plain HTML page (the non-XML forms of show_user and team_lookup)."""
     return Response("<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\"><title>%s</title>"
                     "</head>\n<body>\n<h2>%s</h2>\n%s</body>\n</html>\n"
-                    % (html_escape(title), html_escape(title), body),
+                    % (esc(title), esc(title), body),
                     content_type=HTML_CONTENT_TYPE)
 
 
@@ -675,8 +690,8 @@ def team_xml(team):
             "    <type>%d</type>\n    <country>%s</country>\n"
             "    <total_credit>%s</total_credit>\n    <expavg_credit>%s</expavg_credit>\n"
             "    <expavg_time>%s</expavg_time>\n</team>\n"
-            % (team.id, team.create_time, team.userid, html_escape(team.name),
-               html_escape(team.url), team.type, xml_escape(team.country),
+            % (team.id, team.create_time, team.userid, xml_escape(team.name, quote=True),
+               xml_escape(team.url, quote=True), team.type, xml_escape(team.country),
                format_number(team.total_credit), format_number(team.expavg_credit),
                format_number(team.expavg_time)))
 
@@ -712,14 +727,13 @@ def team_lookup(ctx):
     teams = accounts.search_teams(db, passwords.ascii_lower(team_name))
     if xml:
         return xml_response("<teams>\n%s</teams>\n" % "".join(team_xml(t) for t in teams))
-    items = "".join("<li>%s</li>\n" % html_escape(t.name) for t in teams)
+    items = "".join("<li>%s</li>\n" % esc(t.name) for t in teams)
     return html_page("Search Results", "<ul>\n%s</ul>\n" % items if items else
-                     "<p>No teams match '%s'.</p>\n" % html_escape(team_name))
+                     "<p>No teams match '%s'.</p>\n" % esc(team_name))
 
 
 def _team_id_item(item):
-    number = php_numeric(item)
-    return int(number) if number is not None else None
+    return int64(php_numeric(item))
 
 
 def create_team(ctx):
@@ -777,19 +791,16 @@ RPCS = {
 }
 
 
-def handle(name, cfg, request, login_fail_sleep=LOGIN_FAIL_SLEEP_SEC):
+def handle(name, cfg, request):
     """Serve one RPC in-process; return its Response.
 
-    Errors become BOINC's ``<error>`` reply; a failed login is answered after
-    ``login_fail_sleep`` seconds (with the database connection closed).
+    Errors become BOINC's ``<error>`` reply; nothing sleeps (failed logins
+    are counted in the database, see :func:`lookup_account`).
     """
-    ctx = RpcContext(cfg, request, login_fail_sleep)
+    ctx = RpcContext(cfg, request)
     try:
         return RPCS[name](ctx)
     except XmlError as exc:
-        if exc.login_failure and ctx.login_fail_sleep:
-            ctx.close()
-            time.sleep(ctx.login_fail_sleep)
         return error_response(exc)
     except Exception as exc:      # reported as an XML error, never a traceback page
         log_error("%s.php: %s\n%s" % (name, exc, traceback.format_exc()))

@@ -40,8 +40,8 @@ import traceback
 from boincpy.errors import BoincpyError, SubmitError, TemplateError, ToolError
 from boincpy.states import BatchState, Outcome, ServerState, ValidateState, WuError
 from boincpy.web import accounts
-from boincpy.web.cgi import (XmlError, XML_DECLARATION, Response, error_xml, html_escape,
-                             php_float, xml_escape)
+from boincpy.web.cgi import XML_DECLARATION, Response, XmlError, error_xml, php_float
+from boincpy.xml import xml_escape
 from boincpy.web.rpc import RpcContext, format_number, log_error
 
 # A 10,000-job batch with job-level templates is ~15 MB of XML.
@@ -107,24 +107,34 @@ def text(el, path):
     return "".join(node.itertext())
 
 
-def number(el, path, what=None):
-    """(double)$r->path, refused if not finite; 0 if absent."""
+def to_number(raw, what):
+    """(double) of a text: its leading number (0 if none), refused if not finite."""
     from boincpy.cnum import atof
-    raw = text(el, path).strip()
+    raw = raw.strip()
     if not raw:
         return 0.0
     value = atof(raw)
     if not math.isfinite(value):
-        raise SubmitError("bad value for %s: %s" % (what or path, raw))
+        raise SubmitError("bad value for %s: %s" % (what, raw))
     return value
+
+
+def to_integer(raw, what):
+    """(int) of a text: its number's integer part."""
+    value = to_number(raw, what)
+    if abs(value) > 2 ** 63:
+        raise SubmitError("bad value for %s: %s" % (what, raw.strip()))
+    return int(value)
+
+
+def number(el, path, what=None):
+    """(double)$r->path, refused if not finite; 0 if absent."""
+    return to_number(text(el, path), what or path)
 
 
 def integer(el, path, what=None):
     """(int)$r->path (a number's integer part); 0 if absent."""
-    value = number(el, path, what)
-    if abs(value) > 2 ** 63:
-        raise SubmitError("bad value for %s: %s" % (what or path, text(el, path).strip()))
-    return int(value)
+    return to_integer(text(el, path), what or path)
 
 
 def flag(el, path):
@@ -283,9 +293,9 @@ def estimate_batch(ctx, r):
     return "<seconds>%s</seconds>\n        </estimate_batch>\n    " % php_float(seconds)
 
 
-def _batch_name(r, path, user, app, now):
+def _batch_name(ctx, r, path, user, app, now):
     from boincpy.submit.batch import make_batch_name
-    name = text(r, path) or make_batch_name(user.name, app["name"], now)
+    name = text(r, path) or make_batch_name(ctx.db(), user.name, app["name"], now)
     if len(name.encode()) > 255:
         raise SubmitError("batch name too long (at most 255 bytes)")
     return name
@@ -296,7 +306,7 @@ def create_batch(ctx, r):
     app = lookup_app(ctx, text(r, "app_name"))
     user = authenticate(ctx, r, app)
     now = time.time()
-    name = _batch_name(r, "batch_name", user, app, now)
+    name = _batch_name(ctx, r, "batch_name", user, app, now)
     expire_time = non_negative(number(r, "expire_time"), "expire_time")
     b = batches.create(ctx.db(), user.id, app["id"], name, expire_time, now)
     ctx.log("created batch %d" % b.id)
@@ -310,31 +320,51 @@ def _template_xml(el):
     return xml.replace("<file_info/>", "<file_info></file_info>")
 
 
+def _leaf(el):
+    if not len(el):
+        return el.text or ""
+    return "".join(el.itertext())
+
+
+def _job_spec(j):
+    """One <job>, its children read in a single pass (a batch has thousands)."""
+    from boincpy.submit.stage import InputSpec, JobSpec
+    job = JobSpec()
+    seen = set()
+    for el in j:
+        tag = el.tag
+        if tag in seen and tag != "input_file":
+            continue                    # simplexml reads the first of each
+        seen.add(tag)
+        if tag == "name":
+            job.name = _leaf(el)
+        elif tag == "rsc_fpops_est":
+            job.rsc_fpops_est = to_number(_leaf(el), tag)
+        elif tag == "command_line":
+            job.command_line = _leaf(el)
+        elif tag in ("target_team", "target_user", "target_host", "priority"):
+            setattr(job, tag, to_integer(_leaf(el), tag))
+        elif tag in ("input_template", "output_template"):
+            setattr(job, tag, _template_xml(el))
+        elif tag == "input_file":
+            values = {}
+            for f in el:
+                if f.tag not in values:
+                    values[f.tag] = _leaf(f)
+            mode = values.get("mode", "")
+            if mode == "remote":
+                job.files.append(InputSpec(mode, url=values.get("url", "").strip(),
+                                           nbytes=to_number(values.get("nbytes", ""), "nbytes"),
+                                           md5=values.get("md5", "").strip()))
+            else:
+                job.files.append(InputSpec(mode, source=values.get("source", "")))
+    return job
+
+
 def batch_spec(r, app):
     """The <batch> of a submit_batch request as a BatchSpec."""
-    from boincpy.submit.stage import BatchSpec, InputSpec, JobSpec
-    jobs = []
-    for j in r.findall("batch/job"):
-        job = JobSpec(name=text(j, "name"), rsc_fpops_est=number(j, "rsc_fpops_est"),
-                      command_line=text(j, "command_line"),
-                      target_team=integer(j, "target_team"),
-                      target_user=integer(j, "target_user"),
-                      target_host=integer(j, "target_host"))
-        if child(j, "priority") is not None:
-            job.priority = integer(j, "priority")
-        for name in ("input_template", "output_template"):
-            el = child(j, name)
-            if el is not None:
-                setattr(job, name, _template_xml(el))
-        for f in j.findall("input_file"):
-            mode = text(f, "mode")
-            if mode == "remote":
-                job.files.append(InputSpec(mode, url=text(f, "url").strip(),
-                                           nbytes=number(f, "nbytes"),
-                                           md5=text(f, "md5").strip()))
-            else:
-                job.files.append(InputSpec(mode, source=text(f, "source")))
-        jobs.append(job)
+    from boincpy.submit.stage import BatchSpec
+    jobs = [_job_spec(j) for j in r.iterfind("batch/job")]
     spec = BatchSpec(app=app, jobs=jobs, batch_id=integer(r, "batch/batch_id"),
                      batch_name=text(r, "batch/batch_name"),
                      app_version_num=integer(r, "batch/app_version_num"),
@@ -621,7 +651,7 @@ def query_completed_job(ctx, r):
         out.append("   <exit_status>%d</exit_status>\n   <elapsed_time>%s</elapsed_time>\n"
                    "   <cpu_time>%s</cpu_time>\n   <stderr_out><![CDATA[\n%s   ]]></stderr_out>\n"
                    % (res["exit_status"], format_number(res["elapsed_time"]),
-                      format_number(res["cpu_time"]), html_escape(as_text(res["stderr_out"]))))
+                      format_number(res["cpu_time"]), xml_escape(as_text(res["stderr_out"]), quote=True)))
     out.append("</completed_job>\n        </query_completed_job>\n    ")
     return "".join(out)
 

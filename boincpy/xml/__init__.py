@@ -1,14 +1,16 @@
-"""BOINC's XML text conventions shared by the scheduler, the archives and the dumps.
+"""BOINC's XML text conventions shared by the scheduler, the web pages, the archives and the dumps.
+
+:func:`xml_escape` is boincpy's one escaper: every value from a client, a
+volunteer or an operator that goes into XML (scheduler replies, upload
+replies, web RPC replies, config.xml, templates) or HTML (the pages go through
+:mod:`boincpy.web.markup`, which calls it) is escaped here.
 
 Kept import-free: the scheduler CGI loads it on every request.
 """
 
 
-def xml_escape_bytes(data, *, keep_high=False):
-    """BOINC's xml_escape (lib/parse.cpp), byte by byte: ``<`` ``&`` and bytes
-    above 127 as entities, tab/LF/CR as ``&#N;``, other control bytes dropped,
-    ``]]>`` as ``]]&gt;``.  With ``keep_high`` bytes above 127 pass unchanged
-    (see :func:`xml_escape_utf8`)."""
+def _boinc_bytes(data):
+    """BOINC's xml_escape (lib/parse.cpp) on bytes."""
     out = bytearray()
     i, n = 0, len(data)
     while i < n:
@@ -18,10 +20,7 @@ def xml_escape_bytes(data, *, keep_high=False):
         elif x == 0x26:
             out += b"&amp;"
         elif x > 127:
-            if keep_high:
-                out.append(x)
-            else:
-                out += b"&#%d;" % x
+            out += b"&#%d;" % x
         elif x < 32:
             if x in (9, 10, 13):
                 out += b"&#%d;" % x
@@ -35,20 +34,43 @@ def xml_escape_bytes(data, *, keep_high=False):
     return bytes(out)
 
 
-def xml_escape(text):
-    """:func:`xml_escape_bytes` of a str's UTF-8 bytes, as str (plain text passes unchanged)."""
-    if (text.isascii() and text.isprintable() and "<" not in text and "&" not in text
-            and "]]>" not in text):
-        return text
-    return xml_escape_bytes(text.encode("utf-8")).decode("ascii")
+def xml_escape(value, quote=False, boinc=False):
+    """``value`` made safe as XML character data (or, with ``quote``, as an
+    attribute value or HTML text).
 
+    * default: ``&`` ``<`` ``>`` as entities; ``quote`` adds ``"`` and ``'``
+      (``&quot;`` ``&#039;``, PHP's htmlspecialchars with ENT_QUOTES);
+    * ``boinc`` (for what a BOINC client or BOINC's own tools read: scheduler
+      replies, db_dump, db_purge archives), or ``value`` given as bytes: BOINC's
+      xml_escape byte by byte -- ``<`` ``&`` and bytes above 127 as entities,
+      tab/LF/CR as ``&#N;``, other control bytes dropped, ``]]>`` as
+      ``]]&gt;``.  Bytes in, bytes out; str in, str out (its UTF-8 bytes
+      escaped; plain text passes unchanged).
 
-def xml_escape_utf8(text):
-    """:func:`xml_escape` for readers that decode ``&#N;`` as the Unicode
-    character N (PHP's SimpleXML, lxml, ElementTree: the remote submission
-    handlers): the same escapes, but non-ASCII characters stay UTF-8, since
-    BOINC's ``&#195;&#169;`` for "\u00e9" reaches such a reader as two characters."""
-    if (text.isascii() and text.isprintable() and "<" not in text and "&" not in text
-            and "]]>" not in text):
-        return text
-    return xml_escape_bytes(text.encode("utf-8"), keep_high=True).decode("utf-8")
+    ``None`` is "", other non-text values their str().
+    """
+    if isinstance(value, (bytes, bytearray)):
+        return _boinc_bytes(bytes(value))
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else str(value)
+    if boinc:
+        if (text.isascii() and text.isprintable() and "<" not in text and "&" not in text
+                and "]]>" not in text):
+            return text
+        return _boinc_bytes(text.encode("utf-8")).decode("ascii")
+    if not text.isprintable():
+        # control characters other than tab, LF, CR are not allowed in XML at all
+        text = "".join(c for c in text if c >= " " or c in "\t\n\r" or c.isprintable())
+    if "&" in text:
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    if quote:
+        if '"' in text:
+            text = text.replace('"', "&quot;")
+        if "'" in text:
+            text = text.replace("'", "&#039;")
+    return text

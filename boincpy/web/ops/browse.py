@@ -682,7 +682,7 @@ def show_host(ctx, db, catalog, h):
                 '<button type="submit">Clear RPC time</button></form> '
                 '<span class="muted small">lets a host whose last RPC was "too recent" '
                 'contact the scheduler again</span>',
-                ctx.token_field(), hidden("hostid", h["id"]))
+                ctx.token_field("clear_host.php"), hidden("hostid", h["id"]))
     return fmt("{}<h2>Per app version</h2>{}<p>{}</p>", kv_table(pairs),
                table(("App version", "Jobs today / daily quota", "Consecutive valid",
                       "PFC avg (n)", "Elapsed per FLOP avg (n)", "Turnaround (n)"),

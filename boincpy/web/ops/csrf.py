@@ -1,10 +1,12 @@
 """Form tokens that protect the ops pages' POST actions against CSRF.
 
-A token is ``TIME.MAC`` where MAC = HMAC-SHA256(secret, "USER|TIME") and
-USER is the HTTP basic-auth user Apache authenticated (REMOTE_USER).  A
-forged form on another site cannot carry a valid token: it knows neither the
-secret nor a token minted for this admin.  Tokens expire after
-``MAX_AGE`` seconds, so a leaked page source stops being useful.
+A token is ``TIME.MAC`` where MAC = HMAC-SHA256(secret, "USER|FORM|TIME"),
+USER is the HTTP basic-auth user Apache authenticated (REMOTE_USER) and FORM
+the page the form posts to (``cancel_wu_action.php``).  A forged form on
+another site cannot carry a valid token: it knows neither the secret nor a
+token minted for this admin.  A token works for its own form only (one
+copied from a harmless form can't cancel jobs) and for ``MAX_AGE`` seconds,
+so a leaked page source soon stops being useful.
 
 The secret is 32 random bytes (hex) in ``KEY_DIR/ops_form_secret``: outside
 the web tree (Apache denies keys/), readable by the web server's user.  The
@@ -25,7 +27,7 @@ from urllib.parse import urlsplit
 from boincpy.errors import ConfigError
 
 SECRET_FILE = "ops_form_secret"
-MAX_AGE = 12 * 3600
+MAX_AGE = 3600
 FIELD = "csrf_token"
 
 
@@ -74,29 +76,30 @@ def load_secret(cfg):
             % (path, exc.strerror, path)) from None
 
 
-def _mac(secret, user, stamp):
-    msg = ("%s|%d" % (user, stamp)).encode("utf-8")
+def _mac(secret, user, form, stamp):
+    msg = ("%s|%s|%d" % (user, form, stamp)).encode("utf-8")
     return hmac.new(secret, msg, hashlib.sha256).hexdigest()
 
 
-def make_token(secret, user, now=None):
-    """A form token for ``user``, valid for MAX_AGE seconds."""
+def make_token(secret, user, form, now=None):
+    """A token for ``user``'s form posting to ``form``, valid for MAX_AGE seconds."""
     stamp = int(now if now is not None else time.time())
-    return "%d.%s" % (stamp, _mac(secret, user, stamp))
+    return "%d.%s" % (stamp, _mac(secret, user, form, stamp))
 
 
-def check_token(secret, user, token, now=None, max_age=MAX_AGE):
-    """True if ``token`` was made for ``user`` with this secret and has not expired."""
+def check_token(secret, user, form, token, now=None, max_age=MAX_AGE):
+    """True if ``token`` was made for ``user`` and ``form`` with this secret
+    and has not expired."""
     if not token or not user or "." not in token:
         return False
     stamp_text, mac = token.split(".", 1)
-    if not stamp_text.isdigit():
+    if not (stamp_text.isdigit() and stamp_text.isascii()) or len(stamp_text) > 12:
         return False
     stamp = int(stamp_text)
     now = int(now if now is not None else time.time())
     if stamp > now + 60 or now - stamp > max_age:
         return False
-    return hmac.compare_digest(mac, _mac(secret, user, stamp))
+    return hmac.compare_digest(mac, _mac(secret, user, form, stamp))
 
 
 def same_origin(environ):

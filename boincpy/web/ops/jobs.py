@@ -94,7 +94,8 @@ def cancel_wu_action(ctx):
     form = fmt('<form method="post" action="cancel_wu_action.php">{}{}{}{}'
                '<button type="submit" class="danger" id="confirm">Cancel {} workunit(s)</button> '
                '{}</form>',
-               ctx.token_field(), hidden("wuid1", wuid1), hidden("wuid2", wuid2),
+               ctx.token_field("cancel_wu_action.php"), hidden("wuid1", wuid1),
+               hidden("wuid2", wuid2),
                hidden("unsent_only", "1") if unsent_only else Markup(""), nwu,
                link("cancel_wu_form.php", "Back"))
     more = fmt("<p class=\"muted\">Showing the first 50 of {}.</p>", nwu) if nwu > 50 else ""
@@ -142,7 +143,8 @@ def cancel_workunits(ctx):
                 '<table><thead><tr><th>Cancel?</th><th>ID</th><th>Name</th><th>App</th>'
                 '<th>Batch</th></tr></thead><tbody>{}</tbody></table>'
                 '<button type="submit" class="danger" id="confirm">Cancel the ticked workunits'
-                '</button></form>', len(rows), ctx.token_field(), items))
+                '</button></form>', len(rows), ctx.token_field("cancel_workunits_action.php"),
+                items))
         else:
             parts.append(notice("warn", "No workunit that is not already cancelled matches."))
     return render(ctx, "Cancel jobs by query", join(parts))

@@ -71,7 +71,7 @@ def handle(page_name, req, project_dir, now=None):
         if func is None:
             raise PageError("no ops page named %s" % page_name, "404 Not Found", "Not found")
         cfg = load_config(project_dir, CONFIG_FILE, aux=False)
-        ctx = Context(req, cfg, now)
+        ctx = Context(req, cfg, now, page_name)
         return func(ctx)
     except PageError as err:
         return error_page(ctx, err)

@@ -32,9 +32,10 @@ class PageError(Exception):
 class Context:
     """The request, the project's config, lazily opened database connections."""
 
-    def __init__(self, req, cfg, now=None):
+    def __init__(self, req, cfg, now=None, page=""):
         self.req = req
         self.cfg = cfg
+        self.page = page                # the script answering, e.g. "cancel_wu_action.php"
         self.now = int(now if now is not None else time.time())
         self.user = req.remote_user
         self._db = None
@@ -76,13 +77,15 @@ class Context:
             self._secret = csrf.load_secret(self.cfg)
         return self._secret
 
-    def token(self):
-        """A form token for the logged-in admin."""
-        return csrf.make_token(self.secret(), self.user, self.now)
+    def token(self, action=None):
+        """A form token for the logged-in admin's form posting to ``action``
+        (a page name; this page by default)."""
+        return csrf.make_token(self.secret(), self.user, action or self.page, self.now)
 
-    def token_field(self):
-        """The hidden form field every POST form carries."""
-        return fmt('<input type="hidden" name="{}" value="{}">', csrf.FIELD, self.token())
+    def token_field(self, action=None):
+        """The hidden form field every POST form carries (``action``: the
+        page the form posts to, if not this one)."""
+        return fmt('<input type="hidden" name="{}" value="{}">', csrf.FIELD, self.token(action))
 
     def require_action(self):
         """Refuse anything but a same-site POST with this admin's valid token."""
@@ -94,10 +97,11 @@ class Context:
         if not csrf.same_origin(req.environ):
             raise PageError("The form was posted from another site; nothing was changed.",
                             "403 Forbidden", "Action refused")
-        if not csrf.check_token(self.secret(), self.user, req.post(csrf.FIELD), self.now):
-            raise PageError("The form token is missing, wrong or expired (tokens last "
-                            "%d hours): reload the form and submit it again; nothing "
-                            "was changed." % (csrf.MAX_AGE // 3600),
+        if not csrf.check_token(self.secret(), self.user, self.page, req.post(csrf.FIELD),
+                                self.now):
+            raise PageError("The form token is missing, wrong, made for another form or "
+                            "expired (tokens last %d minutes): reload the form and submit "
+                            "it again; nothing was changed." % (csrf.MAX_AGE // 60),
                             "403 Forbidden", "Action refused")
 
     # -- parameters -------------------------------------------------------
