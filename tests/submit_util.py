@@ -225,3 +225,60 @@ def submit_site(apache):
         "WRONG_AUTHENTICATOR": "0" * 32, "AUTHENTICATOR": site.auth,
     }
     return site
+
+
+def run_jobs(site, names, volunteer=None):
+    """Run the jobs ``names`` (created, not yet transitioned) to the end: the
+    transitioner makes their instances, a feeder caches them, a simulated
+    volunteer (``volunteer``, default ``site.volunteer``) runs them through the
+    scheduler and upload handler, then the transitioner, the validator and
+    the transitioner again give each its canonical instance."""
+    import subprocess
+    import time
+    from boincpy import shmem
+    from boincpy.testing import simclient as sc
+    p = site.p
+
+    def transition():
+        # the transitioner takes jobs whose transition time has passed:
+        # wait out the current second
+        time.sleep(1.05 - time.time() % 1)
+        run_bin(p, "transitioner", "--one_pass")
+
+    transition()
+    log = open(p.path("log_" + p.cfg.host, "feeder.log"), "a")
+    feeder = subprocess.Popen([p.bin("feeder"), "-d", "3", "--sleep_interval", "1"],
+                              cwd=p.root, stdout=log, stderr=log)
+    try:
+        for _ in range(200):
+            try:
+                array = shmem.attach(p.cfg, wait_ready=0.2)
+                cached = array.n_present
+                array.close()
+                if cached >= len(names):
+                    break
+            except Exception:
+                pass
+            time.sleep(0.1)
+        host = sc.SimHost(sc.discover_scheduler(site.url), volunteer or site.volunteer,
+                          name="h1", seed=1, delay_cap=0, work_req_seconds=1e6)
+        wanted = {n + "_0" for n in names}
+        for _ in range(20):
+            host.cycle()
+            if not host.busy and wanted <= set(host.acked):
+                break
+        assert wanted <= set(host.acked), (host.rpc_errors, host.protocol_errors,
+                                            host.download_errors)
+    finally:
+        feeder.terminate()
+        feeder.wait(20)
+        log.close()
+    transition()
+    run_bin(p, "sample_trivial_validator", "--app", "uppercase", "--one_pass")
+    transition()
+    db = p.connect()
+    try:
+        done = db.query("SELECT name FROM workunit WHERE canonical_resultid > 0")
+    finally:
+        db.close()
+    assert {r["name"] for r in done} >= set(names), done

@@ -13,76 +13,22 @@ import pytest
 
 from backend_util import bin_cmd, bin_env
 from boincpy.errors import SubmitError
-from boincpy.submit import privileges
 from boincpy.submit.client import BatchDesc, FileDesc, JobDesc, SubmitClient, job_file_name
 from boincpy.testing import simclient as sc
-from tests.sched_env import Site, run_tool
+from submit_util import run_jobs, submit_site  # noqa: F401  (a fixture)
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="Apache's children run as www-data")
 
-APP = "example_app"
+APP = "uppercase"
 
 
 @pytest.fixture
-def site(apache):
-    """The made project with the example app (a script), a submitter with
-    submit access to every app (``s.auth``), a second submitter (``s.other``),
-    a user without it (``s.nobody``) and a volunteer (``s.volunteer``)."""
-    from boincpy.config import write_config
-    s = Site(apache)
-    p = s.p
-    opts = p.cfg.as_options()
-    opts.update(min_sendwork_interval=0)        # the volunteer asks again at once
-    write_config(p.root, opts, p.cfg.daemons, p.cfg.tasks)
-    p.reload()
-    s.install_script_app()
-    url = apache.master_url
-    s.auth, s.other, s.nobody, s.volunteer = (
-        sc.create_account(url, "%s@example.com" % n, "pw-" + n, n)
-        for n in ("scientist", "colleague", "nobody", "volunteer"))
-    db = s.p.connect()
-    try:
-        for auth in (s.auth, s.other):
-            uid = db.query_value("SELECT id FROM user WHERE authenticator = %s", (auth,))
-            privileges.grant(db, uid)
-    finally:
-        db.close()
-    yield s
-    s.stop_feeder()
-
-
-def run_jobs(s, names):
-    """Send the jobs to a simulated volunteer and let it run them, then the
-    transitioner and the validator: each gets a canonical instance.  (The
-    transitioner takes a job once its transition time has passed: one made
-    or reported in this very second waits for the next pass.)"""
-    placeholders = ", ".join(["%s"] * len(names))
-    for _ in range(5):
-        run_tool(s.p, "transitioner", "--one_pass")
-        made = s.rows("SELECT DISTINCT w.name FROM result r JOIN workunit w ON "
-                      "r.workunitid = w.id WHERE w.name IN (%s)" % placeholders, names)
-        if len(made) == len(names):
-            break
-        time.sleep(1)
-    if s.feeder is None:
-        s.start_feeder()
-    s.wait_present(len(names))
-    host = sc.SimHost(sc.discover_scheduler(s.apache.master_url), s.volunteer, name="h",
-                      seed=1, delay_cap=0, work_req_seconds=1e6)
-    for _ in range(20):
-        host.cycle()
-        if not host.busy and set(host.acked) >= {n + "_0" for n in names}:
-            break
-    else:
-        raise AssertionError("jobs not done: %s" % host.rpc_errors)
-    for _ in range(5):
-        time.sleep(1)
-        for tool in ("transitioner", "sample_trivial_validator", "transitioner"):
-            run_tool(s.p, tool, "--one_pass", *(("--app", APP) if "validator" in tool else ()))
-        done = s.rows("SELECT name FROM workunit WHERE canonical_resultid > 0")
-        if {r["name"] for r in done} >= set(names):
-            return
-    raise AssertionError("jobs not validated: %s" % done)
+def site(submit_site):
+    """submit_site (the uppercase app; submitters ``auth`` and ``other_auth``,
+    ``noperm_auth`` without rights) and a volunteer to run the jobs."""
+    s = submit_site
+    s.volunteer = sc.create_account(s.url, "volunteer@example.com", "pw", "volunteer")
+    return s
 
 
 def write(path, text):
@@ -94,12 +40,12 @@ def write(path, text):
 @needs_root
 def test_client_against_boincpy(site, tmp_path):
     s = site
-    url = s.apache.master_url
+    url = s.url
     c = SubmitClient(url, s.auth, timeout=60)
     c.ping()
     t = c.get_templates(app_name=APP)
     assert (t.input_open_names, t.output_open_names) == (["in"], ["out"])
-    for auth, msg in (("nonsense", "bad authenticator"), (s.nobody, "no submit access")):
+    for auth, msg in (("nonsense", "bad authenticator"), (s.noperm_auth, "no submit access")):
         with pytest.raises(SubmitError) as info:
             SubmitClient(url, auth).get_templates(app_name=APP)
         assert (info.value.error_num, info.value.error_msg) == (-1, msg)
@@ -164,7 +110,7 @@ def test_client_against_boincpy(site, tmp_path):
         assert len(z.namelist()) == 4
 
     # another submitter sees and changes nothing of it
-    o = SubmitClient(url, s.other)
+    o = SubmitClient(url, s.other_auth)
     for call in (lambda: o.query_batch(batch_id), lambda: o.abort_batch(batch_id),
                  lambda: o.retire_batch(batch_id), lambda: o.abort_jobs(["j1"]),
                  lambda: o.query_completed_job("j0")):
@@ -203,7 +149,7 @@ def test_client_against_boincpy(site, tmp_path):
 def test_tools_against_boincpy(site, tmp_path):
     s = site
     env = bin_env()
-    env.update(BOINC_PROJECT_URL=s.apache.master_url, BOINC_AUTHENTICATOR=s.auth)
+    env.update(BOINC_PROJECT_URL=s.url, BOINC_AUTHENTICATOR=s.auth)
 
     def tool(*args, ok=True):
         proc = subprocess.run(bin_cmd(*args), env=env, capture_output=True, text=True,
@@ -228,7 +174,11 @@ def test_tools_against_boincpy(site, tmp_path):
 
     run_jobs(s, ["solo", "many_0", "many_1", "many_2"])
     assert tool("query_job", "solo").startswith("Job solo: completed (canonical instance ")
-    wu = s.rows("SELECT id FROM workunit WHERE name = 'solo'")[0]["id"]
+    db = s.p.connect()
+    try:
+        wu = db.query_value("SELECT id FROM workunit WHERE name = 'solo'")
+    finally:
+        db.close()
     assert "Completed and validated" in tool("query_job", "--id", str(wu))
     assert tool("query_job", "1").splitlines()[1].split()[:3] == ["solo", str(wu), "done"]
     got = tmp_path / "got"
@@ -244,8 +194,8 @@ def test_tools_against_boincpy(site, tmp_path):
     (inputs / "f3").write_text("more\n")
     sub2 = json.loads(tool("submit_batch", APP, str(inputs), "--json"))
     assert tool("abort_batch", str(sub2["batch_id"])) == "Batch %d aborted.\n" % sub2["batch_id"]
-    env["BOINC_AUTHENTICATOR"] = s.other
+    env["BOINC_AUTHENTICATOR"] = s.other_auth
     err = tool("retire_batch", "1", ok=False)
     assert "Error: retire_batch: not owner of batch (error -1)" in err
-    env["BOINC_AUTHENTICATOR"] = s.nobody
+    env["BOINC_AUTHENTICATOR"] = s.noperm_auth
     assert "no submit access" in tool("submit_job", APP, infile, ok=False)
