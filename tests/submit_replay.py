@@ -10,8 +10,8 @@ import urllib.parse
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures",
-                        "remote_submit")
+from submit_util import FIXTURES
+
 
 
 def fixture_bytes(name):

@@ -20,6 +20,7 @@ from boincpy.submit import client as sc
 from boincpy.submit.client import (BatchDesc, FileDesc, JobDesc, JobParams, SubmitClient,
                                    job_file_name, multipart_body, parse_reply)
 from submit_replay import Replay, fixture_bytes, fixture_text, parse_multipart
+from submit_util import fixture_reply
 from webrpc_util import elements
 
 AUTH = "AUTHENTICATOR"          # the captures' placeholder serves as the key
@@ -57,11 +58,9 @@ def assert_same_request(sent, captured, ordered=True, ours_only=()):
 
 
 def reply_elements(name):
-    """The captured reply read by lxml, PHP's notice lines dropped: the
+    """The captured reply read by lxml without PHP's notice lines: the
     independent reading the client's parse is checked against."""
-    kept = [line for line in fixture_text(name).split("\n")
-            if not line.startswith("<br />") and not line.startswith("<b>")]
-    return elements("\n".join(kept[1:]))
+    return elements(fixture_reply(*name.split("/", 1)))
 
 
 def values(name, path):
