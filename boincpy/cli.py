@@ -57,6 +57,54 @@ def _discard_stdout():
         pass
 
 
+def is_tty(stream):
+    """True when ``stream`` is a terminal (progress bars are shown only there)."""
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def progress(items, label, out):
+    """A click progress bar over ``items`` when ``out`` is a terminal, else
+    the items (a context manager either way)."""
+    if is_tty(out):
+        import click
+        return click.progressbar(items, label=label, file=out)
+    from contextlib import nullcontext
+    return nullcontext(items)
+
+
+class ByteProgress:
+    """A ``progress(n, total)`` callback drawing a click progress bar of
+    bytes on ``out`` when it is a terminal, and nothing otherwise; the bar
+    is made when the total is first known.  ``close()`` ends it."""
+
+    def __init__(self, label, out):
+        self.label = label
+        self.out = out
+        self.shown = is_tty(out)
+        self.bar = None
+
+    def __call__(self, n, total):
+        if not self.shown:
+            return
+        if self.bar is None:
+            if not total:       # a bar needs its length
+                self.shown = False
+                return
+            import click
+            self.bar = click.progressbar(length=total, label=self.label, file=self.out)
+            self.bar.__enter__()
+        self.bar.update(n)
+
+    def close(self):
+        """End the bar (if one was drawn)."""
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
 def click_main(command, argv, name):
     """Run a click ``command`` as bin/NAME: its exit status; click's usage
     errors and a BoincpyError are printed as one line on stderr."""

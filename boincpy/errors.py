@@ -59,9 +59,23 @@ class ShmemError(BoincpyError):
 
 
 class SubmitError(BoincpyError):
-    """A remote job submission request refused (BOINC's ``<error>`` reply):
-    ``num`` is its error_num (-1 for every refusal of the PHP handlers)."""
+    """A remote job submission request refused, or failed.
 
-    def __init__(self, message, num=-1, *, exit_code=None):
+    On the server, a refusal answered with BOINC's ``<error>`` reply: ``num``
+    is its error_num (-1 for every refusal the PHP handlers make) and the
+    message its error_msg.  In the client, ``num`` and ``error_msg`` are
+    those of the project's ``<error>`` reply and ``op`` its RPC; a request
+    the client refused to send, or could not send or read (no connection,
+    HTTP error, not XML), has ``num`` None.
+    """
+
+    def __init__(self, message, num=-1, *, error_msg=None, op=None, exit_code=None):
         super().__init__(message, exit_code=exit_code)
         self.num = num
+        self.error_msg = message if error_msg is None else error_msg
+        self.op = op
+
+    @property
+    def error_num(self):
+        """``num`` under the reply's name for it."""
+        return self.num

@@ -509,6 +509,19 @@ class Site:
             time.sleep(0.1)
         raise AssertionError("the feeder didn't cache %d jobs" % n)
 
+    def install_script_app(self, app="example_app"):
+        """Register the apps of project.xml (xadd) and SCRIPT_APP as ``app``'s
+        version 1.0 for Linux (update_versions)."""
+        p = self.p
+        run_tool(p, "xadd")
+        app_dir = p.path("apps", app, "1.0", PLATFORM)
+        os.makedirs(app_dir)
+        path = os.path.join(app_dir, "%s_1.0_%s" % (app, PLATFORM))
+        with open(path, "w") as f:
+            f.write(SCRIPT_APP)
+        os.chmod(path, 0o755)
+        run_tool(p, "update_versions", "--noconfirm")
+
     def stop_feeder(self):
         if self.feeder is not None:
             self.feeder.terminate()
@@ -519,14 +532,7 @@ class Site:
 @pytest.fixture
 def apache_site(apache):
     s = Site(apache)
-    p = s.p
-    run_tool(p, "xadd")
-    app_dir = p.path("apps", "example_app", "1.0", PLATFORM)
-    os.makedirs(app_dir)
-    with open(os.path.join(app_dir, APP_FILE), "w") as f:
-        f.write(SCRIPT_APP)
-    os.chmod(os.path.join(app_dir, APP_FILE), 0o755)
-    run_tool(p, "update_versions", "--noconfirm")
+    s.install_script_app()
     s.execute("INSERT INTO user (create_time, email_addr, name, authenticator, passwd_hash, "
               "global_prefs, project_prefs, venue, cross_project_id) VALUES "
               "(1700000000, 'tester@example.com', 'tester', %s, 'x', '', '', '', '')",

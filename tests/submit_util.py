@@ -283,3 +283,37 @@ def submit_site(apache):
     submission rights (``noperm_auth``), and the placeholders of the
     reference captures in ``subst``."""
     return make_submit_site(apache)
+
+
+def run_named_jobs(site, names, volunteer=None):
+    """Run the jobs ``names`` (created, not yet transitioned) to the end: the
+    transitioner makes their instances, a feeder caches them, a simulated
+    volunteer (``volunteer``, default ``site.volunteer``) runs them through the
+    scheduler and upload handler, then the transitioner, the validator and
+    the transitioner again give each its canonical instance."""
+    from boincpy.testing import simclient as sc
+    p = site.p
+    transition(p)
+    feeder = start_feeder(p)
+    try:
+        host = sc.SimHost(sc.discover_scheduler(site.url), volunteer or site.volunteer,
+                          name="h1", seed=1, delay_cap=0, work_req_seconds=1e6)
+        wanted = {n + "_0" for n in names}
+        for _ in range(20):
+            host.cycle()
+            if not host.busy and wanted <= set(host.acked):
+                break
+        assert wanted <= set(host.acked), (host.rpc_errors, host.protocol_errors,
+                                            host.download_errors)
+    finally:
+        feeder.terminate()
+        feeder.wait(20)
+    transition(p)
+    run_bin(p, "sample_trivial_validator", "--app", "uppercase", "--one_pass")
+    transition(p)
+    db = p.connect()
+    try:
+        done = db.query("SELECT name FROM workunit WHERE canonical_resultid > 0")
+    finally:
+        db.close()
+    assert {r["name"] for r in done} >= set(names), done

@@ -163,19 +163,14 @@ def site(apache):
     """A made project under Apache with the example app (a script), two users,
     resend_lost_results, min_sendwork_interval 0, and the feeder running."""
     from boincpy.config import write_config
-    from tests.sched_env import APP_FILE, PLATFORM, SCRIPT_APP, Site, run_tool
+    from tests.sched_env import Site
     s = Site(apache)
     p = s.p
     opts = p.cfg.as_options()
     opts.update(min_sendwork_interval=0, resend_lost_results=1)
     write_config(p.root, opts, p.cfg.daemons, p.cfg.tasks)
     p.reload()
-    run_tool(p, "xadd")
-    app_dir = p.path("apps", "example_app", "1.0", PLATFORM)
-    os.makedirs(app_dir)
-    with open(os.path.join(app_dir, APP_FILE), "w") as f:
-        f.write(SCRIPT_APP)
-    run_tool(p, "update_versions", "--noconfirm")
+    s.install_script_app()
     # two volunteers, signed up through the web RPC as the stock client does it
     s.auths = [sc.create_account(apache.master_url, "u%d@example.com" % n, "pw%d" % n,
                                  "user%d" % n) for n in (1, 2)]

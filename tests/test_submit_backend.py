@@ -438,7 +438,11 @@ def test_file_deleter_leaves_job_files_to_their_deleter(proj, tmp_path):
     inline = proj.db.query_value("SELECT COUNT(*) FROM job_file")
     proj.db.execute("UPDATE workunit SET file_delete_state = 2 WHERE name = 'two0'")
     proj.db.execute("UPDATE workunit SET file_delete_state = 1 WHERE name = 'one0'")
+    # the batch is not retired: its files wait
     status, log = run_daemon_once(FileDeleter, proj.root, "-d", "4")
+    assert status == 0 and "deleting" not in log
+    assert proj.db.query_value("SELECT file_delete_state FROM workunit WHERE name = 'one0'") == 1
+    status, log = run_daemon_once(FileDeleter, proj.root, "-d", "4", "--delete_batch_files_early")
     assert status == 0 and "is a job file of remote submission" in log
     assert os.path.exists(job_files.path_of(proj.cfg, name))
     assert proj.db.query_value("SELECT COUNT(*) FROM job_file") == inline
@@ -448,3 +452,25 @@ def test_file_deleter_leaves_job_files_to_their_deleter(proj, tmp_path):
     run_daemon_once(FileDeleter, proj.root, "--dont_delete_batches")
     assert proj.db.query_value("SELECT file_delete_state FROM workunit WHERE name = 'two0'") == 1
     assert proj.count("result", "file_delete_state = 1") == proj.count("result")
+
+
+def test_a_batchs_outputs_wait_for_its_retirement(proj, tmp_path):
+    from backend_util import run_daemon_once
+    from boincpy.daemons.file_deleter import FileDeleter
+    from boincpy.files import dir_hier_path
+    bid = int(proj.submit("alice", [("o0", "x")], "outs").findtext("batch_id"))
+    proj.transition()
+    out = dir_hier_path(proj.cfg.upload_dir, "o0_0_out", 1024, create=True)
+    with open(out, "w") as f:
+        f.write("OUTPUT")
+    proj.db.execute("UPDATE result SET xml_doc_in = %s, file_delete_state = 1, server_state = 5 "
+                    "WHERE batch = %s", ("<file_info>\n<name>o0_0_out</name>\n</file_info>", bid))
+    run_daemon_once(FileDeleter, proj.root)
+    assert os.path.exists(out)
+    assert proj.db.query_value("SELECT file_delete_state FROM result WHERE batch = %s",
+                               (bid,)) == 1
+    proj.db.execute("UPDATE batch SET state = %s WHERE id = %s", (int(BatchState.RETIRED), bid))
+    run_daemon_once(FileDeleter, proj.root)
+    assert not os.path.exists(out)
+    assert proj.db.query_value("SELECT file_delete_state FROM result WHERE batch = %s",
+                               (bid,)) == 2

@@ -392,7 +392,7 @@ def test_abort_and_retire(site):
     assert results and all((r["server_state"], r["outcome"]) ==
                            (ServerState.OVER, Outcome.DIDNT_NEED) for r in results)
     # an aborted batch can't be aborted again; a batch in progress can't be retired
-    assert "it can&#x27;t be aborted" in web.page(target, form={"csrf_token": token}, status=409)
+    assert "it can&#039;t be aborted" in web.page(target, form={"csrf_token": token}, status=409)
     running = jobs_state(s, "running")
     web.page("submit.php?action=retire_batch&batch_id=%d" % s.batch["running"],
              form={"csrf_token": token}, status=409)

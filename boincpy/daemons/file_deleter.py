@@ -25,8 +25,11 @@ finish deletes it.  ``--dont_check_shared_inputs`` skips that check (one
 scan of the live workunits' xml_doc per batch).  Input files of remote
 submission (``job_file`` rows, shared by batches and uploaded by content)
 are never deleted here: ``delete_job_files`` deletes them when their lease
-has passed and no live batch holds them.  ``--dont_delete_batches`` leaves
-the files of jobs in batches alone altogether.
+has passed and no live batch holds them.  The files of jobs in a batch
+(remote submission, ``create_work --batch`` of a batch row) wait until the
+batch is retired, so its submitter can fetch the outputs until then
+(``--delete_batch_files_early``: as soon as they are assimilated, as BOINC);
+``--dont_delete_batches`` leaves the files of jobs in batches alone altogether.
 
 The files of a batch are deleted first, then the batch's rows are marked
 with one UPDATE per new state, conditional on the state that was read.  A
@@ -43,7 +46,7 @@ from boincpy.db.bulk import select_in, update_ids
 from boincpy.errors import ToolError
 from boincpy.jobfiles import (ERR_NOT_FOUND, ERR_OPENDIR, ERR_UNLINK, as_text, file_infos,
                               locate_in_hierarchy)
-from boincpy.states import FileDeleteState, Outcome
+from boincpy.states import BatchState, FileDeleteState, Outcome
 
 WUS_PER_ENUM = 500
 RESULTS_PER_ENUM = 1500
@@ -89,6 +92,10 @@ class FileDeleter(Daemon):
         parser.add_argument(*_option_names("dont_delete_batches"), action="store_true",
                             help="don't delete the files of jobs in a batch (batch > 0); "
                                  "they stay READY (BOINC's option until 2025)")
+        parser.add_argument(*_option_names("delete_batch_files_early"), action="store_true",
+                            help="delete the files of jobs in a batch not yet retired as soon "
+                                 "as they are assimilated (BOINC's behaviour; by default they "
+                                 "wait for the batch's retirement)")
         parser.add_argument(*_option_names("dont_check_shared_inputs"), action="store_true",
                             help="delete input files even if another unfinished workunit "
                                  "names them (BOINC's behaviour)")
@@ -135,7 +142,7 @@ class FileDeleter(Daemon):
 
     # -- enumeration --------------------------------------------------------------
 
-    def _where(self, state):
+    def _where(self, state, table):
         where = "file_delete_state = %s"
         params = [int(state)]
         clause, cparams = self.mod_clause("id")
@@ -146,6 +153,11 @@ class FileDeleter(Daemon):
             params.append(self.appid)
         if self.args.dont_delete_batches:
             where += " AND batch = 0"
+        elif not self.args.delete_batch_files_early:
+            # a submitter fetches a batch's outputs until retiring it
+            where += (" AND (%s.batch = 0 OR NOT EXISTS (SELECT 1 FROM batch WHERE batch.id = "
+                      "%s.batch AND batch.state <> %%s))" % (table, table))
+            params.append(int(BatchState.RETIRED))
         return where, params
 
     def _do_pass(self, state):
@@ -169,7 +181,7 @@ class FileDeleter(Daemon):
     def _results_pass(self, state):
         did = False
         last = 0
-        where, params = self._where(state)
+        where, params = self._where(state, "result")
         while not self.stop_requested():
             rows = self.db.query("SELECT id, workunitid, name, outcome, client_state,"
                                  " xml_doc_in FROM result WHERE %s AND id > %%s ORDER BY id"
@@ -195,7 +207,7 @@ class FileDeleter(Daemon):
     def _workunits_pass(self, state):
         did = False
         last = 0
-        where, params = self._where(state)
+        where, params = self._where(state, "workunit")
         if self.args.xml_doc_like:
             where += " AND xml_doc LIKE %s"
             params.append(self.args.xml_doc_like)

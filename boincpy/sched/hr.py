@@ -7,8 +7,7 @@ and whether the host has a class for any app (:func:`hr_unknown_platform`).
 They read boincpy.sched.choose's ``Work`` and import nothing from job choice.
 """
 
-from boincpy.hrclass import (  # noqa: F401  (the classes, as boincpy.sched.hr had them)
-    HR_NAMES, HR_NTYPES, MAX_HR_CLASS, app_hr_type, hr_class, hr_unknown_class)
+from boincpy.hrclass import app_hr_type, hr_class, hr_unknown_class
 
 
 def host_hr_fields(work):

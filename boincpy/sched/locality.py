@@ -425,7 +425,6 @@ def _sort_files(work, loc):
 
 def send_work_locality(work):
     """send_work_locality(): what one request gets by locality (module doc)."""
-    cfg = work.cfg
     loc = work.locality = Locality()
     sent_before = work.njobs_sent
     try:

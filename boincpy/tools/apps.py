@@ -65,10 +65,10 @@ import shutil
 import sys
 import tempfile
 import time
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from boincpy import crypto
+from boincpy.cli import progress
 from boincpy.db import connect
 from boincpy.db.queries import insert_row
 from boincpy.db.rows import AppVersion
@@ -707,21 +707,6 @@ class _Run:
             self.say(text)
 
 
-def _is_tty(stream):
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-def _progress(items, label, out):
-    """A click progress bar over ``items`` when ``out`` is a terminal, else the items."""
-    if _is_tty(out):
-        import click
-        return click.progressbar(items, label=label, file=out)
-    return nullcontext(items)
-
-
 def _keys(run, need_private):
     """Load the code-signing keys (private only when some file must be signed here)."""
     key_dir = run.cfg.key_dir
@@ -982,7 +967,7 @@ def _update_versions(run, db):
                         "questions)")
 
     items = [(nv, f) for nv in ready for f in nv.files]
-    with _progress(items, "Checking and signing files", run.out) as bar:
+    with progress(items, "Checking and signing files", run.out) as bar:
         for nv, f in bar:
             run.note("         process_file(): %s" % f.path)
             try:
@@ -1017,7 +1002,7 @@ def _update_versions(run, db):
     created = []
     added = []
     try:
-        with _progress(copies, "Copying files into download/", run.out) as bar:
+        with progress(copies, "Copying files into download/", run.out) as bar:
             for copy in bar:
                 run.note("         cp %s %s" % (copy.source, copy.dest))
                 try:

@@ -66,7 +66,7 @@ WSGIHandlerScript {handler} "{script}" process-group={group} application-group=%
     </FilesMatch>
 </Directory>
 <Directory "{project_dir}/html/user">
-    <FilesMatch "^({pages})\.php$">
+    <FilesMatch "^({pages})\\.php$">
         SetHandler {handler}
     </FilesMatch>
 </Directory>

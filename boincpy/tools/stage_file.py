@@ -185,12 +185,9 @@ def dir_hier_move(src_dir, dst_dir, fanout, out=None):
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             os.rename(src, dst)
 
-    if out is not None and out.isatty() and len(moves) > 100:
-        import click
-        with click.progressbar(moves, label="moving", file=out) as bar:
-            move(bar)
-    else:
-        move(moves)
+    from boincpy.cli import progress
+    with progress(moves, "moving", out or sys.stderr) as todo:
+        move(todo)
     return len(moves)
 
 

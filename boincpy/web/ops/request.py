@@ -32,6 +32,11 @@ class Request:
     environ: dict = field(default_factory=dict)
 
     @property
+    def remote_addr(self):
+        """The client's address (what failed logins are counted against)."""
+        return self.environ.get("REMOTE_ADDR", "") or ""
+
+    @property
     def remote_user(self):
         """The user Apache authenticated (HTTP basic auth), or ""."""
         return self.environ.get("REMOTE_USER", "") or ""
