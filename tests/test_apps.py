@@ -743,7 +743,8 @@ def test_wrapper_version_is_installed_with_its_warnings(project):
     d = project / "apps" / "example_app" / "1.0" / LINUX
     put(d / "wrapper_1.0", b"\x7fELF dynamically linked, no api string", 0o755)
     put(d / "job_1.0.xml", b"<job_desc>\n<task><application>prog.sh</application></task>\n"
-                           b"<task>\n<application>missing.sh</application></task>\n</job_desc>\n")
+                           b"<task>\n<application>missing.sh</application>\n"
+                           b"<stdout_file>out</stdout_file></task>\n</job_desc>\n")
     put(d / "prog_1.0.sh", b"#!/bin/sh\necho hi\n", 0o644)
     put(d / "table_1.0.txt", b"1 2 3\n")
     (d / "version.xml").write_text("""<version>
@@ -761,6 +762,8 @@ def test_wrapper_version_is_installed_with_its_warnings(project):
     assert "prog_1.0.sh: the program prog.sh is not executable" in out
     assert "job_1.0.xml line 3: <application>missing.sh</application> is not a file" in out
     assert "no API version in wrapper_1.0 and none in version.xml" in out
+    assert ("job_1.0.xml line 5: <stdout_file> in <task> is not a wrapper element; the "
+            "wrapper ignores it") in out
     doc = app_versions(project)[0]["xml_doc"].decode()
     assert "    <file_name>job_1.0.xml</file_name>\n    <open_name>job.xml</open_name>\n" in doc
     assert ("    <file_name>table_1.0.txt</file_name>\n    <open_name>table.txt</open_name>\n"

@@ -31,10 +31,11 @@ import psutil
 import pytest
 from lxml import etree
 
+from boincpy import shmem
 from boincpy.error_numbers import EXIT_CODES
 from boincpy.files import dir_hier_path
 from boincpy.states import ClientState, Outcome, ServerState
-from boincpy.tools.demo import PLATFORM, Demo, Settings
+from boincpy.tools.demo import PLATFORM, Demo, Settings, rewrite_config
 
 from test_end_to_end import CLIENT_LOG_PROBLEMS, _db_settings, _new_root
 
@@ -94,6 +95,9 @@ def wrapped():
     failed = True
     try:
         demo.make_project()
+        # replies without the 7 s "requested delay" make_project's projects ask
+        # for: the client reports as soon as it is done
+        rewrite_config(demo.cfg, options={"min_sendwork_interval": 0})
         demo.start_apache()
         root = demo.root
         wrapper = _wrapper_program(base)
@@ -110,7 +114,11 @@ def wrapped():
         demo.configure_daemons()
         demo.start_project()
         demo.make_volunteers()
+        for v in demo.volunteers:       # all of a job's small files at once
+            v.client.options["max_file_xfers_per_project"] = 8
         demo.start_volunteers()
+        (v,) = demo.volunteers      # attached: its first scheduler reply came
+        v.client.wait_for(lambda: v.client.hostid(demo.cfg.master_url), 60, "a host id")
         yield demo
         failed = False
     finally:
@@ -150,6 +158,19 @@ def _text(value):
     return value.decode() if isinstance(value, bytes) else value
 
 
+def _fetch_now(demo, njobs):
+    """Once the feeder offers ``njobs`` jobs, have the client ask for them (a
+    client told "no work" otherwise waits before asking again)."""
+    def offered():
+        array = shmem.attach(demo.cfg)
+        try:
+            return array.n_present >= njobs
+        finally:
+            array.close()
+    _wait("the feeder offering %d jobs" % njobs, offered, 30, demo, poke=False)
+    demo.volunteers[0].client.project_op(demo.cfg.master_url, "update")
+
+
 def _results(demo, batch):
     db = demo.connect()
     try:
@@ -172,11 +193,14 @@ def test_shell_and_python_programs_run_as_jobs(wrapped):
     job (<append_cmdline_args/>); the Python program opens its input, output
     and the app version's data file by name (<copy_file/>); outputs uploaded."""
     demo = wrapped
-    _submit(demo, 1, "upper", [("upper_a", "hello, world\n", "--flag one"),
+    # the program's arguments after --passthrough_child, which BOINC's wrapper
+    # wants since 2024 (before, it gave the program every argument)
+    _submit(demo, 1, "upper", [("upper_a", "hello, world\n", "--passthrough_child --flag one"),
                                ("upper_b", "second job\nTwo lines\n", "")])
     text = "The cat and the hat.\nA cat, a hat, a bat: the cat sat.\n"
     _submit(demo, 1, "count_words", [("count_a", text, "")])
     demo.s.njobs = 3
+    _fetch_now(demo, 3)
     demo.wait_for_jobs()
 
     results = _results(demo, 1)
@@ -232,13 +256,16 @@ def _program_group(client, url_dir):
     return None
 
 
-def _wait(what, predicate, timeout, demo):
+def _wait(what, predicate, timeout, demo, poke=True):
+    """predicate()'s first true value; meanwhile an idle client is asked to
+    fetch work now and then (``poke``)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
-        demo.poke_idle()
+        if poke:
+            demo.poke_idle()
         time.sleep(0.2)
     pytest.fail("timed out after %ss waiting for %s%s"
                 % (timeout, what, demo.volunteers[0].client.log_tail()))
@@ -265,7 +292,8 @@ def test_suspend_resume_and_abort_reach_the_program(wrapped):
     demo = wrapped
     (v,) = demo.volunteers
     client, url = v.client, demo.cfg.master_url
-    _submit(demo, 2, "slow", [("slow_a", None, "600")])
+    _submit(demo, 2, "slow", [("slow_a", None, "--passthrough_child 600")])
+    _fetch_now(demo, 1)
     task = _wait("the slow job running", lambda: (_task(client, "slow_a") or {}).get(
         "active_task_state") == "EXECUTING" and _task(client, "slow_a"), 120, demo)
     name = task["name"]

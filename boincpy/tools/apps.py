@@ -611,24 +611,47 @@ def read_version_files(nv, warn=None):
     nv.files = files
 
 
+# job.xml as BOINC's wrapper (samples/wrapper) reads it: <job_desc>'s children,
+# and a <task>'s.  A name not here is ignored by the wrapper, so likely a typo.
+JOB_DESC_ELEMENTS = {"task", "unzip_input", "zip_output", "enable_graphics_support"}
+JOB_TASK_ELEMENTS = {"application", "command_line", "append_cmdline_args", "stdin_filename",
+                     "stdout_filename", "stderr_filename", "fraction_done_filename",
+                     "checkpoint_filename", "setenv", "exec_dir", "weight", "daemon",
+                     "multi_process", "forward_slashes", "time_limit", "priority"}
+
+
 def check_wrapper_job(nv, warn):
     """Warnings for a wrapper app version (a file with the logical name job.xml,
-    as BOINC's wrapper and boincpy's read it): each <task>'s <application> must
-    be a file of the version, executable once installed (the client sets the
-    mode from <executable/>, which the file's own x bit decides)."""
+    as BOINC's wrapper and boincpy's read it): elements the wrapper doesn't
+    know; each <task>'s <application> must be a file of the version,
+    executable once installed (the client sets the mode from <executable/>,
+    which the file's own x bit decides)."""
     job = next((f for f in nv.files if f.logical_name == "job.xml"), None)
     if job is None:
         return
     from lxml import etree
     try:
-        root = etree.parse(job.path, etree.XMLParser(resolve_entities=False, no_network=True))
+        root = etree.parse(job.path, etree.XMLParser(resolve_entities=False, no_network=True,
+                                                     remove_comments=True)).getroot()
     except (OSError, etree.XMLSyntaxError) as exc:
         warn("%s: the wrapper can't read it: %s" % (job.path, exc))
         return
+    if root.tag != "job_desc":
+        warn("%s: the root element is <%s>; the wrapper reads <job_desc>" % (job.path, root.tag))
+        return
+    for node in root.iter():
+        parent = node.getparent()
+        if not isinstance(node.tag, str) or parent is None or parent.tag not in ("job_desc",
+                                                                                 "task"):
+            continue
+        known = JOB_DESC_ELEMENTS if parent.tag == "job_desc" else JOB_TASK_ELEMENTS
+        if node.tag not in known:
+            warn("%s: <%s> in <%s> is not a wrapper element; the wrapper ignores it"
+                 % (_where(job.path, node), node.tag, parent.tag))
     by_name = {}
     for f in nv.files:
         by_name[f.logical_name or f.physical_name] = f
-    for task in root.getroot().iter("task"):
+    for task in root.iter("task"):
         name = (task.findtext("application") or "").strip()
         if not name or name.startswith("$PROJECT_DIR"):
             continue

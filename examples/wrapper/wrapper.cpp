@@ -13,7 +13,8 @@
 //     <task>
 //       <application>LOGICAL NAME</application>     the program to run
 //       <command_line>ARGS</command_line>           its arguments; $PROJECT_DIR,
-//                                                   $NTHREADS, $PWD are replaced,
+//                                                   $NTHREADS, $PWD,
+//                                                   $GPU_DEVICE_NUM are replaced,
 //                                                   boinc_resolve(NAME) becomes
 //                                                   NAME's path
 //       <stdin_filename>NAME</stdin_filename>       standard input from NAME
@@ -38,12 +39,16 @@
 // program's process group, so the commands a script runs stop with it; quit
 // and abort (and a client that stopped answering) as SIGTERM, then SIGKILL
 // after 10 s.  It reports CPU time and progress, and ends with
-// boinc_finish(the program's exit status).  The program must be a file of
-// the app version (a link the client made to a signed file), as BOINC's
-// wrapper requires.
+// boinc_finish(the program's exit status), EXIT_CHILD_FAILED if a signal
+// killed it.  The program runs at the low CPU
+// priority the client gives plain apps (it runs a wrapper higher, for
+// <is_wrapper/>), unless the volunteer's cc_config.xml says otherwise.  The
+// program must be a file of the app version (a link the client made to a
+// signed file), as BOINC's wrapper requires.
 //
 // Options (on the app version's or the job's command line):
 //   --nthreads N        value of $NTHREADS (BOINC's mt plan class passes it)
+//   --device N          value of $GPU_DEVICE_NUM (the client's GPU, if any, wins)
 //   --use_tstp          suspend with SIGTSTP (a program that is itself a wrapper)
 //   --passthrough_child the arguments after it are the program's
 //                       (with <append_cmdline_args/>)
@@ -51,6 +56,7 @@
 // Other arguments are the program's, given to it with <append_cmdline_args/>.
 
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -61,6 +67,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -69,9 +76,11 @@
 #include <vector>
 
 #include "boinc/boinc_api.h"
+#include "boinc/common_defs.h"
 #include "boinc/error_numbers.h"
 #include "boinc/filesys.h"
 #include "boinc/parse.h"
+#include "boinc/proc_control.h"
 #include "boinc/procinfo.h"
 #include "boinc/util.h"
 
@@ -222,12 +231,15 @@ static void replace_all(std::string& s, const std::string& from, const std::stri
     }
 }
 
-static void substitute_macros(std::string& s, const APP_INIT_DATA& aid, int nthreads) {
+static void substitute_macros(std::string& s, const APP_INIT_DATA& aid, int nthreads,
+                              int device) {
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof(cwd))) strcpy(cwd, ".");
     replace_all(s, "$PROJECT_DIR", strlen(aid.project_dir) ? aid.project_dir : ".");
     replace_all(s, "$NTHREADS", std::to_string(nthreads));
     replace_all(s, "$PWD", cwd);
+    if (aid.gpu_device_num >= 0) device = aid.gpu_device_num;
+    if (device >= 0) replace_all(s, "$GPU_DEVICE_NUM", std::to_string(device));
 }
 
 // boinc_resolve(NAME) -> the path NAME stands for in the slot directory
@@ -314,9 +326,26 @@ static void redirect(int fd, const std::string& logical, int flags) {
     close(file);
 }
 
+// The program's CPU priority, as the client would give a plain app: the
+// client runs a wrapper above it (<is_wrapper/>), so the wrapper lowers it
+// again, unless the volunteer said otherwise (cc_config.xml's
+// <no_priority_change>, <process_priority>).
+static void lower_priority(const APP_INIT_DATA& aid) {
+    if (aid.no_priority_change) return;
+    int priority = aid.process_priority > CONFIG_PRIORITY_UNSPECIFIED
+        ? aid.process_priority + 1      // the config scale starts at 0, not 1
+        : PROCESS_PRIORITY_LOWEST;
+    setpriority(PRIO_PROCESS, 0, process_priority_value(priority));
+    if (priority == PROCESS_PRIORITY_LOWEST) {
+        struct sched_param sp;
+        sp.sched_priority = 0;
+        sched_setscheduler(0, SCHED_IDLE, &sp);
+    }
+}
+
 // fork and exec the program in its own process group; returns its pid
 static pid_t start_program(const Task& task, const std::string& program,
-                           const std::vector<std::string>& args) {
+                           const std::vector<std::string>& args, const APP_INIT_DATA& aid) {
     // A program restarted from its own checkpoint continues its output files;
     // one without starts over, so they start empty.
     int out_flags = O_WRONLY | O_CREAT | (task.checkpoint_name.empty() ? O_TRUNC : O_APPEND);
@@ -331,6 +360,7 @@ static pid_t start_program(const Task& task, const std::string& program,
     // The program dies with the wrapper, whatever kills the wrapper.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(EXIT_CHILD_FAILED);
+    lower_priority(aid);
     if (!task.stdin_name.empty()) redirect(0, task.stdin_name, O_RDONLY);
     if (!task.stdout_name.empty()) {
         redirect(1, task.stdout_name, out_flags);
@@ -350,7 +380,14 @@ static pid_t start_program(const Task& task, const std::string& program,
     argv.push_back(const_cast<char*>(program.c_str()));
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
+    // A fresh process as far as signals and files go: nothing the BOINC
+    // runtime set up in the wrapper (blocked signals, shared memory, lock
+    // file) reaches the program.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
     signal(SIGPIPE, SIG_DFL);
+    closefrom(3);
     execv(program.c_str(), argv.data());
     fprintf(stderr, "wrapper: can't run %s: %s%s\n", program.c_str(), strerror(errno),
             errno == EACCES ? " (was it executable when update_versions installed it?)" : "");
@@ -396,6 +433,7 @@ static double children_cpu_time() {
 
 int main(int argc, char** argv) {
     int nthreads = 1;
+    int device = -1;
     int stop_signal = SIGSTOP;
     bool passthrough = false;
     std::vector<std::string> job_args;
@@ -408,6 +446,8 @@ int main(int argc, char** argv) {
             job_args.clear();       // from here on, only what follows
         } else if (a == "--nthreads" && i + 1 < argc) {
             nthreads = atoi(argv[++i]);
+        } else if (a == "--device" && i + 1 < argc) {
+            device = atoi(argv[++i]);
         } else if (a == "--use_tstp") {
             stop_signal = SIGTSTP;
         } else if (a == "--version" || a == "-v") {
@@ -447,9 +487,9 @@ int main(int argc, char** argv) {
                 program.c_str(), why.c_str());
     }
     std::string cmdline = task.command_line;
-    substitute_macros(cmdline, aid, nthreads);
-    substitute_macros(task.exec_dir, aid, nthreads);
-    for (std::string& e : task.env) substitute_macros(e, aid, nthreads);
+    substitute_macros(cmdline, aid, nthreads, device);
+    substitute_macros(task.exec_dir, aid, nthreads, device);
+    for (std::string& e : task.env) substitute_macros(e, aid, nthreads, device);
     retval = resolve_phrases(cmdline, error);
     if (retval) give_up(retval, "%s", error.c_str());
     std::vector<std::string> args = split_words(cmdline);
@@ -474,7 +514,7 @@ int main(int argc, char** argv) {
     }
 
     say("running %s (%s)", program.c_str(), cmdline.c_str());
-    pid_t pid = start_program(task, program, args);
+    pid_t pid = start_program(task, program, args, aid);
     if (pid < 0) give_up(ERR_FORK, "fork() failed: %s", strerror(errno));
     say("program started, pid %d", (int)pid);
 
