@@ -44,7 +44,9 @@
 // priority the client gives plain apps (it runs a wrapper higher, for
 // <is_wrapper/>), unless the volunteer's cc_config.xml says otherwise.  The
 // program must be a file of the app version (a link the client made to a
-// signed file), as BOINC's wrapper requires.
+// signed file), as BOINC's wrapper means to require (make
+// CHECK_EXECUTABLES=no builds one that runs any program, as BOINC's
+// CHECK_EXECUTABLES switch).
 //
 // Options (on the app version's or the job's command line):
 //   --nthreads N        value of $NTHREADS (BOINC's mt plan class passes it)
@@ -75,6 +77,7 @@
 #include <string>
 #include <vector>
 
+#include "boinc/app_ipc.h"
 #include "boinc/boinc_api.h"
 #include "boinc/common_defs.h"
 #include "boinc/error_numbers.h"
@@ -285,11 +288,32 @@ static std::vector<std::string> split_words(const std::string& s) {
 // ---------------------------------------------------------------------------
 // the program
 
+// The app version's files, as the client lists them in init_data.xml
+// (<app_file>): the BOINC runtime of 7.x and 8.x writes them but doesn't read
+// them back, so BOINC's own wrapper never sees the list and its check of the
+// program is a no-op.
+static void read_app_files(APP_INIT_DATA& aid) {
+    if (!aid.app_files.empty()) return;
+    FILE* f = boinc_fopen(INIT_DATA_FILE, "r");
+    if (!f) return;
+    MIOFILE mf;
+    mf.init_file(f);
+    XML_PARSER xp(&mf);
+    std::string name;
+    while (!xp.get_tag()) {
+        if (xp.is_tag && xp.parse_string("app_file", name)) aid.app_files.push_back(name);
+    }
+    fclose(f);
+}
+
 // The program must be one of the app version's files (signed, checked by the
 // client), reached through the link the client made in the slot: not an input
 // file, not something job.xml names outside the project.
 static bool is_app_version_file(const std::string& path, const APP_INIT_DATA& aid,
                                 std::string& why) {
+#ifdef NO_CHECK_EXECUTABLES
+    return true;
+#endif
     if (aid.app_files.empty()) return true;     // clients before 7.6 don't list them
     char real[PATH_MAX], project[PATH_MAX];
     if (!realpath(path.c_str(), real)) {
@@ -473,6 +497,7 @@ int main(int argc, char** argv) {
     say("%s starting", WRAPPER_VERSION);
     APP_INIT_DATA aid;
     boinc_get_init_data(aid);
+    read_app_files(aid);
 
     Task task;
     std::string error;
