@@ -35,6 +35,12 @@ def dir_hier_url(base_url, name, fanout):
     return "%s/%s/%s" % (base_url, bucket(name, fanout), name)
 
 
+def job_file_name(md5):
+    """The physical name BOINC gives a file by its content (an uploaded or
+    inline input file of remote submission, a remote input file): jf_<md5>."""
+    return "jf_" + md5
+
+
 def md5_file(path, chunk_size=1 << 20):
     """Return (md5 hex, size in bytes) of the file at ``path``."""
     md5 = hashlib.md5()

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from boincpy.cnum import atof, strtod, strtol
 from boincpy.errors import TemplateError
-from boincpy.files import dir_hier_path, dir_hier_url, md5_file
+from boincpy.files import dir_hier_path, dir_hier_url, job_file_name, md5_file
 
 BLOB_SIZE = 65536  # xml_doc / xml_doc_in are BLOBs; BOINC keeps <= 65535 bytes
 
@@ -602,7 +602,7 @@ def _file_info_body(item, infiles, var_index, cache, path):
             text += "    <gzipped_nbytes>%.0f</gzipped_nbytes>\n" % item.gzipped_nbytes
         return name, text + "</file_info>\n"
     if f.is_remote:
-        name = "jf_" + f.md5
+        name = job_file_name(f.md5)
         return name, ("    <name>%s</name>\n    <url>%s</url>\n"
                       "    <md5_cksum>%s</md5_cksum>\n    <nbytes>%.0f</nbytes>\n"
                       "</file_info>\n" % (name, f.url, f.md5, f.nbytes))

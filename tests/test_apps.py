@@ -732,3 +732,60 @@ def test_without_code_sign_public_signatures_are_not_checked_but_said(project):
     damaged = run_update(project, "--noconfirm")
     assert damaged.returncode == 1 and "code_sign_public" in damaged.stderr
     assert len(app_versions(project)) == 1
+
+
+def test_wrapper_version_is_installed_with_its_warnings(project):
+    """A wrapper app version (wrapper, job.xml, program): logical names,
+    <copy_file/> and <is_wrapper/> reach the xml_doc; a program that isn't
+    executable, a task naming a file the version lacks and a main program
+    without an API version are warned about, and installed anyway as BOINC's
+    tool would."""
+    d = project / "apps" / "example_app" / "1.0" / LINUX
+    put(d / "wrapper_1.0", b"\x7fELF dynamically linked, no api string", 0o755)
+    put(d / "job_1.0.xml", b"<job_desc>\n<task><application>prog.sh</application></task>\n"
+                           b"<task>\n<application>missing.sh</application>\n"
+                           b"<stdout_file>out</stdout_file></task>\n</job_desc>\n")
+    put(d / "prog_1.0.sh", b"#!/bin/sh\necho hi\n", 0o644)
+    put(d / "table_1.0.txt", b"1 2 3\n")
+    (d / "version.xml").write_text("""<version>
+    <file><physical_name>wrapper_1.0</physical_name><main_program/></file>
+    <file><physical_name>job_1.0.xml</physical_name><logical_name>job.xml</logical_name></file>
+    <file><physical_name>prog_1.0.sh</physical_name><logical_name>prog.sh</logical_name></file>
+    <file><physical_name>table_1.0.txt</physical_name><logical_name>table.txt</logical_name>
+        <copy_file/></file>
+    <is_wrapper/>
+</version>
+""")
+    proc = run_update(project, "--noconfirm")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "prog_1.0.sh: the program prog.sh is not executable" in out
+    assert "job_1.0.xml line 3: <application>missing.sh</application> is not a file" in out
+    assert "no API version in wrapper_1.0 and none in version.xml" in out
+    assert ("job_1.0.xml line 5: <stdout_file> in <task> is not a wrapper element; the "
+            "wrapper ignores it") in out
+    doc = app_versions(project)[0]["xml_doc"].decode()
+    assert "    <file_name>job_1.0.xml</file_name>\n    <open_name>job.xml</open_name>\n" in doc
+    assert ("    <file_name>table_1.0.txt</file_name>\n    <open_name>table.txt</open_name>\n"
+            "    <copy_file/>\n") in doc
+    assert doc.endswith("    <is_wrapper/>\n</app_version>\n")
+    assert "<api_version>" not in doc
+
+    # the same layout done right: no warnings
+    d2 = project / "apps" / "example_app" / "1.1" / LINUX
+    d2.mkdir(parents=True)
+    for name in ("wrapper_1.0", "job_1.0.xml", "table_1.0.txt"):
+        (d2 / name).write_bytes((d / name).read_bytes())
+    os.chmod(d2 / "wrapper_1.0", 0o755)
+    (d2 / "job_1.0.xml").write_text("<job_desc><task><application>prog.sh</application>"
+                                    "</task></job_desc>\n")
+    put(d2 / "prog_1.1.sh", b"#!/bin/sh\necho hi\n", 0o755)
+    (d2 / "version.xml").write_text((d / "version.xml").read_text()
+                                    .replace("prog_1.0.sh", "prog_1.1.sh")
+                                    .replace("job_1.0.xml", "job_1.1.xml")
+                                    .replace("<is_wrapper/>", "<is_wrapper/><api_version>7.20.5"
+                                             "</api_version>"))
+    os.rename(d2 / "job_1.0.xml", d2 / "job_1.1.xml")
+    proc = run_update(project, "--noconfirm")
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stdout, proc.stdout

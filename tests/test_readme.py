@@ -200,8 +200,24 @@ def _created_scripts(docs):
 _help_cache = {}
 
 
+def _run_help(tool, *sub):
+    proc = subprocess.run([PYTHON, os.path.join(REPO, tool)] + list(sub) + ["--help"],
+                          capture_output=True, text=True)
+    return proc.stdout + proc.stderr
+
+
 def tool_help(tool):
-    """--help text of a boincpy tool: 'bin/NAME' or '-m MODULE'."""
+    """--help text of a boincpy tool: 'bin/NAME' or '-m MODULE'; a tool with
+    subcommands (click's "Commands:") includes each subcommand's --help."""
+    if tool not in _help_cache and not tool.startswith("-m ") and " " not in tool:
+        text = _run_help(tool)
+        commands = re.search(r"^Commands:\n((?:  .*\n?)+)", text, re.M)
+        if commands:
+            for line in commands.group(1).splitlines():
+                m = re.match(r"^  (\S+)", line)        # not a wrapped description
+                if m:
+                    text += _run_help(tool, m.group(1))
+        _help_cache[tool] = text
     if tool not in _help_cache:
         if tool.startswith("-m "):
             argv = [PYTHON, "-m", tool[3:], "--help"]

@@ -474,3 +474,19 @@ def test_a_batchs_outputs_wait_for_its_retirement(proj, tmp_path):
     assert not os.path.exists(out)
     assert proj.db.query_value("SELECT file_delete_state FROM result WHERE batch = %s",
                                (bid,)) == 2
+
+
+def test_a_new_batch_does_not_adopt_jobs_made_with_a_bare_batch_number(proj):
+    from boincpy.tools import create_work
+    from boincpy.files import dir_hier_path
+    with open(dir_hier_path(proj.cfg.download_dir, "bare_in", 1024, create=True), "w") as f:
+        f.write("x")
+    assert create_work.run(["--appname", "example_app", "--batch", "3", "--wu_name", "bare",
+                            "--project_dir", proj.root, "bare_in"], stdout=io.StringIO(),
+                           stderr=io.StringIO()) == 0
+    ids = [int(proj.submit("alice", [("n%d" % i, "x")], "new%d" % i).findtext("batch_id"))
+           for i in range(2)]
+    assert ids == [4, 5]
+    _, r = proj.rpc("<query_batch><authenticator>alice_auth</authenticator><batch_id>4"
+                    "</batch_id></query_batch>")
+    assert [j.findtext("name") for j in r.findall("job")] == ["n0"]

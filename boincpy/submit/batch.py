@@ -84,12 +84,19 @@ def create(db, user_id, app_id, name, expire_time=0.0, now=None):
         raise SubmitError("batch name %s is already in use" % name)
     batch = Batch(user_id=user_id, create_time=now, name=name, app_id=app_id,
                   expire_time=float(expire_time), state=int(BatchState.INIT))
+    # ``create_work --batch N`` may have used numbers no batch row has: a new
+    # batch must not take one of them, or it would adopt those jobs (BOINC's
+    # auto-increment id does)
+    stray = int(db.query_value("SELECT COALESCE(MAX(batch), 0) FROM workunit") or 0)
+    top = int(db.query_value("SELECT COALESCE(MAX(id), 0) FROM batch") or 0)
+    batch_id = stray + 1 if stray > top else None
     batch.id = db.insert(
-        "INSERT INTO batch (user_id, create_time, logical_start_time, logical_end_time, "
+        "INSERT INTO batch (id, user_id, create_time, logical_start_time, logical_end_time, "
         "est_completion_time, njobs, fraction_done, nerror_jobs, state, completion_time, "
         "credit_estimate, credit_canonical, credit_total, name, app_id, project_state, "
-        "description, expire_time) VALUES (%s, %s, 0, 0, 0, 0, 0, 0, %s, 0, 0, 0, 0, %s, %s, "
-        "0, '', %s)", (user_id, now, batch.state, name, app_id, batch.expire_time))
+        "description, expire_time) VALUES (%s, %s, %s, 0, 0, 0, 0, 0, 0, %s, 0, 0, 0, 0, "
+        "%s, %s, 0, '', %s)", (batch_id, user_id, now, batch.state, name, app_id,
+                               batch.expire_time))
     return batch
 
 

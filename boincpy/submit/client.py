@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from boincpy import __version__
 from boincpy.errors import SubmitError
-from boincpy.files import md5_file
+from boincpy.files import job_file_name as _content_name, md5_file
 from boincpy.states import BatchState
 from boincpy.xml import xml_escape
 
@@ -636,7 +636,7 @@ def form_body(fields, progress=None):
 def job_file_name(path):
     """The physical name BOINC gives an uploaded input file: ``jf_<md5>`` of its
     content, so one file is stored once whoever uploads it."""
-    return "jf_" + md5_file(path)[0]
+    return _content_name(md5_file(path)[0])
 
 
 def check_phys_name(name):

@@ -268,14 +268,7 @@ class Gahp:
 
     def parse_boinc_ping(self, a):
         a.done()
-
-        def work(client):
-            try:
-                client.ping()
-            except SubmitError as exc:
-                return _failure("ping_server returned", exc)
-            return "NULL"
-        return work
+        return _simple("ping_server returned", lambda client: client.ping())
 
     def parse_boinc_submit(self, a):
         batch_name, app_name = a.next(), a.next()
@@ -322,38 +315,18 @@ class Gahp:
 
     def parse_boinc_abort_jobs(self, a):
         names = [a.next() for _ in range(a.left())]
-
-        def work(client):
-            try:
-                client.abort_jobs(names)
-            except SubmitError as exc:
-                return _failure("abort_jobs() returned", exc)
-            return "NULL"
-        return work
+        return _simple("abort_jobs() returned", lambda client: client.abort_jobs(names))
 
     def parse_boinc_retire_batch(self, a):
         name = a.next()
         a.done()
-
-        def work(client):
-            try:
-                client.retire_batch(name)
-            except SubmitError as exc:
-                return _failure("retire_batch() returned", exc)
-            return "NULL"
-        return work
+        return _simple("retire_batch() returned", lambda client: client.retire_batch(name))
 
     def parse_boinc_set_lease(self, a):
         name, lease = a.next(), a.float()
         a.done()
-
-        def work(client):
-            try:
-                client.set_expire_time(name, lease)
-            except SubmitError as exc:
-                return _failure("set_lease() returned", exc)
-            return "NULL"
-        return work
+        return _simple("set_lease() returned",
+                       lambda client: client.set_expire_time(name, lease))
 
     # -- the two that move files ----------------------------------------------------
 
@@ -453,6 +426,18 @@ class Gahp:
             except OSError:
                 return escape("mv failed")
         return result
+
+
+def _simple(prefix, call):
+    """The work of a command that only calls the project: NULL, or the error
+    prefixed as BOINC's GAHP words it."""
+    def work(client):
+        try:
+            call(client)
+        except SubmitError as exc:
+            return _failure(prefix, exc)
+        return "NULL"
+    return work
 
 
 def _extension(path):

@@ -24,7 +24,8 @@ import time
 
 from boincpy.db.rows import JobFile
 from boincpy.errors import SubmitError
-from boincpy.files import check_download_file, dir_hier_path, md5_file, write_md5_file
+from boincpy.files import (check_download_file, dir_hier_path, job_file_name, md5_file,
+                           write_md5_file)
 from boincpy.submit import batch as batches
 
 MAX_NAME = 191          # job_file.name is varchar(191)
@@ -44,11 +45,6 @@ def md5_of_name(name):
     """The MD5 a content name carries (jf_<md5>[.ext] or <md5>[.ext]), or None."""
     m = _MD5_NAME_RE.match(name)
     return m.group(1) if m else None
-
-
-def content_name(md5):
-    """The physical name BOINC gives a file of this content (job_file_name)."""
-    return "jf_" + md5
 
 
 def path_of(cfg, name, create=False):
@@ -178,7 +174,7 @@ def store_bytes(db, cfg, data, batch_id=0, delete_time=0.0, now=None):
     jf_<md5>, written once; returns the name."""
     now = now or time.time()
     md5 = hashlib.md5(data).hexdigest()
-    name = content_name(md5)
+    name = job_file_name(md5)
     path = path_of(cfg, name, create=True)
     if not os.path.exists(path):
         tmp = "%s.tmp_%d" % (path, os.getpid())

@@ -44,6 +44,12 @@ or damaged key, a signature that does not verify with
 status 1, and nothing is copied or inserted.  Each new version is shown and
 confirmed unless --noconfirm is given.
 
+Warnings, not errors (BOINC's tool installs these silently): a main program
+without an API version (neither in the file nor in version.xml: clients would
+use the pre-6.0 protocol with it), and for a wrapper version (a file with the
+logical name ``job.xml``) a ``<task>`` whose ``<application>`` is not a file
+of the version, or is not executable.
+
 version.xml (optional; BOINC's elements, plus min/max_core_version)::
 
     <version>
@@ -614,6 +620,60 @@ def read_version_files(nv, warn=None):
     nv.files = files
 
 
+# job.xml as BOINC's wrapper (samples/wrapper) reads it: <job_desc>'s children,
+# and a <task>'s.  A name not here is ignored by the wrapper, so likely a typo.
+JOB_DESC_ELEMENTS = {"task", "unzip_input", "zip_output", "enable_graphics_support"}
+JOB_TASK_ELEMENTS = {"application", "command_line", "append_cmdline_args", "stdin_filename",
+                     "stdout_filename", "stderr_filename", "fraction_done_filename",
+                     "checkpoint_filename", "setenv", "exec_dir", "weight", "daemon",
+                     "multi_process", "forward_slashes", "time_limit", "priority"}
+
+
+def check_wrapper_job(nv, warn):
+    """Warnings for a wrapper app version (a file with the logical name job.xml,
+    as BOINC's wrapper and boincpy's read it): elements the wrapper doesn't
+    know; each <task>'s <application> must be a file of the version,
+    executable once installed (the client sets the mode from <executable/>,
+    which the file's own x bit decides)."""
+    job = next((f for f in nv.files if f.logical_name == "job.xml"), None)
+    if job is None:
+        return
+    from lxml import etree
+    try:
+        root = etree.parse(job.path, etree.XMLParser(resolve_entities=False, no_network=True,
+                                                     remove_comments=True)).getroot()
+    except (OSError, etree.XMLSyntaxError) as exc:
+        warn("%s: the wrapper can't read it: %s" % (job.path, exc))
+        return
+    if root.tag != "job_desc":
+        warn("%s: the root element is <%s>; the wrapper reads <job_desc>" % (job.path, root.tag))
+        return
+    for node in root.iter():
+        parent = node.getparent()
+        if not isinstance(node.tag, str) or parent is None or parent.tag not in ("job_desc",
+                                                                                 "task"):
+            continue
+        known = JOB_DESC_ELEMENTS if parent.tag == "job_desc" else JOB_TASK_ELEMENTS
+        if node.tag not in known:
+            warn("%s: <%s> in <%s> is not a wrapper element; the wrapper ignores it"
+                 % (_where(job.path, node), node.tag, parent.tag))
+    by_name = {}
+    for f in nv.files:
+        by_name[f.logical_name or f.physical_name] = f
+    for task in root.iter("task"):
+        name = (task.findtext("application") or "").strip()
+        if not name or name.startswith("$PROJECT_DIR"):
+            continue
+        f = by_name.get(name)
+        if f is None:
+            warn("%s line %d: <application>%s</application> is not a file of this app "
+                 "version (no file has that logical name): the wrapper won't run it"
+                 % (job.path, task.sourceline, name))
+        elif not os.stat(f.path).st_mode & 0o100:
+            warn("%s: the program %s is not executable: chmod +x it, or clients can't run "
+                 "it" % (f.path, name))
+
+
 # ---------------------------------------------------------------------------
 # update_versions: the app version's xml_doc
 
@@ -950,6 +1010,8 @@ def _update_versions(run, db):
             errors.append(exc.message)
             continue
         ready.append(nv)
+    for nv in ready:
+        check_wrapper_job(nv, warnings.append)
     for w in warnings:
         run.say("warning: " + w)
     if errors:
@@ -981,6 +1043,11 @@ def _update_versions(run, db):
     for nv in ready:
         main = next(f for f in nv.files if f.main_program)
         nv.api_version = nv.spec.api_version or find_api_version(main.path)
+        if not nv.api_version:
+            run.say("warning: %s: no API version in %s and none in version.xml: clients "
+                    "will talk to it as to a program built before BOINC 6 (one linked "
+                    "dynamically with the BOINC API doesn't carry it: give "
+                    "<api_version> in version.xml)" % (nv.dir, main.physical_name))
         nv.xml_doc = app_version_xml(nv.app["name"], nv.version_num, nv.spec, nv.files,
                                      nv.api_version)
         if len(nv.xml_doc.encode()) > MAX_XML_DOC:

@@ -133,6 +133,10 @@ TASKS = (
     ("antique_file_deleter -d 2", "24 hours", "antique_file_deleter.out", False),
     ("db_dump -d 2 --dump_spec ../db_dump_spec.xml", "24 hours", "db_dump.out", True),
     ("update_stats", "1 days", "update_stats.out", False),
+    # remote job submission: batch leases, uploaded input files no batch uses
+    ("expire_batches", "1 hours", "expire_batches.out", False),
+    ("delete_job_files", "1 hours", "delete_job_files.out", False),
+    ("delete_batches", "7 days", "delete_batches.out", False),
 )
 
 _SHORT_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")

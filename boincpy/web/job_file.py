@@ -10,8 +10,7 @@ The rules on names, content and batches are :mod:`boincpy.submit.job_files`'.
 
 from boincpy.errors import SubmitError
 from boincpy.submit import job_files
-from boincpy.web.submit_rpc import (MAX_REQUEST_BYTES, SubmitContext, authenticate, integer,
-                                    log_request, number, run)
+from boincpy.web.submit_rpc import authenticate, integer, number, page_handler
 
 
 def _common(ctx, r):
@@ -54,19 +53,7 @@ def upload_files(ctx, r):
 OPERATIONS = {"query_files": query_files, "upload_files": upload_files}
 
 
-def handle(cfg, request):
-    """Serve one job_file.php request; return its Response."""
-    ctx = SubmitContext(cfg, request)
-    try:
-        req_text = request.post.get("request", "")
-        log_request(cfg, cfg.remote_submission_log, "job_file", req_text)
-        return run(ctx, OPERATIONS, "job_file", req_text)
-    finally:
-        ctx.close()
-
-
-handle.max_post_bytes = MAX_REQUEST_BYTES
-handle.uploads = True
+handle = page_handler(OPERATIONS, "job_file", "remote_submission_log")
 
 
 def cgi_main():

@@ -788,19 +788,26 @@ def run(ctx, operations, page, req_text):
         return resp
 
 
-def handle(cfg, request):
-    """Serve one submit_rpc_handler.php request; return its Response."""
-    ctx = SubmitContext(cfg, request)
-    try:
-        req_text = request.post.get("request", "")
-        log_request(cfg, cfg.remote_submit_request_log, "submit_rpc_handler", req_text)
-        return run(ctx, OPERATIONS, "submit_rpc_handler", req_text)
-    finally:
-        ctx.close()
+def page_handler(operations, page, log_option):
+    """The handler(cfg, request) of one remote submission page: its
+    operations, its name, the config option naming its request log.  It
+    takes the large bodies those pages get (multipart uploads spooled to
+    the project's tmp directory)."""
+    def handle(cfg, request):
+        ctx = SubmitContext(cfg, request)
+        try:
+            req_text = request.post.get("request", "")
+            log_request(cfg, getattr(cfg, log_option), page, req_text)
+            return run(ctx, operations, page, req_text)
+        finally:
+            ctx.close()
+    handle.__doc__ = "Serve one %s.php request; return its Response." % page
+    handle.max_post_bytes = MAX_REQUEST_BYTES
+    handle.uploads = True
+    return handle
 
 
-handle.max_post_bytes = MAX_REQUEST_BYTES
-handle.uploads = True
+handle = page_handler(OPERATIONS, "submit_rpc_handler", "remote_submit_request_log")
 
 
 def cgi_main():
