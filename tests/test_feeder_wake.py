@@ -28,9 +28,9 @@ def proj(mini_project):
 
 
 def _feeder(cfg, argv):
-    from boincpy.daemons.base import build_parser
+    from boincpy.daemons.base import parse_args
     from boincpy.daemons.feeder import Feeder
-    args = build_parser(Feeder).parse_args(list(argv))
+    args = parse_args(Feeder, list(argv))
     return Feeder(args, cfg, MessageLog(io.StringIO(), 4))
 
 
