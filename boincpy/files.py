@@ -41,6 +41,23 @@ def job_file_name(md5):
     return "jf_" + md5
 
 
+def log_path(cfg, filename):
+    """PROJECT/log_<this host>/filename, the directory made if missing (sticky
+    and group-writable, so files the web server's user makes there stay
+    writable by the project's user): where BOINC's scheduler and upload
+    handler put their logs (get_log_path), whatever <log_dir> says."""
+    directory = cfg.host_log_dir
+    if not os.path.isdir(directory):
+        old = os.umask(0)
+        try:
+            os.mkdir(directory, 0o1770)
+        except FileExistsError:
+            pass
+        finally:
+            os.umask(old)
+    return os.path.join(directory, filename)
+
+
 def md5_file(path, chunk_size=1 << 20):
     """Return (md5 hex, size in bytes) of the file at ``path``."""
     md5 = hashlib.md5()

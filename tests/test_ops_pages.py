@@ -10,6 +10,7 @@ import time
 import pytest
 
 from boincpy.config import DaemonSpec, load_config, short_hostname, write_config
+from boincpy.files import log_path
 from boincpy.web.ops import csrf
 from boincpy.web.ops.main import PAGES
 from ops_fixtures import ADMIN, XSS, call, db_rows, ops_project  # noqa: F401
@@ -579,7 +580,7 @@ SCHED_LOG = """\
 
 def test_why_no_work_reads_the_scheduler_log(ops_project):
     cfg = load_config(str(ops_project))
-    with open(os.path.join(cfg.log_dir, "scheduler.log"), "w") as f:
+    with open(log_path(cfg, "scheduler.log"), "w") as f:
         f.write(SCHED_LOG)
     body = assert_ok(call(ops_project, "why_no_work.php", query={"hostid": 2}))
     assert "3 request(s) of this host" in body and "3 got no work" in body
@@ -606,7 +607,7 @@ def test_parse_requests_groups_by_pid():
 
 def test_show_log_searches_and_refuses_paths(ops_project):
     cfg = load_config(str(ops_project))
-    with open(os.path.join(cfg.log_dir, "scheduler.log"), "w") as f:
+    with open(log_path(cfg, "scheduler.log"), "w") as f:
         f.write(SCHED_LOG)
     body = assert_ok(call(ops_project, "show_log.php", query={"s": "[HOST#2] no work"}))
     assert body.count("daily quota exceeded") == 2

@@ -168,7 +168,7 @@ class Control:
         self.now = int(time.time())
         self.project = cfg.project_dir
         self.bin_dir = os.path.join(self.project, "bin")
-        self.log_dir = cfg.log_dir
+        self.log_dir = cfg.host_log_dir      # bin/start: log_<this host>, never <log_dir>
         self.pid_dir = cfg.pid_dir
         self.tmp_dir = cfg.tmp_dir
         self.started = 0
@@ -746,7 +746,7 @@ def _main(argv, prog):
     run_state = RunState.read(run_state_file)
 
     os.chdir(cfg.project_dir)
-    for d in (cfg.tmp_dir, cfg.log_dir, cfg.pid_dir):
+    for d in (cfg.tmp_dir, cfg.host_log_dir, cfg.pid_dir):
         try:
             os.makedirs(d, exist_ok=True)
         except OSError as exc:

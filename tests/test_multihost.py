@@ -1,0 +1,81 @@
+"""A project spread over several hosts, each emulated by its own host name
+(UTS namespaces, tests/hosts_util.py) on one project directory.
+
+Per-host files as BOINC places them: every program writes its log to
+PROJECT/log_<its host> and bin/start keeps pid and lock files in
+PROJECT/pid_<its host> (BOINC's start script and get_log_path()), whatever
+config.xml's <log_dir> says; <log_dir> is only the web pages' (remote
+submission logs, show_log.php).
+"""
+
+import os
+import subprocess
+import sys
+
+from backend_util import REPO, bin_cmd, bin_env, wait_for
+from boincpy.config import DaemonSpec, load_config, write_config
+from hosts_util import needs_unshare, run_on
+
+pytestmark = needs_unshare
+
+
+def _set_daemons(project, daemons):
+    cfg = load_config(str(project))
+    write_config(str(project), cfg.as_options(), daemons, [])
+
+
+def test_config_names_this_hosts_log_directory_whatever_log_dir_says(mini_project):
+    script = ("from boincpy.config import load_config; c = load_config(%r); "
+              "print(c.local_host, c.host_log_dir, c.log_dir, c.pid_dir)" % str(mini_project))
+    r = run_on("back1", [sys.executable, "-c", script], env=bin_env(), capture_output=True,
+               text=True, check=True)
+    assert r.stdout.split() == ["back1", str(mini_project / "log_back1"),
+                                str(mini_project / "log_test"), str(mini_project / "pid_back1")]
+
+
+def test_scheduler_and_upload_handler_log_on_their_own_host(mini_project):
+    body = b"<scheduler_request>\n</scheduler_request>\n"
+    env = dict(bin_env(mini_project), CONTENT_LENGTH=str(len(body)), REQUEST_METHOD="POST")
+    for host in ("web1", "web2"):
+        r = run_on(host, [sys.executable, os.path.join(REPO, "cgi-bin", "cgi")], input=body,
+                   cwd=str(mini_project / "cgi-bin"), env=env, capture_output=True)
+        assert r.returncode == 0 and b"<scheduler_reply>" in r.stdout, r.stderr
+        up = b"<data_server_request>\n<get_file_size>nope</get_file_size>\n</data_server_request>\n"
+        r = run_on(host, [sys.executable, os.path.join(REPO, "cgi-bin", "file_upload_handler")],
+                   input=up, cwd=str(mini_project / "cgi-bin"),
+                   env=dict(env, CONTENT_LENGTH=str(len(up))), capture_output=True)
+        assert r.returncode == 0 and b"<status>" in r.stdout, r.stderr
+        logs = mini_project / ("log_" + host)
+        assert "code sign key" in (logs / "scheduler.log").read_text()   # what it logs first
+        assert "nope" in (logs / "file_upload_handler.log").read_text()
+        # the directory BOINC's get_log_path makes: sticky, group-writable
+        assert oct(os.stat(logs).st_mode & 0o7777) == oct(0o1770)
+    # nothing in config.xml's <log_dir>: that one is the web pages'
+    assert sorted(os.listdir(mini_project / "log_test")) == []
+
+
+def test_start_on_each_host_runs_its_daemons_with_its_own_logs_and_pids(mini_project):
+    _set_daemons(mini_project, [DaemonSpec("sleep 3141", host="back1"),
+                                DaemonSpec("sleep 2718", host="back2")])
+    env = bin_env(mini_project)
+    try:
+        for host in ("back1", "back2"):
+            r = run_on(host, bin_cmd("start", "-v"), cwd=str(mini_project), env=env,
+                       capture_output=True, text=True, timeout=60)
+            assert r.returncode == 0, r.stdout + r.stderr
+        for host, arg in (("back1", "3141"), ("back2", "2718")):
+            pid_file = mini_project / ("pid_" + host) / "sleep.pid"
+            pid = int(wait_for(lambda: pid_file.exists() and pid_file.read_text().strip()))
+            assert open("/proc/%d/cmdline" % pid).read().split("\0")[:2] == ["sleep", arg]
+            log = (mini_project / ("log_" + host) / "sleep.log").read_text()
+            assert "Executing command: sleep " + arg in log
+            r = run_on(host, bin_cmd("status", "-v"), cwd=str(mini_project), env=env,
+                       capture_output=True, text=True, timeout=60)
+            assert "sleep " + arg in r.stdout and "running" in r.stdout, r.stdout + r.stderr
+        assert not (mini_project / "log_test" / "sleep.log").exists()
+    finally:
+        for host in ("back1", "back2"):
+            run_on(host, bin_cmd("stop", "--stop-timeout=2"), cwd=str(mini_project), env=env,
+                   capture_output=True, timeout=60)
+    for host in ("back1", "back2"):
+        assert not (mini_project / ("pid_" + host) / "sleep.pid").exists()
