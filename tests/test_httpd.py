@@ -105,6 +105,11 @@ def test_download_is_static_with_byte_ranges(shared_apache):
     assert status == 200 and body.startswith(b"#!/bin/sh")
 
 
+# the upload handler as a CGI and in the persistent mode's processes (mod_wsgi)
+BOTH_MODES = pytest.mark.parametrize("apache", ["cgi", "persistent"], indirect=True)
+
+
+@BOTH_MODES
 def test_upload_handler_runs_as_www_data(apache):
     p = apache.project
     body = (b"<data_server_request>\n"
@@ -122,20 +127,43 @@ def test_upload_handler_runs_as_www_data(apache):
     assert os.stat(log).st_uid == WWW_UID
 
 
-def test_upload_with_certificate_is_written_by_www_data(apache):
-    """A real upload: config.xml, keys/upload_public and upload/BUCKET all work for www-data."""
-    p = apache.project
-    name = "wu_1_0_r1_0"
-    data = b"result output\n" * 100
-    key = crypto.read_key(p.path("keys", "upload_private"))
-    sig = crypto.sign_upload_certificate(name, 100000, key).strip()
+def _upload_body(name, sig, data, max_nbytes=100000):
     import hashlib
     head = ("<data_server_request>\n<core_client_major_version>7</core_client_major_version>\n"
             "<file_upload>\n<file_info>\n<name>%s</name>\n<xml_signature>\n%s\n</xml_signature>\n"
-            "<max_nbytes>100000</max_nbytes>\n</file_info>\n<nbytes>%d</nbytes>\n"
+            "<max_nbytes>%d</max_nbytes>\n</file_info>\n<nbytes>%d</nbytes>\n"
             "<md5_cksum>%s</md5_cksum>\n<offset>0</offset>\n<data>\n"
-            % (name, sig, len(data), hashlib.md5(data).hexdigest()))
-    status, _, reply = _get(apache.upload_url, data=head.encode() + data)
+            % (name, sig, max_nbytes, len(data), hashlib.md5(data).hexdigest()))
+    return head.encode() + data
+
+
+@BOTH_MODES
+def test_upload_with_certificate_is_written_by_www_data(apache, tmp_path):
+    """A real upload: config.xml, keys/upload_public and upload/BUCKET all work
+    for www-data; a certificate that isn't the project's, or doesn't cover the
+    name or the size, is refused with nothing written."""
+    p = apache.project
+    key = crypto.read_key(p.path("keys", "upload_private"))
+    crypto.generate_key_pair(str(tmp_path / "other_private"), str(tmp_path / "other_public"))
+    other = crypto.read_key(str(tmp_path / "other_private"))
+    # signed with another key; for another name; for a smaller max_nbytes; none
+    for bad_name, sig, why in (
+            ("wu_2_0_r1_0", crypto.sign_upload_certificate("wu_2_0_r1_0", 100000, other),
+             "invalid signature"),
+            ("wu_3_0_r1_0", crypto.sign_upload_certificate("wu_9_0_r1_0", 100000, key),
+             "invalid signature"),
+            ("wu_4_0_r1_0", crypto.sign_upload_certificate("wu_4_0_r1_0", 100, key),
+             "invalid signature"),
+            ("wu_5_0_r1_0", "", "missing signature")):
+        status, _, reply = _get(apache.upload_url,
+                                data=_upload_body(bad_name, sig.strip(), b"x" * 200))
+        assert status == 200 and b"<status>-1</status>" in reply, (bad_name, reply)
+        assert why.encode() in reply, (bad_name, reply)
+        assert not os.path.exists(dir_hier_path(p.cfg.upload_dir, bad_name, 1024)), bad_name
+    name = "wu_1_0_r1_0"
+    data = b"result output\n" * 100
+    sig = crypto.sign_upload_certificate(name, 100000, key).strip()
+    status, _, reply = _get(apache.upload_url, data=_upload_body(name, sig, data))
     assert status == 200 and b"<status>0</status>" in reply, reply
     path = dir_hier_path(p.cfg.upload_dir, name, 1024)
     with open(path, "rb") as f:

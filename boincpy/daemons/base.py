@@ -23,30 +23,16 @@ Logs go to stderr in BOINC's format; ``bin/start`` appends them to
 ``log_HOST/NAME.log``.
 """
 
-import argparse
 import os
 import signal
 import sys
 import time
+from types import SimpleNamespace
 
 from boincpy.errors import BoincpyError, ConfigError
 from boincpy.log import MessageLog
 
 STOP_DAEMONS_FILE = "stop_daemons"
-
-
-class DaemonArgumentParser(argparse.ArgumentParser):
-    """argparse that reports a bad option the BOINC way: message, usage, exit 1."""
-
-    def error(self, message):
-        self.print_usage(sys.stderr)
-        sys.stderr.write("%s: %s\n" % (self.prog, message))
-        sys.exit(1)
-
-
-def _option_names(name, *short):
-    """``--name`` and ``-name``: BOINC's daemons accept both."""
-    return list(short) + ["--" + name, "-" + name]
 
 
 class Daemon:
@@ -63,6 +49,8 @@ class Daemon:
     one_shot = False
     #: what --help says the program does
     description = None
+    #: other spellings of -d (size_regulator's -debug_leveld)
+    debug_level_spellings = ()
 
     def __init__(self, args, cfg, log):
         self.args = args
@@ -76,8 +64,9 @@ class Daemon:
     # -- hooks --------------------------------------------------------------
 
     @classmethod
-    def add_arguments(cls, parser):
-        """Add this daemon's own options to ``parser`` (use ``_option_names``)."""
+    def add_options(cls, params):
+        """Append this daemon's own click options to the list ``params``
+        (made with boincpy.cli.option, which spells them as BOINC does)."""
 
     def initialise(self):
         """Open the database and read what the passes need.  Default: connect."""
@@ -180,32 +169,52 @@ def progress(length, label):
     return click.progressbar(length=max(int(length), 1), label=label, file=sys.stdout)
 
 
-def build_parser(daemon_class):
-    """The daemon's argument parser: the common options plus its own."""
-    parser = DaemonArgumentParser(prog=daemon_class.name, allow_abbrev=False,
-                                  description=daemon_class.description)
-    parser.add_argument(*_option_names("debug_level", "-d", "--d"), dest="debug_level",
-                        type=int, default=3, metavar="N",
-                        help="log verbosity: 1 critical, 2-3 normal, 4 debug")
+def daemon_options(daemon_class):
+    """The daemon's click options: the common ones plus its own."""
+    from boincpy.cli import option
+    params = [option("debug_level", "-d", "--d", *daemon_class.debug_level_spellings,
+                     type=int, default=3, metavar="N",
+                     help="log verbosity: 1 critical, 2-3 normal, 4 debug")]
     if not daemon_class.one_shot:
-        parser.add_argument(*_option_names("one_pass"), action="store_true",
-                            help="do one pass, then exit")
-        parser.add_argument(*_option_names("sleep_interval"), type=float, default=None,
-                            metavar="S", help="seconds to sleep when idle (default %g)"
-                            % daemon_class.sleep_interval)
-    parser.add_argument(*_option_names("project_dir"), default=None,
-                        help="project directory (default: found as BOINC finds it)")
+        params.append(option("one_pass", is_flag=True, help="do one pass, then exit"))
+        params.append(option("sleep_interval", type=float, default=None, metavar="S",
+                             help="seconds to sleep when idle (default %g)"
+                             % daemon_class.sleep_interval))
+    params.append(option("project_dir", default=None, metavar="DIR",
+                         help="project directory (default: found as BOINC finds it)"))
     if daemon_class.supports_mod:
-        parser.add_argument(*_option_names("mod"), nargs=2, type=int, metavar=("N", "I"),
-                            help="handle only rows whose id %% N == I")
-    daemon_class.add_arguments(parser)
-    return parser
+        params.append(option("mod", nargs=2, type=int, default=None, metavar="N I",
+                             help="handle only rows whose id % N == I"))
+    daemon_class.add_options(params)
+    return params
 
 
-def _check_mod(parser, args):
-    mod = getattr(args, "mod", None)
-    if mod and (mod[0] < 1 or not 0 <= mod[1] < mod[0]):
-        parser.error("--mod N I needs N >= 1 and 0 <= I < N (got %d %d)" % tuple(mod))
+def daemon_command(daemon_class):
+    """The daemon's click command; invoking it returns the parsed options
+    as a namespace (``args``)."""
+    import click
+    from types import SimpleNamespace
+    from boincpy.cli import resolve_groups
+    params = daemon_options(daemon_class)
+
+    def parsed(**values):
+        resolve_groups(params, values)
+        mod = values.get("mod")
+        if mod and (mod[0] < 1 or not 0 <= mod[1] < mod[0]):
+            raise click.UsageError("--mod N I needs N >= 1 and 0 <= I < N (got %d %d)"
+                                   % tuple(mod))
+        return SimpleNamespace(**values)
+    return click.Command(daemon_class.name, params=params, callback=parsed,
+                         help=daemon_class.description,
+                         context_settings={"help_option_names": ["-h", "--help"]})
+
+
+def parse_args(daemon_class, argv):
+    """The daemon's options from the command line ``argv`` (a namespace);
+    raises click.UsageError for a bad one."""
+    command = daemon_command(daemon_class)
+    with command.make_context(daemon_class.name, list(argv)) as ctx:
+        return command.invoke(ctx)
 
 
 def run_daemon(daemon_class, argv=None):
@@ -215,10 +224,17 @@ def run_daemon(daemon_class, argv=None):
     CRITICAL and gives exit status 1, so ``bin/start --cron`` restarts the
     daemon later, as BOINC's daemons expect.
     """
+    import click
     from boincpy.config import load_config
-    parser = build_parser(daemon_class)
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    _check_mod(parser, args)
+    command = daemon_command(daemon_class)
+    try:
+        args = command.main(args=sys.argv[1:] if argv is None else list(argv),
+                            prog_name=daemon_class.name, standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        return 1                    # BOINC's daemons exit 1 on a bad option
+    if not isinstance(args, SimpleNamespace):
+        return args or 0            # --help: click printed it
     log = MessageLog(sys.stderr, args.debug_level)
     try:
         cfg = load_config(args.project_dir)

@@ -62,7 +62,8 @@ import os
 import time
 
 from boincpy.credit import app_version_scales
-from boincpy.daemons.base import Daemon, _option_names
+from boincpy.cli import group_flag, option
+from boincpy.daemons.base import Daemon
 from boincpy.db.queries import ACTIVE_HOST_WHERE, host_fpops_percentile
 from boincpy.errors import ToolError
 from boincpy.hrclass import HR_INFO_FILE, HR_NCLASSES, HR_NTYPES, HrInfo, HrInfoError
@@ -284,14 +285,12 @@ class Feeder(Daemon):
     supports_mod = True
 
     @classmethod
-    def add_arguments(cls, parser):
-        parser.add_argument(*_option_names("allapps"), action="store_true",
-                            help="interleave jobs of all apps in proportion to app.weight")
-        parser.add_argument(*_option_names("appids"), metavar="A1,A2",
-                            help="only jobs of these app ids")
-        parser.add_argument(*_option_names("wmod"), nargs=2, type=int, metavar=("N", "I"),
-                            help="only workunits whose id %% N == I")
-        group = parser.add_mutually_exclusive_group()
+    def add_options(cls, params):
+        params.append(option("allapps", is_flag=True,
+                             help="interleave jobs of all apps in proportion to app.weight"))
+        params.append(option("appids", metavar="A1,A2", help="only jobs of these app ids"))
+        params.append(option("wmod", nargs=2, type=int, metavar="N I",
+                             help="only workunits whose id % N == I"))
         for opt, text in (("priority_order", "order by decreasing result priority"),
                           ("priority_asc", "order by increasing result priority"),
                           ("priority_order_create_time",
@@ -300,9 +299,9 @@ class Feeder(Daemon):
                           ("random_order_db", "order randomly (SQL RAND())"),
                           ("batch_accel", "order for batch acceleration"),
                           ("by_batch", "spread jobs evenly over batches")):
-            group.add_argument(*_option_names(opt), action="store_true", help=text)
-        parser.add_argument(*_option_names("purge_stale"), type=int, metavar="M",
-                            help="remove jobs that have been in the array over M minutes")
+            params.append(group_flag(opt, "order", help=text))
+        params.append(option("purge_stale", type=int, metavar="M",
+                             help="remove jobs that have been in the array over M minutes"))
 
     def __init__(self, args, cfg, log):
         super().__init__(args, cfg, log)

@@ -57,7 +57,8 @@ from dataclasses import dataclass, field
 from boincpy.cnum import atoi
 from boincpy.credit import (HAV_AVG_LIMIT, HAV_AVG_THRESH, HAV_AVG_WEIGHT,
                             average_var_update)
-from boincpy.daemons.base import Daemon, _option_names, run_daemon
+from boincpy.cli import option
+from boincpy.daemons.base import Daemon, run_daemon
 from boincpy.errors import DatabaseError, TemplateError
 from boincpy.log import CRITICAL, DEBUG, NORMAL
 from boincpy.states import (INT_MAX, AssimilateState, FileDeleteState, Outcome,
@@ -339,9 +340,9 @@ class Transitioner(Daemon):
     sleep_interval = 5.0
 
     @classmethod
-    def add_arguments(cls, parser):
-        parser.add_argument(*_option_names("wu_id"), type=int, default=0, metavar="ID",
-                            help="transition this workunit now and exit")
+    def add_options(cls, params):
+        params.append(option("wu_id", type=int, default=0, metavar="ID",
+                             help="transition this workunit now and exit"))
 
     def initialise(self):
         """Connect; read the upload key when upload certificates are made."""

@@ -1,0 +1,303 @@
+"""Fault test of the persistent mode: the mod_wsgi daemon processes serving
+the scheduler and the upload handler are SIGKILLed while simulated clients
+fetch jobs, upload outputs and report results, and the database server is
+restarted under that load (once shut down cleanly, once killed outright).
+
+The project is a real one (make_project, ``server_mode persistent`` with two
+processes, a private Apache, bin/start running the feeder and the
+transitioner, and ``bin/start --cron`` every second, since BOINC's daemons
+exit when they lose the database and its cron entry starts them again) on a MariaDB server of the test's own (tests/mariadb_instance:
+its own data directory and socket, so no other test's database is touched).
+Four simulated hosts of three users (boincpy.testing.simclient, signed up
+through create_account.php) run quorum-1 jobs over HTTP until every job's
+result is reported.
+
+Then: every job has its result reported as a success with its output, correct,
+in upload/; every result a host was acknowledged is in the database as
+reported, by that host (no result lost); no complete reply a client could not
+use, and no HTTP failure beyond one per killed process; after each fault a
+client is served again (a reply with no ``project_is_down``) within seconds.
+"""
+
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+
+import psutil
+import pytest
+
+from boincpy.config import write_config
+from boincpy.files import dir_hier_path
+from boincpy.states import ClientState, Outcome, ServerState
+from boincpy.testing import simclient as sc
+import mariadb_instance
+from conftest import TEST_BASE, make_test_project, remove_test_project
+from tests.sched_env import APP_FILE, PLATFORM, SCRIPT_APP, run_tool
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not mariadb_instance.available(),
+                                 reason="needs root and mariadbd / mariadb-install-db")]
+
+NJOBS = int(os.environ.get("BOINCPY_PERSISTENT_FAULT_JOBS") or 160)
+SEED = int(os.environ.get("BOINCPY_FAULT_SEED") or 1717)
+WORKER_KILLS = 5
+BACK_WITHIN = 10.0           # seconds from a fault's end to a client served again
+FINISH_LIMIT = 240.0
+USERS = (("alice", 2), ("bob", 1), ("carol", 1))
+DAEMONS = ("feeder -d 3 --sleep_interval 1", "transitioner -d 3 --sleep_interval 1")
+
+
+@pytest.fixture
+def private_db():
+    os.makedirs(TEST_BASE, exist_ok=True)
+    os.chmod(TEST_BASE, 0o755)
+    db = mariadb_instance.MariaDB(TEST_BASE)
+    try:
+        db.start()
+        yield db
+    finally:
+        db.remove()
+
+
+@pytest.fixture
+def persistent_site(private_db):
+    """A made project on the private server, persistent, served by a private Apache."""
+    from boincpy.tools import server_mode
+    from boincpy.tools.httpd import PrivateApache
+    p = make_test_project(private_db.params)
+    server = None
+    try:
+        server_mode.set_mode(p.root, "persistent", processes=2)
+        opts = p.cfg.as_options()
+        opts.update(min_sendwork_interval=0, resend_lost_results=1, max_wus_to_send=4,
+                    daily_result_quota=10000, maintenance_delay=5)
+        write_config(p.root, opts, [{"cmd": c} for c in DAEMONS], p.cfg.tasks)
+        p.reload()
+        server = PrivateApache(p.root, p.port)
+        server.start()
+        yield p, server
+    finally:
+        if server is not None:
+            server.stop(graceful=False)
+        subprocess.run([p.bin("stop")], cwd=p.root, capture_output=True, timeout=60)
+        remove_test_project(p)
+
+
+class Clock:
+    """What the clients saw, by time: (time, "ok" | "down" | "failed")."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.events = []
+        self.why = []               # (time, messages) of replies saying the project is down
+        self.t0 = time.monotonic()
+
+    def now(self):
+        return time.monotonic() - self.t0
+
+    def add(self, what):
+        with self.lock:
+            self.events.append((self.now(), what))
+
+    def first_ok_after(self, t):
+        with self.lock:
+            return next((e for e, what in self.events if e >= t and what == "ok"), None)
+
+
+def watched(host, clock):
+    """host.rpc, recording each outcome in ``clock``."""
+    rpc = host.rpc
+
+    def wrapped(*args, **kwargs):
+        reply = rpc(*args, **kwargs)
+        if reply is None:
+            clock.add("failed")
+        elif reply.project_is_down:
+            clock.add("down")
+            clock.why.append((clock.now(), reply.messages))
+        else:
+            clock.add("ok")
+        return reply
+    host.rpc = wrapped
+
+
+def worker_pids(p):
+    """The project's mod_wsgi daemon processes (display-name %{GROUP}, cut to
+    the length of Apache's argv[0]; the rest of the command line names the
+    project's Apache configuration)."""
+    pids = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmd = " ".join(proc.info["cmdline"] or ())
+        if cmd.startswith("(wsgi:") and p.root in cmd:
+            pids.append(proc.info["pid"])
+    return pids
+
+
+def test_worker_killed_and_mariadb_restarted_under_load(persistent_site, private_db):
+    p, server = persistent_site
+    rng = random.Random(SEED)
+    print("seed %d, %d jobs" % (SEED, NJOBS))
+    # the app (a script: simulated hosts don't run it), the jobs, the volunteers
+    run_tool(p, "xadd")
+    app_dir = p.path("apps", "example_app", "1.0", PLATFORM)
+    os.makedirs(app_dir)
+    with open(os.path.join(app_dir, APP_FILE), "w") as f:
+        f.write(SCRIPT_APP)
+    os.chmod(os.path.join(app_dir, APP_FILE), 0o755)
+    run_tool(p, "update_versions", "--noconfirm")
+    stage = p.path("fault_inputs")
+    os.makedirs(stage)
+    expected, lines = {}, []
+    for i in range(NJOBS):
+        wu = "pf_%d" % i
+        text = "".join("job %s line %d\n" % (wu, j) for j in range(3 + i % 5))
+        with open(os.path.join(stage, "in_" + wu), "w") as f:
+            f.write(text)
+        expected[wu] = text.upper().encode()
+        lines.append("--wu_name %s in_%s" % (wu, wu))
+    run_tool(p, "stage_file", stage)
+    run_tool(p, "create_work", "--appname", "example_app", "--stdin", "--rsc_fpops_est",
+             "1e10", "--rsc_fpops_bound", "1e12", "--delay_bound", "86400",
+             input="\n".join(lines) + "\n")
+    proc = subprocess.run([p.bin("start")], cwd=p.root, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    master = p.master_url
+    clock = Clock()
+    hosts = []
+    for name, nhosts in USERS:
+        auth = sc.create_account(master, name + "@example.com", "pw-" + name, name)
+        for k in range(nhosts):
+            host = sc.SimHost(p.scheduler_url, auth, name="%s-%d" % (name, k),
+                              seed=rng.getrandbits(32), work_req_seconds=30.0, max_tasks=4,
+                              delay_cap=0.5, idle_delay=0.5, timeout=30.0)
+            watched(host, clock)
+            hosts.append(host)
+
+    stop = threading.Event()
+    errors = []
+
+    def client(host):
+        try:
+            while not stop.is_set():
+                if host.due():
+                    host.cycle()
+                else:
+                    time.sleep(0.02)
+        except Exception as exc:        # a client bug must fail the test, not hang it
+            errors.append("%s: %r" % (host.name, exc))
+
+    def cron():
+        # BOINC's daemons exit when they lose the database; its cron entry
+        # (bin/start --cron) starts them again: here every second
+        while not stop.wait(1.0):
+            subprocess.run([p.bin("start"), "--cron"], cwd=p.root, capture_output=True,
+                           timeout=60)
+
+    threads = [threading.Thread(target=client, args=(h,), daemon=True) for h in hosts]
+    threads.append(threading.Thread(target=cron, daemon=True))
+    for t in threads:
+        t.start()
+
+    def reported():
+        db = p.connect()
+        try:
+            return db.query("SELECT COUNT(*) AS n FROM result WHERE server_state = %s",
+                            (int(ServerState.OVER),))[0]["n"]
+        finally:
+            db.close()
+
+    def wait_reported(n, limit=60.0):
+        deadline = time.monotonic() + limit
+        while reported() < n and time.monotonic() < deadline and not errors:
+            time.sleep(0.2)
+
+    # the faults, one after another, each once the clients are busy again
+    faults = []             # (what, seconds at the fault's end)
+    step = NJOBS // (WORKER_KILLS + 4)
+    target = step
+    plan = ["kill"] * 2 + ["mariadb TERM"] + ["kill"] * 2 + ["mariadb KILL"] + \
+        ["kill"] * (WORKER_KILLS - 4)
+    for what in plan:
+        wait_reported(target)
+        time.sleep(rng.uniform(0.0, 0.5))
+        if what == "kill":
+            pids = worker_pids(p)
+            assert pids, "no mod_wsgi daemon process"
+            os.kill(rng.choice(pids), signal.SIGKILL)
+        else:
+            sig = signal.SIGTERM if what.endswith("TERM") else signal.SIGKILL
+            away = private_db.restart(sig)
+            what += " (away %.1f s)" % away
+        faults.append((what, clock.now()))
+        print("[%6.1f s] %s" % (clock.now(), what), flush=True)
+        target += step
+
+    deadline = time.monotonic() + FINISH_LIMIT
+    while time.monotonic() < deadline and not errors:
+        if reported() >= NJOBS and not any(h.busy for h in hosts):
+            break
+        time.sleep(1.0)
+    stop.set()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+
+    # service back within seconds of every fault
+    for what, t in faults:
+        back = clock.first_ok_after(t)
+        if back is None or back - t >= BACK_WITHIN:
+            seen = sorted({str(m) for e, m in clock.why if e >= t})
+            print("after %s: %s" % (what, seen))
+            with open(os.path.join(p.cfg.log_dir, "feeder.log")) as f:
+                print("feeder.log:\n" + f.read()[-3000:])
+        assert back is not None and back - t < BACK_WITHIN, (what, t, back)
+        print("%-28s served again after %.1f s" % (what, back - t))
+
+    # no reply a client could not use; HTTP failures only from the killed processes
+    for h in hosts:
+        assert not h.protocol_errors, (h.name, h.protocol_errors[:3])
+    failures = [e for h in hosts for e in h.rpc_errors if not e.startswith("upload of")]
+    print("failed RPCs (kills, lost connections): %d" % len(failures))
+    assert len(failures) <= WORKER_KILLS + 2 * len(hosts), failures
+
+    # no result lost: every job reported once as a success, its output stored
+    db = p.connect()
+    try:
+        rows = db.query("SELECT r.name, r.server_state, r.outcome, r.client_state, r.hostid, "
+                        "r.xml_doc_out, w.name AS wu_name FROM result r JOIN workunit w "
+                        "ON w.id = r.workunitid")
+    finally:
+        db.close()
+    by_wu = {}
+    for r in rows:
+        by_wu.setdefault(r["wu_name"], []).append(r)
+    assert sorted(by_wu) == sorted(expected)
+    hostid_of = {h.name: h.hostid for h in hosts}
+    for wu, results in by_wu.items():
+        done = [r for r in results if r["server_state"] == ServerState.OVER
+                and r["outcome"] == Outcome.SUCCESS]
+        assert len(done) == 1 and len(results) == 1, (wu, results)
+        r = done[0]
+        assert r["client_state"] == ClientState.FILES_UPLOADED, r
+        out = r["xml_doc_out"].decode() if isinstance(r["xml_doc_out"], bytes) \
+            else r["xml_doc_out"]
+        name = out.split("<name>", 1)[1].split("</name>", 1)[0]
+        with open(dir_hier_path(p.cfg.upload_dir, name, p.cfg.uldl_dir_fanout), "rb") as f:
+            assert f.read() == expected[wu], wu
+    state = {r["name"]: r for r in rows}
+    for h in hosts:
+        for name in h.acked:
+            assert state[name]["server_state"] == ServerState.OVER, name
+            assert state[name]["hostid"] == hostid_of[h.name], (name, h.name)
+    # the scheduler noticed the lost connections and carried on
+    with open(os.path.join(p.cfg.log_dir, "scheduler.log")) as f:
+        log = f.read()
+    assert "lost connection to database - trying to reconnect" in log or \
+        "can't open database" in log
+    critical = sorted({line.split("]", 1)[-1].strip()[:120] for line in log.splitlines()
+                       if "CRITICAL" in line})
+    print("scheduler.log CRITICAL lines:\n  " + "\n  ".join(critical))
