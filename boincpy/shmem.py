@@ -246,6 +246,7 @@ class JobArray:
         self._tables_gen = -1
         self._apps_by_id = {}
         self._mine = set()          # slots this object has reserved and not released
+        self.n_emptied = 0          # slots emptied since the feeder was last rung
         h = self.header()
         self.nslots = h["nslots"]
         self.slot_size = h["slot_size"]
@@ -477,7 +478,15 @@ class JobArray:
             if state != pid:
                 return False
             self._change_state(i, pid, EMPTY if empty else PRESENT, prio)
-            return True
+        if empty:
+            self.n_emptied += 1
+        return True
+
+    def take_emptied(self):
+        """How many slots this object emptied since the last call (the
+        scheduler then rings the feeder's doorbell: boincpy.doorbell)."""
+        n, self.n_emptied = self.n_emptied, 0
+        return n
 
     def bump_infeasible_count(self, i, pid):
         """One more ``infeasible_count`` for slot ``i`` while ``pid`` holds it

@@ -19,6 +19,10 @@ taken in one-second steps so the stop is noticed quickly.  A pass must leave
 the database consistent wherever it is cut (each row's change is one
 transaction), because SIGKILL and crashes are not noticed at all.
 
+A daemon with a ``doorbell`` name sleeps on its boincpy.doorbell FIFO instead:
+the process that makes work for it rings, and the next pass starts at once
+(the sleep interval is then only the longest wait for work nobody rang for).
+
 Logs go to stderr in BOINC's format; ``bin/start`` appends them to
 ``log_HOST/NAME.log``.
 """
@@ -49,6 +53,9 @@ class Daemon:
     one_shot = False
     #: what --help says the program does
     description = None
+    #: the doorbell (boincpy.doorbell) others ring when they make work for
+    #: this daemon: it then sleeps until rung or --sleep_interval is over
+    doorbell = None
     #: other spellings of -d (size_regulator's -debug_leveld)
     debug_level_spellings = ()
 
@@ -58,6 +65,7 @@ class Daemon:
         self.log = log
         self.db = None
         self._stop_signal = None
+        self._bell = None
         if getattr(args, "sleep_interval", None) is not None:
             self.sleep_interval = args.sleep_interval
 
@@ -111,7 +119,10 @@ class Daemon:
             signal.signal(sig, self._on_signal)
 
     def sleep(self, seconds):
-        """Sleep up to ``seconds`` in one-second steps; return early on a stop."""
+        """Sleep up to ``seconds`` in one-second steps; return early on a stop,
+        or when the daemon's doorbell is rung (then True)."""
+        if self._bell is not None:
+            return self._bell.wait(seconds, self.stop_requested)
         deadline = time.monotonic() + seconds
         while not self.stop_requested():
             left = deadline - time.monotonic()
@@ -123,6 +134,9 @@ class Daemon:
         """initialise, then passes until stopped (or one with --one_pass), then shutdown."""
         self.initialise()
         try:
+            if self.doorbell and not (self.one_shot or self.args.one_pass):
+                from boincpy.doorbell import Doorbell
+                self._bell = Doorbell(self.cfg, self.doorbell)
             while True:
                 if self.stop_requested():
                     self.log.normal("Exiting: %s" % self._stop_reason())
@@ -132,8 +146,12 @@ class Daemon:
                     return
                 if not did_work:
                     self.log.debug("No work; sleeping %g s" % self.sleep_interval)
-                    self.sleep(self.sleep_interval)
+                    if self.sleep(self.sleep_interval):
+                        self.log.debug("Woken: new work")
         finally:
+            if self._bell is not None:
+                self._bell.close()
+                self._bell = None
             self.shutdown()
 
     def _stop_reason(self):
