@@ -79,3 +79,53 @@ def test_start_on_each_host_runs_its_daemons_with_its_own_logs_and_pids(mini_pro
                    capture_output=True, timeout=60)
     for host in ("back1", "back2"):
         assert not (mini_project / ("pid_" + host) / "sleep.pid").exists()
+
+
+# -- the master page lists the schedulers of schedulers.txt as it is now ---------------
+
+def _master_page(project, host="web1"):
+    env = dict(bin_env(project), REQUEST_METHOD="GET", QUERY_STRING="")
+    r = run_on(host, [sys.executable, os.path.join(REPO, "html", "user", "index.php")],
+               cwd=str(project / "html" / "user"), env=env, capture_output=True, check=True)
+    head, _, body = r.stdout.decode().partition("\n\n")
+    assert "Content-Type: text/html" in head and "no-cache" in head, head
+    return body
+
+
+def _schedulers(page):
+    """The scheduler URLs a client finds: both forms, as its master-page scan does."""
+    lines = page.splitlines()
+    assert all(len(line.encode()) < 256 for line in lines)
+    old = [x.split("<scheduler>")[1].split("</scheduler>")[0].strip()
+           for x in lines if "<scheduler>" in x]
+    new = [x.split('href="')[1].split('"')[0] for x in lines if 'rel="boinc_scheduler"' in x]
+    return old, new
+
+
+def test_master_page_reads_schedulers_txt_on_each_request(mini_project):
+    user = mini_project / "html" / "user"
+    user.mkdir(parents=True)
+    line = ('<!-- <scheduler>{0}</scheduler> -->\n'
+            '<link rel="boinc_scheduler" href="{0}">\n')
+    one = "http://127.0.0.2/test_cgi/cgi"
+    two = "http://127.0.0.3/test_cgi/cgi"
+    (user / "schedulers.txt").write_text(line.format(one))
+    page = _master_page(mini_project)
+    assert _schedulers(page) == ([one], [one])
+    assert "<h1>Test project</h1>" in page and "attach it" in page
+    # an operator adds a second scheduler host: no rebuild, the next request has it
+    with open(user / "schedulers.txt", "a") as f:
+        f.write(line.format(two))
+    assert _schedulers(_master_page(mini_project, "web2")) == ([one, two], [one, two])
+    # the project's description and message of the day, read as they are now
+    (mini_project / "html" / "project").mkdir()
+    (mini_project / "html" / "project" / "project_description.html").write_text(
+        "<p>We fold proteins.</p>\n")
+    (user / "motd.html").write_text("Down for maintenance at 18:00 UTC\n")
+    page = _master_page(mini_project)
+    assert "We fold proteins." in page and "attach it" not in page
+    assert "Down for maintenance at 18:00 UTC" in page
+    # a project without computing lists no scheduler (BOINC's NO_COMPUTING)
+    cfg = load_config(str(mini_project))
+    write_config(str(mini_project), dict(cfg.as_options(), no_computing=True), [], [])
+    assert _schedulers(_master_page(mini_project)) == ([], [])
