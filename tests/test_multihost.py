@@ -36,6 +36,8 @@ def test_config_names_this_hosts_log_directory_whatever_log_dir_says(mini_projec
 def test_scheduler_and_upload_handler_log_on_their_own_host(mini_project):
     body = b"<scheduler_request>\n</scheduler_request>\n"
     env = dict(bin_env(mini_project), CONTENT_LENGTH=str(len(body)), REQUEST_METHOD="POST")
+    main_logs = mini_project / "log_test"
+    os.chmod(main_logs, 0o2770)     # make_project's: the web server's group, setgid
     for host in ("web1", "web2"):
         r = run_on(host, [sys.executable, os.path.join(REPO, "cgi-bin", "cgi")], input=body,
                    cwd=str(mini_project / "cgi-bin"), env=env, capture_output=True)
@@ -48,8 +50,10 @@ def test_scheduler_and_upload_handler_log_on_their_own_host(mini_project):
         logs = mini_project / ("log_" + host)
         assert "code sign key" in (logs / "scheduler.log").read_text()   # what it logs first
         assert "nope" in (logs / "file_upload_handler.log").read_text()
-        # the directory BOINC's get_log_path makes: sticky, group-writable
-        assert oct(os.stat(logs).st_mode & 0o7777) == oct(0o1770)
+        # made like the main host's, so the project's user and the web
+        # server's both write there
+        st, main = os.stat(logs), os.stat(main_logs)
+        assert (oct(st.st_mode & 0o7777), st.st_gid) == (oct(0o2770), main.st_gid)
     # nothing in config.xml's <log_dir>: that one is the web pages'
     assert sorted(os.listdir(mini_project / "log_test")) == []
 
