@@ -114,7 +114,9 @@ _TABLE = (
     ("app_dir", "path", "", "paths",
      "Directory of application versions to install (empty: PROJECT/apps)."),
     ("log_dir", "path", "", "paths",
-     "Directory of daemon and task output (empty: PROJECT/log_<this host>)."),
+     "The web pages' log directory (remote submission logs, show_log.php, the ops "
+     "log; empty: PROJECT/log_<this host>). Daemons, tasks, the scheduler and the "
+     "upload handler always write to PROJECT/log_<their host>, as BOINC's do."),
     ("pid_dir", "path", "", "paths",
      "Directory of pid and lock files (empty: PROJECT/pid_<this host>)."),
     ("tmp_dir", "path", "", "paths",
@@ -802,7 +804,8 @@ class Config:
     written in the file, typed), ``unknown`` (undeclared options: name ->
     text, or inner XML for options with child elements), ``daemons``,
     ``tasks``, ``delete_delay`` (seconds), ``local_host`` (this
-    machine's short host name) and ``max_jobs_in_progress`` (config_aux.xml's
+    machine's short host name), ``host_log_dir`` (PROJECT/log_<local_host>,
+    where this host's programs write their logs whatever <log_dir> says) and ``max_jobs_in_progress`` (config_aux.xml's
     job limits, a JobLimitsSpec, or None: set by load_config).
     """
 
@@ -818,6 +821,7 @@ class Config:
         d["daemons"] = []
         d["tasks"] = []
         d["local_host"] = ""
+        d["host_log_dir"] = ""
         d["delete_delay"] = 0.0
         d["max_jobs_in_progress"] = None
 
@@ -1122,6 +1126,8 @@ def _finish(cfg, path):
             d[name] = os.path.join(root, sub % local if "%" in sub else sub)
         elif not os.path.isabs(value):
             d[name] = os.path.join(root, value)
+    # BOINC's start and get_log_path(): log_<short host name>, never <log_dir>
+    d["host_log_dir"] = os.path.join(root, "log_" + local)
     d["delete_delay"] = d["delete_delay_hours"] * 3600
 
 
