@@ -145,10 +145,10 @@ def segment_path(cfg):
 
 
 def segment_mode_and_group(cfg):
-    """(mode, gid or None) a new segment gets: the log directory's group, 0660
-    (0666 if the log directory is world-writable)."""
+    """(mode, gid or None) a new segment gets: this host's log directory's
+    group, 0660 (0666 if that directory is world-writable)."""
     try:
-        st = os.stat(cfg.log_dir)
+        st = os.stat(cfg.host_log_dir)
     except (OSError, TypeError):
         return 0o660, None
     return (0o666 if st.st_mode & 0o002 else 0o660), st.st_gid

@@ -254,11 +254,17 @@ def run_daemon(daemon_class, argv=None):
     if not isinstance(args, SimpleNamespace):
         return args or 0            # --help: click printed it
     log = MessageLog(sys.stderr, args.debug_level)
+    import warnings
     try:
-        cfg = load_config(args.project_dir)
+        # config.xml's warnings (unknown options) go to the daemon's log
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            cfg = load_config(args.project_dir)
     except ConfigError as exc:
         log.critical("Can't parse config.xml: %s" % exc)
         return 1
+    for warning in caught:
+        log.warning(str(warning.message))
     daemon = daemon_class(args, cfg, log)
     daemon.install_signal_handlers()
     log.normal("Starting %s" % daemon_class.name)

@@ -44,6 +44,7 @@ import sys
 import time
 
 from boincpy.errors import BoincpyError, ConfigError
+from boincpy.files import make_host_log_dir
 
 STOP_DAEMONS = "stop_daemons"
 STOP_SCHED = "stop_sched"
@@ -167,7 +168,7 @@ class Control:
         self.now = int(time.time())
         self.project = cfg.project_dir
         self.bin_dir = os.path.join(self.project, "bin")
-        self.log_dir = cfg.log_dir
+        self.log_dir = cfg.host_log_dir      # bin/start: log_<this host>, never <log_dir>
         self.pid_dir = cfg.pid_dir
         self.tmp_dir = cfg.tmp_dir
         self.started = 0
@@ -758,11 +759,15 @@ def _main(argv, prog):
     run_state = RunState.read(run_state_file)
 
     os.chdir(cfg.project_dir)
-    for d in (cfg.tmp_dir, cfg.log_dir, cfg.pid_dir):
+    for d in (cfg.tmp_dir, cfg.pid_dir):
         try:
             os.makedirs(d, exist_ok=True)
         except OSError as exc:
             raise ControlError("can't create %s: %s" % (d, exc.strerror)) from None
+    try:
+        make_host_log_dir(cfg)
+    except OSError as exc:
+        raise ControlError("can't create %s: %s" % (cfg.host_log_dir, exc.strerror)) from None
     bin_dir = os.path.join(cfg.project_dir, "bin")
     os.environ["PATH"] = bin_dir + os.pathsep + os.environ["PATH"] if os.environ.get(
         "PATH") else bin_dir
