@@ -17,7 +17,8 @@ The layout of the operator guide's "When one server is not enough":
 Each host is a UTS + mount namespace (tests/hosts_util.Host) sharing the
 project directory, as hosts share it over NFS.  The master page lists both
 schedulers from schedulers.txt; simulated volunteers use one or the other;
-half the jobs upload to web1's data server, half to web2's.  Then: every
+half the jobs upload to web1's data server, half to web2's; two stock
+7.20.5 clients attach to the master URL and take jobs too.  Then: every
 job done and assimilated exactly once, by the assimilator its id's --mod
 share names; no result sent twice; each feeder sent only its share (with
 ``--mod``), or both feeders enumerated every job and the scheduler's claim
@@ -30,6 +31,7 @@ may be stale.
 
 import os
 import re
+import shutil
 
 import MySQLdb
 import pytest
@@ -37,7 +39,11 @@ import pytest
 import mariadb_instance
 from cluster_util import (RO_USER, WEB, Cluster, log_since, log_size, make_hosts, make_jobs,
                           page, run_hosts, sent_twice)
+from boincpy.testing import simclient as sc
+from boincpy.testing.client import StockClient
 from hosts_util import can_unshare
+
+BOINC = shutil.which("boinc") or "/usr/bin/boinc"
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not (mariadb_instance.available() and can_unshare()),
@@ -67,10 +73,36 @@ def test_two_scheduler_hosts_a_back_end_and_a_replica(cluster):
     assert "web1" in out and "back1" in out, out
 
     # the master page lists both schedulers, read from schedulers.txt; the
-    # volunteers use one or the other
+    # volunteers use one or the other: stock 7.20.5 clients (which pick from
+    # the list themselves) and simulated ones
+    stock = []
+    if c.split and os.path.exists(BOINC):
+        for k in range(2):
+            auth = sc.create_account(p.master_url, "stock%d@example.com" % k, "pw", "stock%d" % k)
+            client = StockClient(boinc=BOINC, extra_args=("--exit_when_idle",
+                                                           "--fetch_minimal_work"))
+            stock.append(client)
+            client.start(attach=(p.master_url, auth))
+        for client in stock:
+            client.wait_for_log(r"Found 2 scheduler URLs in master file", 120)
+            client.wait_for_log(r"Scheduler request completed: got [1-9]\d* new tasks", 120)
     listed, hosts = make_hosts(c, 4)
     assert listed == list(c.sched_urls.values())
     done, errors, _ = run_hosts(c, hosts, NJOBS, FINISH_LIMIT)
+    clients_ok = False
+    try:
+        for client in stock:
+            client.wait_for(lambda: not client.running(), 240, "the client to exit when idle")
+            log = client.log_text()
+            assert client.process.returncode == 0, log[-4000:]
+            assert re.search(r"Finished upload of mh_\d+_\d+_r\d+_0", log), log[-4000:]
+            assert re.search(r"got ack for task mh_", log), log[-4000:]
+            for bad in ("Signature verification", "Scheduler request failed", "No close tag"):
+                assert bad not in log, (bad, log[-4000:])
+        clients_ok = True
+    finally:
+        for client in stock:
+            client.close(failed=not clients_ok)
     assert not errors, errors
     assert done == NJOBS, "%d of %d jobs assimilated" % (done, NJOBS)
     db = p.connect()
