@@ -34,6 +34,7 @@ says how far it got (the jobs per hour are then those assimilated so far).
 """
 
 import argparse
+import errno
 import os
 import signal
 import subprocess
@@ -47,7 +48,6 @@ sys.path.insert(0, REPO)
 
 import psutil  # noqa: E402
 
-from boincpy.testing import simclient as sc  # noqa: E402
 from boincpy.tools.httpd import PrivateApache  # noqa: E402
 from tests import test_faults as tf  # noqa: E402
 from tests.conftest import (RunningApache, make_test_project,  # noqa: E402
@@ -69,6 +69,8 @@ class SoakRun(tf.Run):
 
     def __init__(self, apache, seed, db, args):
         super().__init__(apache, seed)
+        self.HOST_PARAMS = dict(tf.Run.HOST_PARAMS, work_req_seconds=120.0,
+                                max_tasks=args.max_tasks, timeout=10.0)
         self.private_db = db
         self.args = args
         self.t_start = None
@@ -81,18 +83,6 @@ class SoakRun(tf.Run):
     def event(self, text):
         self.events.append((time.monotonic() - (self.t_start or self.t0), text))
         self.say(text)
-
-    def make_hosts(self):
-        n = 0
-        for name, auth, nhosts in self.users:
-            for _ in range(nhosts):
-                n += 1
-                self.hosts.append(sc.SimHost(
-                    self.apache.scheduler_url, auth, name="%s-host%d" % (name, n),
-                    seed=self.rng.getrandbits(32), behaviour=tf.behaviour,
-                    work_req_seconds=120.0, max_tasks=self.args.max_tasks,
-                    abort_rpc_prob=0.08, abort_upload_prob=0.05, delay_cap=1.0,
-                    idle_delay=1.0, timeout=10.0))
 
     def live_inputs_check(self):
         now = time.monotonic()
@@ -157,7 +147,14 @@ class SoakRun(tf.Run):
         st = os.statvfs(upload)
         size = st.f_bavail * st.f_frsize
         with open(filler, "wb") as f:
-            os.posix_fallocate(f.fileno(), 0, size)
+            while size > 0:                 # uploads still land meanwhile
+                try:
+                    os.posix_fallocate(f.fileno(), 0, size)
+                    break
+                except OSError as exc:
+                    if exc.errno != errno.ENOSPC:
+                        raise
+                    size -= 1 << 20
         st = os.statvfs(upload)
         self.event("upload disk full (%d MB filler, %d bytes left) for %.0f s"
                    % (size >> 20, st.f_bavail * st.f_frsize, DISK_FULL_SECONDS))

@@ -144,6 +144,10 @@ def behaviour(task):
 class Run:
     """One fault run: the project, its hosts, what was done to it and what was seen."""
 
+    #: how the simulated hosts ask for work, hold jobs and misbehave
+    HOST_PARAMS = dict(work_req_seconds=40.0, max_tasks=6, abort_rpc_prob=0.08,
+                       abort_upload_prob=0.05, delay_cap=1.0, idle_delay=1.0, timeout=5.0)
+
     def __init__(self, apache, seed):
         self.apache = apache
         self.p = apache.project
@@ -272,9 +276,7 @@ class Run:
                 n += 1
                 self.hosts.append(sc.SimHost(
                     self.apache.scheduler_url, auth, name="%s-host%d" % (name, n),
-                    seed=self.rng.getrandbits(32), behaviour=behaviour,
-                    work_req_seconds=40.0, max_tasks=6, abort_rpc_prob=0.08,
-                    abort_upload_prob=0.05, delay_cap=1.0, idle_delay=1.0, timeout=5.0))
+                    seed=self.rng.getrandbits(32), behaviour=behaviour, **self.HOST_PARAMS))
 
     def client_loop(self, host):
         while not self.stop_clients.is_set():
