@@ -108,12 +108,10 @@ class Project:
         from boincpy.crypto import generate_key_pair
         generate_key_pair(os.path.join(root, "keys", "code_sign_private"),
                           os.path.join(root, "keys", "code_sign_public"))
-        with open(os.path.join(REPO, "cgi-bin", "cgi")) as f:
-            text = f.read().split("\n", 1)[1]
-        cgi = os.path.join(root, "cgi-bin", "cgi")
-        with open(cgi, "w") as f:
-            f.write("#!%s\n%s" % (sys.executable, text))
-        os.chmod(cgi, 0o755)
+        # the scheduler CGI as make_project writes it
+        from boincpy.tools.make_project import cgi_paths, copy_tree_files
+        copy_tree_files(os.path.join(REPO, "cgi-bin"), os.path.join(root, "cgi-bin"),
+                        sys.executable, cgi_paths(sys.executable))
         # the persistent mode: a file named cgi handled by the WSGI application
         with open(os.path.join(root, "cgi-wsgi", "cgi"), "w") as f:
             f.write("served by the mod_wsgi daemon processes (boincpy.wsgi)\n")

@@ -39,7 +39,6 @@ def _mysql_module():
     if "MySQLdb" in sys.modules:
         from MySQLdb import _mysql
         return _mysql
-    import types
     for entry in sys.path:
         directory = os.path.join(entry or ".", "MySQLdb")
         if os.path.isfile(os.path.join(directory, "__init__.py")):
@@ -47,7 +46,7 @@ def _mysql_module():
     else:
         import MySQLdb._mysql         # let the normal import report what is missing
         return MySQLdb._mysql
-    package = types.ModuleType("MySQLdb")
+    package = type(sys)("MySQLdb")      # a bare module (types.ModuleType, not imported)
     package.__path__ = [directory]
     sys.modules["MySQLdb"] = package
     try:
