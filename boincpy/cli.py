@@ -133,3 +133,79 @@ def click_main(command, argv, name):
     except BoincpyError as exc:
         sys.stderr.write("%s: %s\n" % (name, exc.message))
         return exc.exit_code or 1
+
+
+# ---------------------------------------------------------------------------
+# Options spelled as BOINC's programs spell them.  BOINC's daemons and tools
+# take ``-name`` and ``--name`` alike (``-d 3``, ``-mod N I``, ``--app``,
+# ``-app``); click takes a one-dash name of several letters as a long
+# option, so both spellings are declared on one click option.  Like rq's
+# cli, the options many commands share are declared once here.
+
+def names(name, *short):
+    """The spellings of option ``name``: ``short`` ones (``-d``), then
+    ``--name`` and ``-name``."""
+    return list(short) + ["--" + name, "-" + name]
+
+
+def option(name, *short, dest=None, **kwargs):
+    """A click.Option spelled ``--name`` / ``-name`` (and ``short``),
+    stored under ``dest`` (default: ``name``)."""
+    import click
+    return click.Option(names(name, *short) + [dest or name], **kwargs)
+
+
+def boinc_option(name, *short, dest=None, **kwargs):
+    """The decorator form of :func:`option` for click commands."""
+    import click
+    return click.option(*names(name, *short), dest or name, **kwargs)
+
+
+class GroupFlag:
+    """Marks a flag as one of a group of which at most one may be given.
+
+    ``const``: with ``dest``, the value stored in ``dest`` when this flag is
+    the one given (argparse's store_const in a mutually exclusive group)."""
+
+    def __init__(self, group, dest=None, const=None):
+        self.group = group
+        self.dest = dest
+        self.const = const
+
+
+def group_flag(name, group, dest=None, const=None, **kwargs):
+    """A flag (``--name``/``-name``) of which ``group`` allows one: see
+    :func:`resolve_groups`."""
+    opt = option(name, is_flag=True, **kwargs)
+    opt.boinc_group = GroupFlag(group, dest, const)
+    return opt
+
+
+def resolve_groups(params, values):
+    """Check that at most one flag of each group is set in ``values``
+    (click.UsageError otherwise) and store each group's ``dest`` (the
+    const of the flag given, or None)."""
+    import click
+    chosen = {}
+    dests = {}
+    for param in params:
+        mark = getattr(param, "boinc_group", None)
+        if mark is None:
+            continue
+        if mark.dest:
+            dests.setdefault(mark.dest, None)
+        if values.get(param.name):
+            if mark.group in chosen:
+                raise click.UsageError("-%s and -%s can't be given together"
+                                       % (chosen[mark.group].name, param.name))
+            chosen[mark.group] = param
+            if mark.dest:
+                dests[mark.dest] = mark.const
+    values.update(dests)
+    return values
+
+
+def project_dir_option(**kwargs):
+    """``--project_dir DIR``, which every tool that reads config.xml takes."""
+    kwargs.setdefault("help", "project directory (default: found as BOINC finds it)")
+    return boinc_option("project_dir", default=None, metavar="DIR", **kwargs)

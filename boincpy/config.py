@@ -30,6 +30,7 @@ beyond small lists.
 import os
 import sys
 
+from boincpy.cnum import strtod, strtol
 from boincpy.errors import ConfigError
 from boincpy.xml import xml_escape
 
@@ -47,6 +48,9 @@ CONFIG_FILE = "config.xml"
 #   list   repeatable str (each occurrence appends)
 #   ints   repeatable int
 #   xml    raw inner XML text (for options with structure)
+# A numeric type may carry its range after a space: "int 0.." (no upper
+# bound), "float 0..1", "octal 0..0o7777"; a value outside it is refused
+# with file, line and option named.  Floats must be finite.
 # Sections group the reference text and the example file.
 
 # Doc prefix of options only BOINC's PHP volunteer site reads.
@@ -104,13 +108,15 @@ _TABLE = (
      "https://example.org/proj_cgi/file_upload_handler"),
     ("upload_dir", "path", "", "paths",
      "Directory of the upload hierarchy (empty: PROJECT/upload)."),
-    ("uldl_dir_fanout", "int", 0, "paths",
+    ("uldl_dir_fanout", "int 0..", 0, "paths",
      "Number of hashed buckets in the upload/download hierarchies (0: flat). "
      "Never change it once files exist.", 1024),
     ("app_dir", "path", "", "paths",
      "Directory of application versions to install (empty: PROJECT/apps)."),
     ("log_dir", "path", "", "paths",
-     "Directory of daemon and task output (empty: PROJECT/log_<this host>)."),
+     "The web pages' log directory (remote submission logs, show_log.php, the ops "
+     "log; empty: PROJECT/log_<this host>). Daemons, tasks, the scheduler and the "
+     "upload handler always write to PROJECT/log_<their host>, as BOINC's do."),
     ("pid_dir", "path", "", "paths",
      "Directory of pid and lock files (empty: PROJECT/pid_<this host>)."),
     ("tmp_dir", "path", "", "paths",
@@ -125,11 +131,11 @@ _TABLE = (
      "many jobs is hashed once); file_deleter removes it with the file.", True),
 
     # -- upload handler -------------------------------------------------------
-    ("fuh_debug_level", "int", 3, "upload",
+    ("fuh_debug_level", "int 0..10", 3, "upload",
      "Upload handler log verbosity (1 critical, 2-3 normal, 4 debug)."),
-    ("fuh_set_initial_permission", "octal", None, "upload",
+    ("fuh_set_initial_permission", "octal 0..0o7777", None, "upload",
      "Octal mode of files while being uploaded (unset: 0664)."),
-    ("fuh_set_completed_permission", "octal", None, "upload",
+    ("fuh_set_completed_permission", "octal 0..0o7777", None, "upload",
      "Octal mode set when an upload completes (unset: unchanged)."),
     ("ignore_upload_certificates", "bool", False, "upload",
      "The upload handler does not check upload certificates.", True),
@@ -137,20 +143,20 @@ _TABLE = (
      "Output file descriptions carry no <xml_signature>.", True),
 
     # -- scheduler: job limits --------------------------------------------------
-    ("sched_debug_level", "int", 3, "scheduler",
+    ("sched_debug_level", "int 0..10", 3, "scheduler",
      "Scheduler log verbosity (1 critical, 2-3 normal, 4 debug incl. SQL)."),
-    ("max_wus_to_send", "int", 10, "scheduler",
+    ("max_wus_to_send", "int 0..", 10, "scheduler",
      "Jobs per RPC per (CPU + gpu_multiplier x GPU) instance.", 50),
-    ("daily_result_quota", "int", 0, "scheduler",
+    ("daily_result_quota", "int 0..", 0, "scheduler",
      "Base daily job quota per host app version.", 500),
-    ("gpu_multiplier", "int", 0, "scheduler",
+    ("gpu_multiplier", "int 0..", 0, "scheduler",
      "Weight of a GPU in per-RPC and daily limits."),
-    ("max_wus_in_progress", "int", 0, "scheduler",
+    ("max_wus_in_progress", "int 0..", 0, "scheduler",
      "Jobs in progress per CPU (0: no limit)."),
-    ("max_wus_in_progress_gpu", "int", 0, "scheduler",
+    ("max_wus_in_progress_gpu", "int 0..", 0, "scheduler",
      "Jobs in progress per GPU (0: no limit)."),
-    ("max_ncpus", "int", 64, "scheduler", "Cap on the CPUs counted for limits."),
-    ("min_sendwork_interval", "int", 0, "scheduler",
+    ("max_ncpus", "int 0..", 64, "scheduler", "Cap on the CPUs counted for limits."),
+    ("min_sendwork_interval", "int 0..", 0, "scheduler",
      "Seconds a host must wait between work requests.", 6),
     ("one_result_per_user_per_wu", "bool", False, "scheduler",
      "Never send two instances of a workunit to the same user."),
@@ -160,32 +166,32 @@ _TABLE = (
      "Tell clients to abort jobs that are no longer needed.", True),
     ("resend_lost_results", "bool", False, "scheduler",
      "Resend jobs the client has lost."),
-    ("report_grace_period", "int", 0, "scheduler",
+    ("report_grace_period", "int 0..", 0, "scheduler",
      "Seconds after the client deadline before a job times out."),
-    ("grace_period_hours", "float", 0.0, "scheduler",
+    ("grace_period_hours", "float 0..", 0.0, "scheduler",
      "Same as report_grace_period, in hours: sets report_grace_period where it is "
      "read, so the later of the two in the file wins."),
-    ("delete_delay_hours", "float", 0.0, "scheduler",
+    ("delete_delay_hours", "float 0..", 0.0, "scheduler",
      "Hours to keep files after the last report (Config.delete_delay is in seconds)."),
-    ("maintenance_delay", "float", 3600.0, "scheduler",
+    ("maintenance_delay", "float 0..", 3600.0, "scheduler",
      "request_delay in 'down for maintenance' replies."),
-    ("min_core_client_version", "int", 0, "scheduler",
+    ("min_core_client_version", "int 0..", 0, "scheduler",
      "Reject clients older than this (M*10000+m*100+r; values below 10000 are x100)."),
-    ("min_core_client_version_announced", "int", 0, "scheduler",
+    ("min_core_client_version_announced", "int 0..", 0, "scheduler",
      "Warn clients older than this (same encoding)."),
-    ("min_core_client_upgrade_deadline", "int", 0, "scheduler",
+    ("min_core_client_upgrade_deadline", "int 0..", 0, "scheduler",
      "Unix time from which min_core_client_version_announced is enforced."),
-    ("next_rpc_delay", "float", 0.0, "scheduler",
+    ("next_rpc_delay", "float 0..", 0.0, "scheduler",
      "Ask clients to contact the project again after this many seconds."),
-    ("shmem_work_items", "int", 100, "scheduler", "Job-cache slots in shared memory."),
-    ("feeder_query_size", "int", 0, "scheduler",
+    ("shmem_work_items", "int 1..", 100, "scheduler", "Job-cache slots in shared memory."),
+    ("feeder_query_size", "int 0..", 0, "scheduler",
      "Feeder enumeration LIMIT (0: 2 x shmem_work_items)."),
-    ("default_disk_min_free_gb", "float", 1.0, "scheduler",
+    ("default_disk_min_free_gb", "float 0..", 1.0, "scheduler",
      "Floor of the disk_min_free_gb preference."),
-    ("default_disk_max_used_gb", "float", 0.0, "scheduler",
+    ("default_disk_max_used_gb", "float 0..", 0.0, "scheduler",
      "Web site only: the disk_max_used_gb a preferences form starts from (0: no "
      "limit).  The scheduler never reads it, as BOINC's doesn't."),
-    ("default_disk_max_used_pct", "float", 90.0, "scheduler",
+    ("default_disk_max_used_pct", "float 0..100", 90.0, "scheduler",
      "Web site only: the disk_max_used_pct a preferences form starts from.  The "
      "scheduler never reads it, as BOINC's doesn't."),
     ("dont_send_jobs", "bool", False, "scheduler", "Scheduler and feeder send no jobs."),
@@ -198,9 +204,9 @@ _TABLE = (
      "Clients enforce the memory bound strictly."),
     ("dont_store_success_stderr", "bool", False, "scheduler",
      "Do not store stderr of successful results."),
-    ("max_results_accepted", "int", 0, "scheduler",
+    ("max_results_accepted", "int 0..", 0, "scheduler",
      "Cap on results accepted per RPC (0: none)."),
-    ("report_max", "int", 0, "scheduler",
+    ("report_max", "int 0..", 0, "scheduler",
      "Ask clients to report at most this many results per RPC (0: no cap)."),
     ("msg_to_host", "bool", False, "scheduler",
      "Deliver trickle-down messages: each reply carries the host's msg_to_host rows not "
@@ -225,7 +231,7 @@ _TABLE = (
      "late or make a queued task late (edf_sim.cpp; boincpy.sched.edf)."),
     ("prefer_primary_platform", "bool", False, "scheduler",
      "Prefer app versions of the host's primary platform."),
-    ("version_select_random_factor", "float", 1.0, "scheduler",
+    ("version_select_random_factor", "float 0..", 1.0, "scheduler",
      "Random spread in app version selection."),
     ("ignore_delay_bound", "bool", False, "scheduler",
      "Send jobs even if they may miss their deadline."),
@@ -233,21 +239,21 @@ _TABLE = (
      "Estimate FLOPS from host_app_version statistics."),
     ("rte_no_stats", "bool", False, "scheduler",
      "Runtime estimates ignore statistics."),
-    ("scheduler_log_buffer", "int", 32768, "scheduler",
+    ("scheduler_log_buffer", "int 0..", 32768, "scheduler",
      "Bytes of a request's scheduler.log lines held before they are written, in "
      "blocks of this size (BOINC's stderr buffer), so requests running at once do "
      "not interleave lines; 0 writes each line at once."),
     ("symstore", "str", "", "scheduler", "URL of a symbol store for Windows clients."),
     ("user_url", "bool", True, "scheduler", "db_dump exports user.url."),
     ("user_country", "bool", True, "scheduler", "db_dump exports user.country."),
-    ("file_deletion_strategy", "int", 0, "scheduler",
+    ("file_deletion_strategy", "int 0..", 0, "scheduler",
      "1: locality scheduling tells a host to delete a data file that had no job for it "
      "while it could take more (<delete_file_info>)."),
-    ("dont_search_host_for_user", "ints", (), "scheduler",
+    ("dont_search_host_for_user", "ints 1..", (), "scheduler",
      "User id whose hosts are never matched by CPID (repeatable)."),
 
     # -- advanced scheduling -------------------------------------------------------
-    ("homogeneous_redundancy", "int", 0, "advanced",
+    ("homogeneous_redundancy", "int 0..2", 0, "advanced",
      "Homogeneous redundancy level (0 off, 1 fine, 2 coarse)."),
     ("hr_class_static", "bool", False, "advanced", "HR class fixed at workunit creation."),
     ("hr_allocate_slots", "bool", False, "advanced",
@@ -257,12 +263,12 @@ _TABLE = (
      "it), at least one a class."),
     ("reliable_on_priority", "int", 0, "advanced",
      "Send jobs with priority >= this only to reliable hosts."),
-    ("reliable_max_avg_turnaround", "int", 0, "advanced",
+    ("reliable_max_avg_turnaround", "int 0..", 0, "advanced",
      "Reliable hosts' maximum average turnaround (seconds)."),
-    ("reliable_max_error_rate", "float", 0.0, "advanced",
+    ("reliable_max_error_rate", "float 0..1", 0.0, "advanced",
      "Accepted and ignored: BOINC's scheduler parses it but no longer uses it "
      "(reliability goes by consecutive_valid, turnaround and the daily quota)."),
-    ("reliable_reduced_delay_bound", "float", 0.0, "advanced",
+    ("reliable_reduced_delay_bound", "float 0..", 0.0, "advanced",
      "Delay-bound factor for jobs sent to reliable hosts."),
     ("reliable_priority_on_over", "int", 0, "advanced",
      "Priority boost of retries after a result fails."),
@@ -272,16 +278,16 @@ _TABLE = (
      "Locality scheduling: jobs named FILE__... go to hosts that hold the sticky file "
      "FILE, found in the result table by name, not in the feeder's array "
      "(boincpy.sched.locality)."),
-    ("locality_scheduler_fraction", "float", 0.0, "advanced",
+    ("locality_scheduler_fraction", "float 0..1", 0.0, "advanced",
      "Share of requests (0-1) that try locality scheduling first, then the sched_old "
      "array scan; the others the other way round."),
     ("locality_scheduling_sorted_order", "bool", False, "advanced",
      "Locality scheduling: go through a host's files in name order (else from a "
      "random one)."),
-    ("locality_scheduling_wait_period", "int", 0, "advanced",
+    ("locality_scheduling_wait_period", "int 0..", 0, "advanced",
      "Locality scheduling: when a file's jobs run out, wait this many seconds (once a "
      "file) for the work generator, then look again (0: don't wait)."),
-    ("locality_scheduling_send_timeout", "int", 0, "advanced",
+    ("locality_scheduling_send_timeout", "int 0..", 0, "advanced",
      "Locality scheduling: jobs unsent for longer than this (seconds) go first, to hosts "
      "downloading over 100 kB/s; between this and half of it, to any host with no file "
      "work (0: off)."),
@@ -313,14 +319,14 @@ _TABLE = (
      "becomes one <url> per mirror listed in PROJECT/download_servers (lines "
      "'UTC_OFFSET_SECONDS URL'), the mirror URL followed by the rest of the original, "
      "nearest the host's time zone first (e.g. the download_url with a trailing /)."),
-    ("max_download_urls_per_file", "int", 0, "advanced",
+    ("max_download_urls_per_file", "int 0..", 0, "advanced",
      "With replace_download_url_by_timezone: at most this many mirror URLs per file "
      "(0: all)."),
     ("enable_vda", "bool", False, "advanced",
      "Volunteer data archival: BOINC's scheduler code for it is not compiled in "
      "(ENABLE_VDA), so its only effect is that of BOINC: nowork_skip still reads the "
      "database."),
-    ("vda_host_timeout", "float", 0.0, "advanced",
+    ("vda_host_timeout", "float 0..", 0.0, "advanced",
      "Accepted and ignored: read only by BOINC's volunteer data archival code, which "
      "its scheduler does not compile."),
     ("sched_old", "bool", False, "advanced",
@@ -377,7 +383,7 @@ _TABLE = (
      "New accounts (create_account.php's too) hide their computers (show_hosts 0)."),
     ("show_results", "bool", False, "web",
      _VOLUNTEER_SITE + "show result lists on host and result pages.", True),
-    ("enable_delete_account", "int", 0, "web",
+    ("enable_delete_account", "int 0..", 0, "web",
      _VOLUNTEER_SITE + "let users delete their accounts (0 off; 1-3 deletion method)."),
     ("no_computing", "bool", False, "web",
      "Written by BOINC's make_project --no_computing but read by no BOINC code; "
@@ -404,15 +410,15 @@ _TABLE = (
     ("recaptcha_private_key", "str", "", "web", _VOLUNTEER_SITE + "reCAPTCHA private key."),
     ("rpc_key", "str", "", "web",
      _VOLUNTEER_SITE + "key the BOINC web site passes to download_software.php."),
-    ("project_id", "int", 0, "web",
+    ("project_id", "int 0..", 0, "web",
      _VOLUNTEER_SITE + "project id assigned by BOINC (download_software.php, sample_index.php)."),
-    ("min_passwd_length", "int", 6, "web",
+    ("min_passwd_length", "int 0..", 6, "web",
      "Minimum password length, announced by get_project_config.php (the server sees "
      "only a hash, so only web forms can enforce it)."),
-    ("profile_min_credit", "float", 0.0, "web", _VOLUNTEER_SITE + "credit needed to create a profile."),
-    ("hosts_per_page", "int", 20, "web", _VOLUNTEER_SITE + "rows per page in the top-hosts list."),
-    ("teams_per_page", "int", 20, "web", _VOLUNTEER_SITE + "rows per page in the top-teams list."),
-    ("users_per_page", "int", 20, "web", _VOLUNTEER_SITE + "rows per page in the top-users list."),
+    ("profile_min_credit", "float 0..", 0.0, "web", _VOLUNTEER_SITE + "credit needed to create a profile."),
+    ("hosts_per_page", "int 1..", 20, "web", _VOLUNTEER_SITE + "rows per page in the top-hosts list."),
+    ("teams_per_page", "int 1..", 20, "web", _VOLUNTEER_SITE + "rows per page in the top-teams list."),
+    ("users_per_page", "int 1..", 20, "web", _VOLUNTEER_SITE + "rows per page in the top-users list."),
     ("sandbox_dir", "str", "", "web",
      "Remote job submission only: directory of per-user sandbox files (BOINC's web "
      "sandbox; boincpy refuses the sandbox file mode, so nothing reads it)."),
@@ -475,20 +481,64 @@ _SECTIONS = (
 
 
 class Option:
-    """One declared option: its name, type, default, section and doc text."""
+    """One declared option: its name, type, range (``min``/``max``, None
+    where open), default, section and doc text; :meth:`validate` reads a
+    value written in config.xml."""
 
-    __slots__ = ("name", "type", "default", "section", "doc", "example")
+    __slots__ = ("name", "type", "min", "max", "default", "section", "doc", "example")
 
     def __init__(self, name, type, default, section, doc, example=None):
+        kind, _, bounds = type.partition(" ")
         self.name = name
-        self.type = type
+        self.type = kind
+        self.min = self.max = None
+        if bounds:
+            low, _, high = bounds.partition("..")
+            self.min = _bound(kind, low)
+            self.max = _bound(kind, high)
         self.default = default
         self.section = section
         self.doc = doc
         self.example = example
 
+    def validate(self, text):
+        """The value of ``text`` written for this option; ValueError with a
+        message (without the file and line) when it isn't one."""
+        try:
+            value = _convert(self.type, text)
+        except ValueError:
+            raise ValueError("%r is not %s" % (text, _TYPE_WORDS.get(self.type, self.type))) \
+                from None
+        if self.min is not None and value < self.min:
+            raise ValueError("%s is below the minimum %s" % (text, _bound_text(self, self.min)))
+        if self.max is not None and value > self.max:
+            raise ValueError("%s is above the maximum %s" % (text, _bound_text(self, self.max)))
+        return value
+
+    def range_text(self):
+        """The range as the reference shows it ("0 or more", "0 to 1"), or ""."""
+        if self.min is None and self.max is None:
+            return ""
+        if self.max is None:
+            return "%s or more" % _bound_text(self, self.min)
+        if self.min is None:
+            return "at most %s" % _bound_text(self, self.max)
+        return "%s to %s" % (_bound_text(self, self.min), _bound_text(self, self.max))
+
     def __repr__(self):
         return "Option(%r, %r, %r)" % (self.name, self.type, self.default)
+
+
+def _bound(kind, text):
+    if not text:
+        return None
+    return int(text, 0) if kind in ("int", "ints", "octal") else float(text)
+
+
+def _bound_text(opt, value):
+    if opt.type == "octal":
+        return "0%o" % value if value else "0"
+    return "%g" % value
 
 
 # name -> Option, in table order (dicts keep insertion order).
@@ -633,19 +683,12 @@ def format_period(seconds):
 # Value conversion
 
 def _parse_int(text):
-    """strtol(text, 0): optional sign, 0x hex, leading-0 octal, else decimal."""
-    s = text
-    sign = 1
-    if s and s[0] in "+-":
-        sign = -1 if s[0] == "-" else 1
-        s = s[1:]
-    if s[:2] in ("0x", "0X"):
-        return sign * int(s[2:], 16)
-    if len(s) > 1 and s[0] == "0":
-        return sign * int(s, 8)
-    if not s.isdigit():
+    """strtol(text, 0): optional sign, 0x hex, leading-0 octal, else decimal
+    (a 64-bit value at most); ValueError for anything else."""
+    value = strtol(text, -2 ** 63, 2 ** 63 - 1)
+    if value is None:
         raise ValueError(text)
-    return sign * int(s)
+    return value
 
 
 _TRUE_WORDS = ("", "true", "yes", "on")
@@ -670,7 +713,10 @@ def _convert(kind, text):
     if kind == "bool":
         return _parse_bool(text)
     if kind == "float":
-        return float(text)
+        value = strtod(text)            # finite only: no inf or nan
+        if value is None:
+            raise ValueError(text)
+        return value
     if kind == "octal":
         value = int(text, 8)
         if value < 0:
@@ -758,7 +804,8 @@ class Config:
     written in the file, typed), ``unknown`` (undeclared options: name ->
     text, or inner XML for options with child elements), ``daemons``,
     ``tasks``, ``delete_delay`` (seconds), ``local_host`` (this
-    machine's short host name) and ``max_jobs_in_progress`` (config_aux.xml's
+    machine's short host name), ``host_log_dir`` (PROJECT/log_<local_host>,
+    where this host's programs write their logs whatever <log_dir> says) and ``max_jobs_in_progress`` (config_aux.xml's
     job limits, a JobLimitsSpec, or None: set by load_config).
     """
 
@@ -774,6 +821,7 @@ class Config:
         d["daemons"] = []
         d["tasks"] = []
         d["local_host"] = ""
+        d["host_log_dir"] = ""
         d["delete_delay"] = 0.0
         d["max_jobs_in_progress"] = None
 
@@ -988,21 +1036,23 @@ def parse_config_text(data, project_dir, path="config.xml"):
     raw = cfg.raw
     unknown = cfg.unknown
     types = _TYPES
+    unknown_lines = {}
     for node in config_node[4]:
         name = node[0]
         kind = types.get(name)
         if kind is None:
             unknown[name] = _inner_xml(node) if node[4] else _text(node)
+            unknown_lines.setdefault(name, node[2])
             continue
         text = _text(node)
         if kind == "xml":
             value = _inner_xml(node)
         else:
             try:
-                value = _convert(kind, text)
-            except ValueError:
-                raise ConfigError("%s line %d: option <%s>: %r is not %s" % (
-                    path, node[2], name, text, _TYPE_WORDS.get(kind, kind))) from None
+                value = OPTIONS[name].validate(text)
+            except ValueError as exc:
+                raise ConfigError("%s line %d: option <%s>: %s" % (
+                    path, node[2], name, exc)) from None
         if kind == "list" or kind == "ints":
             d[name].append(value)
             raw.setdefault(name, []).append(value)
@@ -1028,9 +1078,28 @@ def parse_config_text(data, project_dir, path="config.xml"):
     if unknown and path not in _warned_files:
         _warned_files.add(path)
         import warnings
-        warnings.warn("%s: options not known to boincpy (kept): %s"
-                      % (path, ", ".join(sorted(unknown))), ConfigWarning, stacklevel=3)
+        warnings.warn("%s: options not known to boincpy (kept): %s" % (path, ", ".join(
+            unknown_option_text(name, unknown_lines[name]) for name in sorted(unknown))),
+            ConfigWarning, stacklevel=3)
     return cfg
+
+
+def closest_option(name):
+    """The declared option whose name is closest to ``name`` (a likely typo
+    of it), or None."""
+    import difflib
+    close = difflib.get_close_matches(name, OPTIONS, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def unknown_option_text(name, line):
+    """How the warning names an unknown option: ``<name> (line N)``, and the
+    declared one it may be a typo of."""
+    text = "<%s> (line %d)" % (name, line)
+    near = closest_option(name)
+    if near:
+        text += " -- did you mean <%s>?" % near
+    return text
 
 
 def _finish(cfg, path):
@@ -1057,6 +1126,8 @@ def _finish(cfg, path):
             d[name] = os.path.join(root, sub % local if "%" in sub else sub)
         elif not os.path.isabs(value):
             d[name] = os.path.join(root, value)
+    # BOINC's start and get_log_path(): log_<short host name>, never <log_dir>
+    d["host_log_dir"] = os.path.join(root, "log_" + local)
     d["delete_delay"] = d["delete_delay_hours"] * 3600
 
 
@@ -1252,7 +1323,10 @@ def describe_options(section=None):
         for opt in OPTIONS.values():
             if opt.section != key:
                 continue
-            out.append("<%s>  %s, default %s" % (opt.name, opt.type, _default_text(opt)))
+            rng = opt.range_text()
+            out.append("<%s>  %s%s, default %s" % (opt.name, opt.type,
+                                                    " " + rng if rng else "",
+                                                    _default_text(opt)))
             out.append("    " + opt.doc)
         out.append("")
     return "\n".join(out)
@@ -1288,6 +1362,8 @@ def example_config():
             if opt.section != key:
                 continue
             doc = opt.doc.replace("--", "-")
+            if opt.range_text():
+                doc += "  Range: %s." % opt.range_text()
             lines.append("%s<!-- %s -->" % (_IND * 2, doc))
             # a boolean's "example" would switch a behaviour on for whoever
             # copies the file (e.g. upload certificates off): show the default,
@@ -1327,9 +1403,14 @@ def example_config():
 
 def main(argv=None):
     """``python -m boincpy.config [--example]``: print the option reference."""
-    argv = sys.argv[1:] if argv is None else argv
-    sys.stdout.write(example_config() if "--example" in argv else describe_options())
-    return 0
+    import click
+    from boincpy.cli import click_main
+
+    @click.command(help="Print the reference of config.xml's options.")
+    @click.option("--example", is_flag=True, help="print config.xml.example instead")
+    def reference(example):
+        sys.stdout.write(example_config() if example else describe_options())
+    return click_main(reference, argv, "python -m boincpy.config")
 
 
 if __name__ == "__main__":

@@ -47,6 +47,45 @@ def job_file_name(md5):
     return "jf_" + md5
 
 
+def log_path(cfg, filename):
+    """PROJECT/log_<this host>/filename, the directory made if missing: where
+    BOINC's scheduler and upload handler put their logs (get_log_path),
+    whatever <log_dir> says."""
+    make_host_log_dir(cfg)
+    return os.path.join(cfg.host_log_dir, filename)
+
+
+def make_host_log_dir(cfg):
+    """Make PROJECT/log_<this host> if missing, so that both the project's
+    user (daemons) and the web server's (CGIs) can write there, whichever
+    makes it first: with the mode and group of the main log directory
+    (make_project's: the web server's group, setgid), else sticky and
+    group-writable as BOINC's get_log_path() makes it."""
+    directory = cfg.host_log_dir
+    if os.path.isdir(directory):
+        return directory
+    mode, gid = 0o1770, -1
+    if cfg.log_dir != directory:
+        try:
+            st = os.stat(cfg.log_dir)
+            mode, gid = st.st_mode & 0o7777, st.st_gid
+        except OSError:
+            pass
+    old = os.umask(0)
+    try:
+        os.mkdir(directory, mode)
+    except FileExistsError:
+        return directory
+    finally:
+        os.umask(old)
+    try:
+        os.chown(directory, -1, gid)
+        os.chmod(directory, mode)      # setgid may be dropped by the chown
+    except OSError:
+        pass
+    return directory
+
+
 def md5_file(path, chunk_size=1 << 20):
     """Return (md5 hex, size in bytes) of the file at ``path``."""
     digest = md5()

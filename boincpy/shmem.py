@@ -145,10 +145,10 @@ def segment_path(cfg):
 
 
 def segment_mode_and_group(cfg):
-    """(mode, gid or None) a new segment gets: the log directory's group, 0660
-    (0666 if the log directory is world-writable)."""
+    """(mode, gid or None) a new segment gets: this host's log directory's
+    group, 0660 (0666 if that directory is world-writable)."""
     try:
-        st = os.stat(cfg.log_dir)
+        st = os.stat(cfg.host_log_dir)
     except (OSError, TypeError):
         return 0o660, None
     return (0o666 if st.st_mode & 0o002 else 0o660), st.st_gid
@@ -246,6 +246,7 @@ class JobArray:
         self._tables_gen = -1
         self._apps_by_id = {}
         self._mine = set()          # slots this object has reserved and not released
+        self.n_emptied = 0          # slots emptied since the feeder was last rung
         h = self.header()
         self.nslots = h["nslots"]
         self.slot_size = h["slot_size"]
@@ -477,7 +478,15 @@ class JobArray:
             if state != pid:
                 return False
             self._change_state(i, pid, EMPTY if empty else PRESENT, prio)
-            return True
+        if empty:
+            self.n_emptied += 1
+        return True
+
+    def take_emptied(self):
+        """How many slots this object emptied since the last call (the
+        scheduler then rings the feeder's doorbell: boincpy.doorbell)."""
+        n, self.n_emptied = self.n_emptied, 0
+        return n
 
     def bump_infeasible_count(self, i, pid):
         """One more ``infeasible_count`` for slot ``i`` while ``pid`` holds it

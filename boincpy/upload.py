@@ -36,7 +36,7 @@ import fcntl
 import os
 
 from boincpy.cnum import strtod
-from boincpy.files import dir_hier_path
+from boincpy.files import dir_hier_path, log_path
 from boincpy.xml import xml_escape
 
 BLOCK_SIZE = 256 * 1024
@@ -417,7 +417,7 @@ def serve(environ, stream, resident, errors=None):
     except Exception as exc:
         return reply_text(TRANSIENT, "can't parse config file: %s" % exc).encode()
     try:
-        log = MessageLog.open(os.path.join(cfg.log_dir, "file_upload_handler.log"),
+        log = MessageLog.open(log_path(cfg, "file_upload_handler.log"),
                               cfg.fuh_debug_level, show_pid=True)
         opened = True
     except OSError:

@@ -52,6 +52,7 @@ WEB_PAGES = {
     "get_output2.php": "boincpy.web.get_output:handle:get_output2",
     "get_output3.php": "boincpy.web.get_output:handle:get_output3",
     "server_status.php": "boincpy.web.server_status:handle",
+    "index.php": "boincpy.web.master:handle",
 }
 
 _STATUS = {"200": "200 OK", "400": "400 Bad Request", "403": "403 Forbidden",

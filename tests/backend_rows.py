@@ -8,7 +8,7 @@ its upload/ fan-out, input files into download/.
 import time
 
 from boincpy.config import load_config, write_config
-from boincpy.daemons.base import build_parser
+from boincpy.daemons.base import parse_args
 from boincpy.db import connect
 from boincpy.files import dir_hier_path
 from boincpy.log import MessageLog
@@ -27,8 +27,7 @@ def project_config(project, **options):
 
 def make_daemon(cls, project, *argv, log_stream=None):
     """An initialised daemon of class ``cls`` for one-pass tests."""
-    parser = build_parser(cls)
-    args = parser.parse_args(list(argv) + ["--project_dir", str(project)])
+    args = parse_args(cls, list(argv) + ["--project_dir", str(project)])
     cfg = load_config(str(project))
     import io
     stream = log_stream if log_stream is not None else io.StringIO()

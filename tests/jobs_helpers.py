@@ -91,9 +91,9 @@ def add_jobs(db, n, appid=1, prefix="wu", results_per_wu=1, priority=0, batch=0,
 
 def make_feeder(cfg, argv=(), log_stream=None):
     """A Feeder for ``cfg`` with bin/feeder's command line ``argv``, initialised."""
-    from boincpy.daemons.base import build_parser
+    from boincpy.daemons.base import parse_args
     from boincpy.daemons.feeder import Feeder
-    args = build_parser(Feeder).parse_args(list(argv))
+    args = parse_args(Feeder, argv)
     log = MessageLog(log_stream if log_stream is not None else io.StringIO(), 4)
     feeder = Feeder(args, cfg, log)
     feeder.initialise()

@@ -1,7 +1,7 @@
 """A MariaDB server of a test's own (mariadbd on a socket in a temporary
-directory, no TCP port), for tests that stop, kill and restart the database
-server under load: the machine's MariaDB and other tests' databases are never
-touched."""
+directory, no TCP port unless asked), for tests that stop, kill and restart
+the database server under load, or run a primary with a replica: the
+machine's MariaDB and other tests' databases are never touched."""
 
 import os
 import pwd
@@ -27,7 +27,11 @@ class MariaDB:
     The directory (under ``parent``) is world-traversable so that Apache's
     children (www-data) reach the socket; the server runs as ``mysql``."""
 
-    def __init__(self, parent):
+    def __init__(self, parent, port=None, options=()):
+        """``port``: also listen on 127.0.0.1:PORT; ``options``: more
+        mariadbd options (e.g. --server-id=1, --log-bin)."""
+        self.port = port
+        self.options = list(options)
         self.dir = tempfile.mkdtemp(prefix="mariadb-", dir=parent)
         os.chmod(self.dir, 0o755)
         self.data = os.path.join(self.dir, "data")
@@ -47,11 +51,13 @@ class MariaDB:
 
     def start(self, timeout=60.0):
         """Start the server; return once it accepts connections."""
+        network = (["--port=%d" % self.port, "--bind-address=127.0.0.1"] if self.port
+                   else ["--skip-networking"])
         self.proc = subprocess.Popen(
-            [MARIADBD, "--no-defaults", "--datadir=" + self.data, "--socket=" + self.socket,
-             "--skip-networking", "--user=mysql", "--pid-file=" + os.path.join(self.run, "pid"),
-             "--log-error=" + self.error_log, "--innodb-buffer-pool-size=64M",
-             "--max-connections=200"],
+            [MARIADBD, "--no-defaults", "--datadir=" + self.data, "--socket=" + self.socket]
+            + network + ["--user=mysql", "--pid-file=" + os.path.join(self.run, "pid"),
+                         "--log-error=" + self.error_log, "--innodb-buffer-pool-size=64M",
+                         "--max-connections=200"] + self.options,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + timeout
         while True:
@@ -87,3 +93,63 @@ class MariaDB:
     def remove(self):
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+REPL_USER, REPL_PASSWD = "repl", "repl-pw"
+
+
+def primary_and_replica(parent, primary_port, replica_port, general_log=True):
+    """Two fresh servers on 127.0.0.1: a primary writing a binary log and a
+    replica following it from its first event (MariaDB's GTID replication),
+    both with their general query log on (``general_log_path``) if asked.
+    root may log in over TCP from 127.0.0.1 on the primary (replicated to the
+    replica).  Returns (primary, replica), started."""
+    def opts(server_id, log_name):
+        extra = ["--server-id=%d" % server_id, "--log-bin=binlog", "--binlog-format=ROW"]
+        if general_log:
+            extra += ["--general-log=1", "--general-log-file=" + log_name]
+        return extra
+    primary = MariaDB(parent, primary_port, opts(1, "primary.general.log"))
+    replica = MariaDB(parent, replica_port, opts(2, "replica.general.log") + ["--read-only=1"])
+    for server in (primary, replica):
+        server.general_log_path = os.path.join(server.data, os.path.basename(
+            [o for o in server.options if o.startswith("--general-log-file=")][0].split("=", 1)[1]
+        )) if general_log else None
+        server.start()
+    conn = MySQLdb.connect(**primary.params)
+    cur = conn.cursor()
+    cur.execute("SET sql_log_bin = 0")
+    cur.execute("CREATE USER %s@'127.0.0.1' IDENTIFIED BY %s", (REPL_USER, REPL_PASSWD))
+    cur.execute("GRANT REPLICATION SLAVE ON *.* TO %s@'127.0.0.1'", (REPL_USER,))
+    cur.execute("SET sql_log_bin = 1")
+    conn.close()
+    conn = MySQLdb.connect(**replica.params)
+    cur = conn.cursor()
+    cur.execute("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%s, MASTER_USER=%s, "
+                "MASTER_PASSWORD=%s, MASTER_USE_GTID=slave_pos",
+                (primary_port, REPL_USER, REPL_PASSWD))
+    cur.execute("START SLAVE")
+    conn.close()
+    # from here on, what the primary does the replica does
+    conn = MySQLdb.connect(**primary.params)
+    cur = conn.cursor()
+    cur.execute("CREATE USER IF NOT EXISTS root@'127.0.0.1'")
+    cur.execute("GRANT ALL ON *.* TO root@'127.0.0.1' WITH GRANT OPTION")
+    conn.close()
+    return primary, replica
+
+
+def wait_replicated(primary, replica, timeout=60.0):
+    """Wait until the replica has applied everything the primary logged so far."""
+    conn = MySQLdb.connect(**primary.params)
+    cur = conn.cursor()
+    cur.execute("SELECT @@gtid_binlog_pos")
+    pos = cur.fetchone()[0]
+    conn.close()
+    conn = MySQLdb.connect(**replica.params)
+    cur = conn.cursor()
+    cur.execute("SELECT MASTER_GTID_WAIT(%s, %s)", (pos, timeout))
+    ok = cur.fetchone()[0]
+    conn.close()
+    if ok != 0:
+        raise AssertionError("replica did not reach %s within %ds" % (pos, timeout))

@@ -172,7 +172,8 @@ def test_bool_forms(tmp_path, xml, expected):
 def test_int_float_str_parsing(tmp_path):
     cfg = load_config(make(tmp_path, """
         <max_wus_to_send> 50 </max_wus_to_send>
-        <min_sendwork_interval>-1</min_sendwork_interval>
+        <min_sendwork_interval>+7</min_sendwork_interval>
+        <reliable_priority_on_over>-1</reliable_priority_on_over>
         <next_rpc_delay>2.5</next_rpc_delay>
         <maintenance_delay>60</maintenance_delay>
         <long_name>  A &amp; B &lt;proj&gt;  </long_name>
@@ -180,7 +181,8 @@ def test_int_float_str_parsing(tmp_path):
 
         </db_host>"""))
     assert cfg.max_wus_to_send == 50
-    assert cfg.min_sendwork_interval == -1
+    assert cfg.min_sendwork_interval == 7
+    assert cfg.reliable_priority_on_over == -1         # an option without a range
     assert cfg.next_rpc_delay == 2.5
     assert cfg.maintenance_delay == 60.0 and isinstance(cfg.maintenance_delay, float)
     assert cfg.long_name == "A & B <proj>"
@@ -260,6 +262,81 @@ def test_bad_int_names_file_line_and_option(tmp_path):
 def test_bad_values_of_each_type(tmp_path, body, word):
     with pytest.raises(ConfigError, match=word):
         load_config(make(tmp_path, body))
+
+
+@pytest.mark.parametrize("body, words", [
+    ("<max_wus_to_send>-1</max_wus_to_send>", "-1 is below the minimum 0"),
+    ("<locality_scheduler_fraction>1.5</locality_scheduler_fraction>",
+     "1.5 is above the maximum 1"),
+    ("<default_disk_max_used_pct>101</default_disk_max_used_pct>", "above the maximum 100"),
+    ("<shmem_work_items>0</shmem_work_items>", "below the minimum 1"),
+    ("<homogeneous_redundancy>3</homogeneous_redundancy>", "above the maximum 2"),
+    ("<fuh_set_initial_permission>017777</fuh_set_initial_permission>",
+     "above the maximum 07777"),
+    ("<dont_search_host_for_user>0</dont_search_host_for_user>", "below the minimum 1"),
+    ("<next_rpc_delay>inf</next_rpc_delay>", "'inf' is not a number"),
+    ("<maintenance_delay>nan</maintenance_delay>", "'nan' is not a number"),
+    ("<grace_period_hours>1e999</grace_period_hours>", "is not a number"),
+    ("<max_wus_to_send>99999999999999999999999</max_wus_to_send>", "is not an integer"),
+])
+def test_values_outside_their_range_name_file_line_and_option(tmp_path, body, words):
+    project = make(tmp_path, "<db_name>x</db_name>\n" + body)
+    with pytest.raises(ConfigError) as info:
+        load_config(project)
+    name = body[1:body.index(">")]
+    assert str(info.value) == "%s line 4: option <%s>: %s" % (
+        project / "config.xml", name, str(info.value).split(": ", 2)[2])
+    assert words in str(info.value)
+
+
+def test_values_at_the_ends_of_their_range_are_taken(tmp_path):
+    cfg = load_config(make(tmp_path, "<max_wus_to_send>0</max_wus_to_send>"
+                                     "<locality_scheduler_fraction>1</locality_scheduler_fraction>"
+                                     "<fuh_set_initial_permission>07777</fuh_set_initial_permission>"
+                                     "<shmem_key>-5</shmem_key>"))
+    assert (cfg.max_wus_to_send, cfg.locality_scheduler_fraction,
+            cfg.fuh_set_initial_permission, cfg.shmem_key) == (0, 1.0, 0o7777, -5)
+
+
+def test_every_numeric_option_declares_a_sane_range():
+    for opt in C.OPTIONS.values():
+        if opt.min is not None and opt.max is not None:
+            assert opt.min <= opt.max, opt
+        if opt.default is not None and opt.type in ("int", "float", "octal"):
+            opt.validate(C.format_value(opt.name, opt.default))    # the default is valid
+    assert C.OPTIONS["max_wus_to_send"].range_text() == "0 or more"
+    assert "<locality_scheduler_fraction>  float 0 to 1, default" in C.describe_options()
+
+
+def test_unknown_option_warns_did_you_mean_and_is_kept(tmp_path):
+    project = make(tmp_path, "<db_name>x</db_name>\n<max_wu_to_send>5</max_wu_to_send>\n"
+                             "<my_web_opt>1</my_web_opt>")
+    with pytest.warns(C.ConfigWarning) as record:
+        cfg = load_config(project)
+    text = str(record[0].message)
+    assert "<max_wu_to_send> (line 4) -- did you mean <max_wus_to_send>?" in text
+    assert "<my_web_opt> (line 5)" in text and "my_web_opt> (line 5) --" not in text
+    assert cfg.max_wus_to_send == 10 and cfg.unknown["max_wu_to_send"] == "5"
+
+
+def test_a_daemon_logs_the_unknown_option_warning(tmp_path, capsys):
+    from boincpy.daemons.base import Daemon, run_daemon
+
+    class Idle(Daemon):
+        name = "idle"
+        one_shot = True
+
+        def initialise(self):
+            pass
+
+        def one_pass(self):
+            return False
+    project = make(tmp_path, "<db_name>x</db_name>\n<shmem_workitems>5</shmem_workitems>")
+    (project / "cgi-bin").mkdir()
+    assert run_daemon(Idle, ["--project_dir", str(project)]) == 0
+    err = capsys.readouterr().err
+    line = [x for x in err.splitlines() if "shmem_workitems" in x][0]
+    assert " [warning] " in line and "did you mean <shmem_work_items>?" in line
 
 
 def test_malformed_xml_names_file_and_line(tmp_path):

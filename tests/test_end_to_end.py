@@ -207,7 +207,7 @@ def test_scheduler_five_jobs_through_one_stock_client(fullrun, persistent):
         assert re.search(r"got ack for task %s\b" % r["name"], log), r["name"]
     # CGIs: a process per request; persistent: the daemons' few processes
     # served them all (the log lines are the same otherwise)
-    with open(os.path.join(cfg.log_dir, "scheduler.log")) as f:
+    with open(os.path.join(cfg.host_log_dir, "scheduler.log")) as f:
         pids = re.findall(r"\[PID=(\d+)\s*\]\s+Request: ", f.read())
     assert len(pids) >= 3
     if persistent:

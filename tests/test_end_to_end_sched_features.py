@@ -120,7 +120,7 @@ def test_locality_job_set_downloads_its_file_once_per_host(fullrun):
         assert "read %d bytes of data" % DATA_SIZE in _stderr(r), r["name"]
     hosts = sorted({r["hostid"] for r in results})
     # scheduler.log, one block per request (a request's lines are written together)
-    with open(os.path.join(cfg.log_dir, "scheduler.log")) as f:
+    with open(os.path.join(cfg.host_log_dir, "scheduler.log")) as f:
         blocks = re.split(r"(?m)^(?=.*Request: \[USER#)", f.read())[1:]
     by_file = by_search = 0
     for block in blocks:

@@ -480,7 +480,7 @@ class Run:
     def log_problems(self):
         """Tracebacks in daemon logs, scheduler failures, CGI errors."""
         problems = []
-        log_dir = self.p.cfg.log_dir
+        log_dir = self.p.cfg.host_log_dir
         for name in sorted(os.listdir(log_dir)):
             path = os.path.join(log_dir, name)
             if not os.path.isfile(path):
@@ -513,8 +513,8 @@ def assimilations(run):
 def log_lines(run, *names):
     """Lines of the daemon and scheduler logs naming any of these results."""
     out = []
-    for log in sorted(os.listdir(run.p.cfg.log_dir)):
-        path = os.path.join(run.p.cfg.log_dir, log)
+    for log in sorted(os.listdir(run.p.cfg.host_log_dir)):
+        path = os.path.join(run.p.cfg.host_log_dir, log)
         if not log.endswith(".log") or not os.path.isfile(path):
             continue
         with open(path, errors="replace") as f:
@@ -532,7 +532,7 @@ def credit_trail(run, table, rowid):
                                          "AND %s = %%s" % column, (rowid,))}
     lines = []
     for log in ("sample_bitwise_validator.log", "scheduler.log", "transitioner.log"):
-        path = os.path.join(run.p.cfg.log_dir, log)
+        path = os.path.join(run.p.cfg.host_log_dir, log)
         if not os.path.exists(path):
             continue
         with open(path, errors="replace") as f:
@@ -681,7 +681,7 @@ def check_outcome(run):
 
 
 def count_lines(run, log, text):
-    path = os.path.join(run.p.cfg.log_dir, log)
+    path = os.path.join(run.p.cfg.host_log_dir, log)
     if not os.path.exists(path):
         return 0
     with open(path, errors="replace") as f:
@@ -756,7 +756,7 @@ def keep_logs(run):
     import shutil
     dest = "/tmp/boincpy-fault-logs-%d-%d" % (run.seed, int(time.time()))
     try:
-        shutil.copytree(run.p.cfg.log_dir, dest)
+        shutil.copytree(run.p.cfg.host_log_dir, dest)
         for name in ("assimilated.log", "config.xml"):
             if os.path.exists(run.p.path(name)):
                 shutil.copy(run.p.path(name), dest)

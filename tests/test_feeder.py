@@ -77,13 +77,13 @@ def test_fill_tables_and_stop_removes_segment(proj):
 
 def test_segment_permissions_and_name(proj, tmp_path):
     cfg, db = proj
-    os.chmod(cfg.log_dir, 0o770)
+    os.chmod(cfg.host_log_dir, 0o770)
     feeder = make_feeder(cfg)
     try:
         path = shmem.segment_path(cfg)
         st = os.stat(path)
         assert stat.S_IMODE(st.st_mode) == 0o660
-        assert st.st_gid == os.stat(cfg.log_dir).st_gid
+        assert st.st_gid == os.stat(cfg.host_log_dir).st_gid
         assert os.path.dirname(path) == "/dev/shm"
         assert "%08x" % cfg.shmem_key in os.path.basename(path)
         # another project (other directory, same key) gets another segment
@@ -92,7 +92,7 @@ def test_segment_permissions_and_name(proj, tmp_path):
         assert shmem.segment_path(other) != path
     finally:
         feeder.shutdown()
-    os.chmod(cfg.log_dir, 0o777)
+    os.chmod(cfg.host_log_dir, 0o777)
     assert shmem.segment_mode_and_group(cfg)[0] == 0o666
 
 
@@ -516,7 +516,7 @@ def test_web_server_user_can_use_the_array(proj):
     cfg, db = proj
     jobs = add_jobs(db, 1)
     www = grp.getgrnam("www-data").gr_gid
-    os.chown(cfg.log_dir, -1, www)
+    os.chown(cfg.host_log_dir, -1, www)
     feeder = make_feeder(cfg)
     ctx = multiprocessing.get_context("fork")
     try:

@@ -13,7 +13,7 @@ FLOORS = {
     "boincpy.xml": 1, "boincpy.error_numbers": 1, "boincpy.cli": 1, "boincpy.cnum": 1,
     "boincpy.config": 2, "boincpy.crypto": 2, "boincpy.passwords": 2, "boincpy.files": 2,
     "boincpy.db": 3, "boincpy.submit.client": 3, "boincpy.submit.gahp": 3,
-    "boincpy.shmem": 4, "boincpy.templates": 4, "boincpy.upload": 4, "boincpy.credit": 4,
+    "boincpy.shmem": 4, "boincpy.doorbell": 4, "boincpy.templates": 4, "boincpy.upload": 4, "boincpy.credit": 4,
     "boincpy.jobfiles": 4, "boincpy.sizeclass": 4, "boincpy.backend_lib": 4,
     "boincpy.submit": 4, "boincpy.resident": 4, "boincpy.hrclass": 4,
     "boincpy.sched": 5, "boincpy.daemons": 5, "boincpy.web": 5,

@@ -17,6 +17,7 @@ from boincpy import crypto
 from boincpy.config import find_project_dir, load_config
 from boincpy.errors import BoincpyError
 from boincpy.tools import make_project
+from boincpy.web import master
 
 from conftest import TEST_BASE, _db_root_args, drop_db_and_user
 
@@ -93,8 +94,9 @@ def test_layout_and_permissions(made_project):
 
     # Master page and scheduler list: both forms, flush left, short lines.
     sched = p.cgi_url + "cgi"
-    with open(p.path("html/user/index.html")) as f:
-        lines = f.read().splitlines()
+    assert _mode(p.path("html/user/index.php")) == 0o755
+    assert not os.path.exists(p.path("html/user/index.html"))
+    lines = master.page(load_config(p.root)).splitlines()
     assert '<link rel="boinc_scheduler" href="%s">' % sched in lines
     assert "<!-- <scheduler>%s</scheduler> -->" % sched in lines
     assert all(len(line.encode()) < 256 for line in lines)
@@ -421,7 +423,7 @@ def test_url_base_drives_every_url(names, db_root_params):
     # the more specific download alias must come before the master page's
     assert conf.index("/sub/%s/download" % short) < conf.index('"/sub/%s" ' % short)
     assert "<scheduler>%s_cgi/cgi</scheduler>" % (base + short) in open(
-        os.path.join(root, "html/user/index.html")).read()
+        os.path.join(root, "html/user/schedulers.txt")).read()
 
 
 def test_web_only(names, db_root_params):
@@ -431,7 +433,9 @@ def test_web_only(names, db_root_params):
     assert not os.path.exists(os.path.join(root, "keys"))
     assert os.listdir(os.path.join(root, "cgi-bin")) == []
     assert load_config(root).no_computing is True
-    assert os.path.isfile(os.path.join(root, "html/user/index.html"))
+    assert os.path.isfile(os.path.join(root, "html/user/index.php"))
+    # no computing: the master page lists no scheduler
+    assert "scheduler" not in master.page(load_config(root))
 
 
 def test_generated_password_and_owner_group(names, db_root_params):

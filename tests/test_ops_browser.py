@@ -38,7 +38,7 @@ def site(apache, db_root_params):
     """The running project with the ops test rows and a scheduler log."""
     project = apache.project
     populate(db_root_params, project.db_name)
-    log_dir = project.cfg.log_dir
+    log_dir = project.cfg.host_log_dir
     with open(os.path.join(log_dir, "scheduler.log"), "a") as f:
         f.write(SCHED_LOG.format(t="2026-11-22 08:08:00.0001"))
     return apache

@@ -7,9 +7,11 @@ import subprocess
 import sys
 import time
 
+import MySQLdb
 import pytest
 
 from boincpy.config import DaemonSpec, load_config, short_hostname, write_config
+from boincpy.files import log_path
 from boincpy.web.ops import csrf
 from boincpy.web.ops.main import PAGES
 from ops_fixtures import ADMIN, XSS, call, db_rows, ops_project  # noqa: F401
@@ -579,7 +581,7 @@ SCHED_LOG = """\
 
 def test_why_no_work_reads_the_scheduler_log(ops_project):
     cfg = load_config(str(ops_project))
-    with open(os.path.join(cfg.log_dir, "scheduler.log"), "w") as f:
+    with open(log_path(cfg, "scheduler.log"), "w") as f:
         f.write(SCHED_LOG)
     body = assert_ok(call(ops_project, "why_no_work.php", query={"hostid": 2}))
     assert "3 request(s) of this host" in body and "3 got no work" in body
@@ -606,7 +608,7 @@ def test_parse_requests_groups_by_pid():
 
 def test_show_log_searches_and_refuses_paths(ops_project):
     cfg = load_config(str(ops_project))
-    with open(os.path.join(cfg.log_dir, "scheduler.log"), "w") as f:
+    with open(log_path(cfg, "scheduler.log"), "w") as f:
         f.write(SCHED_LOG)
     body = assert_ok(call(ops_project, "show_log.php", query={"s": "[HOST#2] no work"}))
     assert body.count("daily quota exceeded") == 2
@@ -715,3 +717,28 @@ def test_broken_config_aux_does_not_stop_the_web_pages(ops_project):
                                                        "get_project_config.php")],
                          env=env, capture_output=True, text=True, timeout=60)
     assert "<project_config>" in out.stdout and "<error>" not in out.stdout, out.stdout
+
+
+def test_errorwus_lists_workunits_whose_errors_exceed_the_quorum(ops_project, db_root_params):
+    cfg = load_config(str(ops_project))
+    conn = MySQLdb.connect(db=cfg.db_name, **db_root_params)
+    cur = conn.cursor()
+    # wu 3: three compute errors; wu 4: three download errors and cancelled
+    for wu, cstate in ((3, 3), (3, 3), (3, 3), (4, 1), (4, 1), (4, 1)):
+        cur.execute("INSERT INTO result (create_time, workunitid, server_state, outcome, "
+                    "client_state, name, appid, xml_doc_in, stderr_out) VALUES "
+                    "(0, %s, 5, 3, %s, CONCAT('err_', UUID()), 1, '', '')", (wu, cstate))
+    cur.execute("UPDATE workunit SET error_mask = 16 WHERE id = 4")
+    conn.commit()
+    conn.close()
+    body = assert_ok(call(ops_project, "errorwus.php"))
+    rows = re.findall(r'name="wuid" value="(\d+)"', body)
+    assert rows == ["3", "4"]          # wu 2's single error is within min_quorum + 1
+    assert "2 entries (0 hidden)" in body
+    assert 'action="cancel_workunits_action.php"' in body
+    body = assert_ok(call(ops_project, "errorwus.php", query={"hide_canceled": "on"}))
+    assert re.findall(r'name="wuid" value="(\d+)"', body) == ["3"]
+    assert "1 entries (1 hidden)" in body
+    body = assert_ok(call(ops_project, "errorwus.php", query={"level": 2}))
+    assert re.findall(r'name="wuid" value="(\d+)"', body) == []
+    assert call(ops_project, "errorwus.php", query={"level": "x"}).status.startswith("400")

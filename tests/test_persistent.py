@@ -56,7 +56,7 @@ def messages(root):
 
 
 def sched_log(s):
-    with open(os.path.join(s.p.cfg.log_dir, "scheduler.log")) as f:
+    with open(os.path.join(s.p.cfg.host_log_dir, "scheduler.log")) as f:
         return f.read()
 
 
@@ -227,7 +227,7 @@ def test_log_lines_are_the_cgis(apache_site):
         s.apache.stop()
         server_mode.set_mode(s.p.root, mode, processes=2)
         PrivateApache(s.p.root, s.p.port).start()
-        start = os.path.getsize(os.path.join(s.p.cfg.log_dir, "scheduler.log"))
+        start = os.path.getsize(os.path.join(s.p.cfg.host_log_dir, "scheduler.log"))
         for data in sequence:
             s.post(data)
         logs[mode] = _normalised(sched_log(s)[start:])

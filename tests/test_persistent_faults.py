@@ -252,7 +252,7 @@ def test_worker_killed_and_mariadb_restarted_under_load(persistent_site, private
         if back is None or back - t >= BACK_WITHIN:
             seen = sorted({str(m) for e, m in clock.why if e >= t})
             print("after %s: %s" % (what, seen))
-            with open(os.path.join(p.cfg.log_dir, "feeder.log")) as f:
+            with open(os.path.join(p.cfg.host_log_dir, "feeder.log")) as f:
                 print("feeder.log:\n" + f.read()[-3000:])
         assert back is not None and back - t < BACK_WITHIN, (what, t, back)
         print("%-28s served again after %.1f s" % (what, back - t))
@@ -294,7 +294,7 @@ def test_worker_killed_and_mariadb_restarted_under_load(persistent_site, private
             assert state[name]["server_state"] == ServerState.OVER, name
             assert state[name]["hostid"] == hostid_of[h.name], (name, h.name)
     # the scheduler noticed the lost connections and carried on
-    with open(os.path.join(p.cfg.log_dir, "scheduler.log")) as f:
+    with open(os.path.join(p.cfg.host_log_dir, "scheduler.log")) as f:
         log = f.read()
     assert "lost connection to database - trying to reconnect" in log or \
         "can't open database" in log

@@ -453,13 +453,13 @@ def test_stale_report_does_not_undo_a_validation(sched_env, monkeypatch):
     accept = reports._accept
     retried = []
 
-    def meanwhile(ctx, row, r):
+    def meanwhile(ctx, row, r, *more):
         if not retried:
             retried.append(None)
             retried[0] = call(env, data)              # the retry, handled in full
             env.execute("UPDATE result SET validate_state = 1, granted_credit = 25 "
                         "WHERE id = %s", (rid,))     # ... and then the validator
-        return accept(ctx, row, r)
+        return accept(ctx, row, r, *more)
 
     monkeypatch.setattr(reports, "_accept", meanwhile)
     stalled = call(env, data)

@@ -86,12 +86,12 @@ def test_without_no_amd_k6_k6_hosts_get_work(sched_env):
 
 def request_log_writes(env, monkeypatch, **options):
     """Handle one work request with the scheduler's own log (config.xml's
-    log_dir/scheduler.log); returns (the write calls' data, the file's text)."""
+    log_<host>/scheduler.log); returns (the write calls' data, the file's text)."""
     cfg = env.set_options(**options)
     attach(env)
     env.add_job("logged")
     env.job_array(refill=True)
-    path = os.path.join(cfg.log_dir, "scheduler.log")
+    path = os.path.join(cfg.host_log_dir, "scheduler.log")
     if os.path.exists(path):
         os.unlink(path)
     writes = []

@@ -182,8 +182,8 @@ def test_size_regulator_keeps_lo_to_hi_unsent_per_class(proj):
 
 
 def _parse(args):
-    from boincpy.daemons.base import build_parser
-    return build_parser(SizeRegulator).parse_args(list(args))
+    from boincpy.daemons.base import parse_args
+    return parse_args(SizeRegulator, args)
 
 
 def _quiet_log():

@@ -83,7 +83,7 @@ def running_feeder(project, timeout=20):
     """PROJECT/bin/feeder running (the scheduler answers "feeder not running"
     without it, as BOINC's does); stopped by its pid afterwards."""
     from boincpy import shmem
-    log = open(os.path.join(project.cfg.log_dir, "feeder.log"), "ab")
+    log = open(os.path.join(project.cfg.host_log_dir, "feeder.log"), "ab")
     proc = subprocess.Popen([project.bin("feeder"), "-d", "3", "--sleep_interval", "1"],
                             cwd=project.root, stdout=log, stderr=subprocess.STDOUT)
     try:

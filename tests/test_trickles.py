@@ -13,7 +13,7 @@ import time
 import pytest
 
 from boincpy.credit import COBBLESTONE_SCALE
-from boincpy.daemons.base import build_parser
+from boincpy.daemons.base import run_daemon
 from boincpy.daemons.purge_trickles import PurgeTrickles
 from boincpy.daemons.trickle_handler import TrickleHandler
 from boincpy.daemons.trickle_handlers import TrickleCredit, TrickleDeadline, TrickleEcho
@@ -159,9 +159,7 @@ def test_handled_values_follow_the_return_code(sched_env):
 
 
 def test_variety_is_required(capsys):
-    with pytest.raises(SystemExit) as exc:
-        build_parser(TrickleEcho).parse_args([])
-    assert exc.value.code == 1
+    assert run_daemon(TrickleEcho, []) == 1
     assert "--variety" in capsys.readouterr().err
 
 

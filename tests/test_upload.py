@@ -188,5 +188,5 @@ def test_cgi_script_end_to_end(project):
     assert b"<status>0</status>" in r.stdout
     cfg = _cfg(project)
     assert open(dir_hier_path(cfg.upload_dir, name, 1024), "rb").read() == b"hello"
-    log = open(os.path.join(cfg.log_dir, "file_upload_handler.log")).read()
+    log = open(os.path.join(cfg.host_log_dir, "file_upload_handler.log")).read()
     assert "[normal]" in log and name in log

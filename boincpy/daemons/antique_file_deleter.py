@@ -34,7 +34,8 @@ import re
 import stat
 import time
 
-from boincpy.daemons.base import Daemon, _option_names, progress
+from boincpy.cli import option
+from boincpy.daemons.base import Daemon, progress
 from boincpy.db.bulk import select_in
 from boincpy.errors import ToolError
 
@@ -70,12 +71,12 @@ class AntiqueFileDeleter(Daemon):
                    "result was purged).  Run it about once a day.")
 
     @classmethod
-    def add_arguments(cls, parser):
-        parser.add_argument(*_option_names("dry_run"), action="store_true",
-                            help="delete nothing, log what would be deleted")
-        parser.add_argument(*_option_names("usleep"), type=int, default=ANTIQUE_USLEEP,
-                            metavar="N", help="microseconds to sleep after each deleted file "
-                                              "(default %d)" % ANTIQUE_USLEEP)
+    def add_options(cls, params):
+        params.append(option("dry_run", is_flag=True,
+                             help="delete nothing, log what would be deleted"))
+        params.append(option("usleep", type=int, default=ANTIQUE_USLEEP, metavar="N",
+                             help="microseconds to sleep after each deleted file "
+                                  "(default %d)" % ANTIQUE_USLEEP))
 
     def initialise(self):
         from boincpy.db import connect

@@ -36,7 +36,8 @@ rows elsewhere (e.g. a unique key on the workunit name).  The stock
 
 import time
 
-from boincpy.daemons.base import Daemon, _option_names
+from boincpy.cli import option
+from boincpy.daemons.base import Daemon
 from boincpy.daemons.validator import result_from_row
 from boincpy.db.bulk import select_in, update_by_id
 from boincpy.db.rows import App, Result, Workunit
@@ -70,20 +71,20 @@ class Assimilator(Daemon):
         return output_file_infos(result.xml_doc_in, self.cfg.upload_dir, self.cfg.uldl_dir_fanout)
 
     @classmethod
-    def add_arguments(cls, parser):
-        parser.add_argument(*_option_names("app"), required=True, metavar="NAME",
-                            help="assimilate jobs of this application")
-        parser.add_argument(*_option_names("one_pass_N_WU"), type=int, default=0, metavar="N",
-                            help="assimilate at most N jobs, then exit")
-        parser.add_argument(*_option_names("dont_update_db"), action="store_true",
-                            help="run the handler but leave the database alone (testing)")
-        parser.add_argument(*_option_names("record_interval"), type=float, default=0.0,
-                            metavar="S", help="record handled jobs together at most every S "
-                            "seconds (default 0: after each job, as BOINC; a kill then "
-                            "repeats at most one handler call)")
-        parser.add_argument(*_option_names("noinsert"), action="store_true",
-                            help="tell the handler not to insert into project databases "
-                                 "(self.args.noinsert; the stock handlers insert nothing)")
+    def add_options(cls, params):
+        params.append(option("app", required=True, metavar="NAME",
+                             help="assimilate jobs of this application"))
+        params.append(option("one_pass_N_WU", type=int, default=0, metavar="N",
+                             help="assimilate at most N jobs, then exit"))
+        params.append(option("dont_update_db", is_flag=True,
+                             help="run the handler but leave the database alone (testing)"))
+        params.append(option("record_interval", type=float, default=0.0, metavar="S",
+                             help="record handled jobs together at most every S "
+                                  "seconds (default 0: after each job, as BOINC; a kill then "
+                                  "repeats at most one handler call)"))
+        params.append(option("noinsert", is_flag=True,
+                             help="tell the handler not to insert into project databases "
+                                  "(self.args.noinsert; the stock handlers insert nothing)"))
 
     def initialise(self):
         if self.args.one_pass_N_WU:

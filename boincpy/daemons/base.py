@@ -19,34 +19,24 @@ taken in one-second steps so the stop is noticed quickly.  A pass must leave
 the database consistent wherever it is cut (each row's change is one
 transaction), because SIGKILL and crashes are not noticed at all.
 
+A daemon with a ``doorbell`` name sleeps on its boincpy.doorbell FIFO instead:
+the process that makes work for it rings, and the next pass starts at once
+(the sleep interval is then only the longest wait for work nobody rang for).
+
 Logs go to stderr in BOINC's format; ``bin/start`` appends them to
 ``log_HOST/NAME.log``.
 """
 
-import argparse
 import os
 import signal
 import sys
 import time
+from types import SimpleNamespace
 
 from boincpy.errors import BoincpyError, ConfigError
 from boincpy.log import MessageLog
 
 STOP_DAEMONS_FILE = "stop_daemons"
-
-
-class DaemonArgumentParser(argparse.ArgumentParser):
-    """argparse that reports a bad option the BOINC way: message, usage, exit 1."""
-
-    def error(self, message):
-        self.print_usage(sys.stderr)
-        sys.stderr.write("%s: %s\n" % (self.prog, message))
-        sys.exit(1)
-
-
-def _option_names(name, *short):
-    """``--name`` and ``-name``: BOINC's daemons accept both."""
-    return list(short) + ["--" + name, "-" + name]
 
 
 class Daemon:
@@ -63,6 +53,11 @@ class Daemon:
     one_shot = False
     #: what --help says the program does
     description = None
+    #: the doorbell (boincpy.doorbell) others ring when they make work for
+    #: this daemon: it then sleeps until rung or --sleep_interval is over
+    doorbell = None
+    #: other spellings of -d (size_regulator's -debug_leveld)
+    debug_level_spellings = ()
 
     def __init__(self, args, cfg, log):
         self.args = args
@@ -70,14 +65,16 @@ class Daemon:
         self.log = log
         self.db = None
         self._stop_signal = None
+        self._bell = None
         if getattr(args, "sleep_interval", None) is not None:
             self.sleep_interval = args.sleep_interval
 
     # -- hooks --------------------------------------------------------------
 
     @classmethod
-    def add_arguments(cls, parser):
-        """Add this daemon's own options to ``parser`` (use ``_option_names``)."""
+    def add_options(cls, params):
+        """Append this daemon's own click options to the list ``params``
+        (made with boincpy.cli.option, which spells them as BOINC does)."""
 
     def initialise(self):
         """Open the database and read what the passes need.  Default: connect."""
@@ -122,7 +119,10 @@ class Daemon:
             signal.signal(sig, self._on_signal)
 
     def sleep(self, seconds):
-        """Sleep up to ``seconds`` in one-second steps; return early on a stop."""
+        """Sleep up to ``seconds`` in one-second steps; return early on a stop,
+        or when the daemon's doorbell is rung (then True)."""
+        if self._bell is not None:
+            return self._bell.wait(seconds, self.stop_requested)
         deadline = time.monotonic() + seconds
         while not self.stop_requested():
             left = deadline - time.monotonic()
@@ -134,6 +134,9 @@ class Daemon:
         """initialise, then passes until stopped (or one with --one_pass), then shutdown."""
         self.initialise()
         try:
+            if self.doorbell and not (self.one_shot or self.args.one_pass):
+                from boincpy.doorbell import Doorbell
+                self._bell = Doorbell(self.cfg, self.doorbell)
             while True:
                 if self.stop_requested():
                     self.log.normal("Exiting: %s" % self._stop_reason())
@@ -143,8 +146,12 @@ class Daemon:
                     return
                 if not did_work:
                     self.log.debug("No work; sleeping %g s" % self.sleep_interval)
-                    self.sleep(self.sleep_interval)
+                    if self.sleep(self.sleep_interval):
+                        self.log.debug("Woken: new work")
         finally:
+            if self._bell is not None:
+                self._bell.close()
+                self._bell = None
             self.shutdown()
 
     def _stop_reason(self):
@@ -180,32 +187,52 @@ def progress(length, label):
     return click.progressbar(length=max(int(length), 1), label=label, file=sys.stdout)
 
 
-def build_parser(daemon_class):
-    """The daemon's argument parser: the common options plus its own."""
-    parser = DaemonArgumentParser(prog=daemon_class.name, allow_abbrev=False,
-                                  description=daemon_class.description)
-    parser.add_argument(*_option_names("debug_level", "-d", "--d"), dest="debug_level",
-                        type=int, default=3, metavar="N",
-                        help="log verbosity: 1 critical, 2-3 normal, 4 debug")
+def daemon_options(daemon_class):
+    """The daemon's click options: the common ones plus its own."""
+    from boincpy.cli import option
+    params = [option("debug_level", "-d", "--d", *daemon_class.debug_level_spellings,
+                     type=int, default=3, metavar="N",
+                     help="log verbosity: 1 critical, 2-3 normal, 4 debug")]
     if not daemon_class.one_shot:
-        parser.add_argument(*_option_names("one_pass"), action="store_true",
-                            help="do one pass, then exit")
-        parser.add_argument(*_option_names("sleep_interval"), type=float, default=None,
-                            metavar="S", help="seconds to sleep when idle (default %g)"
-                            % daemon_class.sleep_interval)
-    parser.add_argument(*_option_names("project_dir"), default=None,
-                        help="project directory (default: found as BOINC finds it)")
+        params.append(option("one_pass", is_flag=True, help="do one pass, then exit"))
+        params.append(option("sleep_interval", type=float, default=None, metavar="S",
+                             help="seconds to sleep when idle (default %g)"
+                             % daemon_class.sleep_interval))
+    params.append(option("project_dir", default=None, metavar="DIR",
+                         help="project directory (default: found as BOINC finds it)"))
     if daemon_class.supports_mod:
-        parser.add_argument(*_option_names("mod"), nargs=2, type=int, metavar=("N", "I"),
-                            help="handle only rows whose id %% N == I")
-    daemon_class.add_arguments(parser)
-    return parser
+        params.append(option("mod", nargs=2, type=int, default=None, metavar="N I",
+                             help="handle only rows whose id % N == I"))
+    daemon_class.add_options(params)
+    return params
 
 
-def _check_mod(parser, args):
-    mod = getattr(args, "mod", None)
-    if mod and (mod[0] < 1 or not 0 <= mod[1] < mod[0]):
-        parser.error("--mod N I needs N >= 1 and 0 <= I < N (got %d %d)" % tuple(mod))
+def daemon_command(daemon_class):
+    """The daemon's click command; invoking it returns the parsed options
+    as a namespace (``args``)."""
+    import click
+    from types import SimpleNamespace
+    from boincpy.cli import resolve_groups
+    params = daemon_options(daemon_class)
+
+    def parsed(**values):
+        resolve_groups(params, values)
+        mod = values.get("mod")
+        if mod and (mod[0] < 1 or not 0 <= mod[1] < mod[0]):
+            raise click.UsageError("--mod N I needs N >= 1 and 0 <= I < N (got %d %d)"
+                                   % tuple(mod))
+        return SimpleNamespace(**values)
+    return click.Command(daemon_class.name, params=params, callback=parsed,
+                         help=daemon_class.description,
+                         context_settings={"help_option_names": ["-h", "--help"]})
+
+
+def parse_args(daemon_class, argv):
+    """The daemon's options from the command line ``argv`` (a namespace);
+    raises click.UsageError for a bad one."""
+    command = daemon_command(daemon_class)
+    with command.make_context(daemon_class.name, list(argv)) as ctx:
+        return command.invoke(ctx)
 
 
 def run_daemon(daemon_class, argv=None):
@@ -215,16 +242,29 @@ def run_daemon(daemon_class, argv=None):
     CRITICAL and gives exit status 1, so ``bin/start --cron`` restarts the
     daemon later, as BOINC's daemons expect.
     """
+    import click
     from boincpy.config import load_config
-    parser = build_parser(daemon_class)
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    _check_mod(parser, args)
-    log = MessageLog(sys.stderr, args.debug_level)
+    command = daemon_command(daemon_class)
     try:
-        cfg = load_config(args.project_dir)
+        args = command.main(args=sys.argv[1:] if argv is None else list(argv),
+                            prog_name=daemon_class.name, standalone_mode=False)
+    except click.ClickException as exc:
+        exc.show()
+        return 1                    # BOINC's daemons exit 1 on a bad option
+    if not isinstance(args, SimpleNamespace):
+        return args or 0            # --help: click printed it
+    log = MessageLog(sys.stderr, args.debug_level)
+    import warnings
+    try:
+        # config.xml's warnings (unknown options) go to the daemon's log
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            cfg = load_config(args.project_dir)
     except ConfigError as exc:
         log.critical("Can't parse config.xml: %s" % exc)
         return 1
+    for warning in caught:
+        log.warning(str(warning.message))
     daemon = daemon_class(args, cfg, log)
     daemon.install_signal_handlers()
     log.normal("Starting %s" % daemon_class.name)

@@ -59,7 +59,8 @@ import zipfile
 from dataclasses import dataclass, field
 from xml.etree import ElementTree
 
-from boincpy.daemons.base import Daemon, _option_names, progress
+from boincpy.cli import option
+from boincpy.daemons.base import Daemon, progress
 from boincpy.xml import xml_escape
 from boincpy.errors import BoincpyError, ToolError
 
@@ -433,14 +434,14 @@ class DbDump(Daemon):
                    "once a day.")
 
     @classmethod
-    def add_arguments(cls, parser):
-        parser.add_argument(*_option_names("dump_spec"), metavar="FILE",
-                            help="the spec file (a task: ../db_dump_spec.xml)")
-        parser.add_argument(*_option_names("db_host"), metavar="H",
-                            help="read from the database server on host H")
-        parser.add_argument(*_option_names("retry_period"), type=int, default=0,
-                            metavar="N", help="if the database can't be reached, retry "
-                                              "every N seconds instead of failing")
+    def add_options(cls, params):
+        params.append(option("dump_spec", metavar="FILE",
+                             help="the spec file (a task: ../db_dump_spec.xml)"))
+        params.append(option("db_host", metavar="H",
+                             help="read from the database server on host H"))
+        params.append(option("retry_period", type=int, default=0, metavar="N",
+                             help="if the database can't be reached, retry "
+                                  "every N seconds instead of failing"))
 
     def initialise(self):
         args = self.args

@@ -35,7 +35,8 @@ import time
 import zipfile
 import zlib
 
-from boincpy.daemons.base import Daemon, _option_names
+from boincpy.cli import group_flag, option
+from boincpy.daemons.base import Daemon
 from boincpy.db.bulk import chunks, placeholders, select_in
 from boincpy.errors import ToolError
 from boincpy.xml import xml_escape
@@ -144,32 +145,28 @@ class DbPurge(Daemon):
     files = None            # the open archive files, by prefix
 
     @classmethod
-    def add_arguments(cls, parser):
-        parser.add_argument(*_option_names("app"), default="", metavar="NAME",
-                            help="purge only jobs of this application")
-        parser.add_argument(*_option_names("batch"), action="store_true",
-                            help="purge batch jobs only if their batch is retired")
-        parser.add_argument(*_option_names("min_age_days"), type=float, default=0.0,
-                            metavar="N", help="purge workunits with mod_time at least N days ago")
-        parser.add_argument(*_option_names("max"), type=int, default=0, metavar="N",
-                            help="purge at most N workunits")
-        group = parser.add_mutually_exclusive_group()
-        group.add_argument(*_option_names("zip"), dest="compression", action="store_const",
-                           const="zip", help="compress archives with zip")
-        group.add_argument(*_option_names("gzip"), dest="compression", action="store_const",
-                           const="gzip", help="compress archives with gzip")
-        group.add_argument(*_option_names("zlib"), dest="compression", action="store_const",
-                           const="zlib", help="compress archives with zlib (gzip format)")
-        parser.add_argument(*_option_names("no_archive"), action="store_true",
-                            help="don't write archives, just purge")
-        parser.add_argument(*_option_names("daily_dir"), action="store_true",
-                            help="write archives in a new directory each day")
-        parser.add_argument(*_option_names("max_wu_per_file"), type=int, default=0, metavar="N",
-                            help="write at most N workunits per archive file")
-        parser.add_argument(*_option_names("sleep"), dest="sleep_interval", type=float,
-                            metavar="N", help="seconds to sleep after a scan (default 300)")
-        parser.add_argument(*_option_names("dont_delete"), action="store_true",
-                            help="don't delete anything from the database (testing)")
+    def add_options(cls, params):
+        params.append(option("app", default="", metavar="NAME",
+                             help="purge only jobs of this application"))
+        params.append(option("batch", is_flag=True,
+                             help="purge batch jobs only if their batch is retired"))
+        params.append(option("min_age_days", type=float, default=0.0, metavar="N",
+                             help="purge workunits with mod_time at least N days ago"))
+        params.append(option("max", type=int, default=0, metavar="N",
+                             help="purge at most N workunits"))
+        for kind, text in (("zip", "zip"), ("gzip", "gzip"), ("zlib", "zlib (gzip format)")):
+            params.append(group_flag(kind, "compression", dest="compression", const=kind,
+                                     help="compress archives with " + text))
+        params.append(option("no_archive", is_flag=True,
+                             help="don't write archives, just purge"))
+        params.append(option("daily_dir", is_flag=True,
+                             help="write archives in a new directory each day"))
+        params.append(option("max_wu_per_file", type=int, default=0, metavar="N",
+                             help="write at most N workunits per archive file"))
+        params.append(option("sleep", dest="sleep_interval", type=float, metavar="N",
+                             help="seconds to sleep after a scan (default 300)"))
+        params.append(option("dont_delete", is_flag=True,
+                             help="don't delete anything from the database (testing)"))
 
     def initialise(self):
         a = self.args

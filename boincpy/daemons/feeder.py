@@ -14,13 +14,23 @@ What BOINC's sched/feeder.cpp does (daemons.md §1):
   ``error_mask`` set (those results become OVER / DIDNT_NEED); a slot
   reserved by a process that no longer exists goes back to PRESENT;
 * after each pass the array is marked ready; the feeder sleeps
-  ``--sleep_interval`` seconds if the pass added nothing or met a collision;
+  ``--sleep_interval`` seconds if the pass added nothing or met a collision
+  -- but here that sleep ends as soon as a scheduler rings the feeder's
+  doorbell (boincpy.doorbell) after taking jobs from the array, or the
+  transitioner after creating results, so the array is refilled at once
+  rather than up to ``--sleep_interval`` later;
 * ``PROJECT/reread_db`` makes it re-read the tables (update_versions touches
   it); ``stop_daemons`` or a signal makes it exit and remove the segment;
   ``<dont_send_jobs/>`` in config.xml: don't fill.
 
 Differences from the C++ feeder, on purpose:
 
+* the doorbell above (C++: the fixed sleep only; at make_project's 5 s most
+  RPCs of a busy project were answered "no tasks" while jobs waited);
+* at most once a second a pass first empties PRESENT slots whose job can no
+  longer be sent: the result is no longer UNSENT (e.g. made "didn't need"),
+  or gone, its workunit has an error mask, or its batch was aborted (C++
+  leaves them until a scheduler trips over them: BOINC issue #1517);
 * ``feeder_query_size`` defaults to 2 x ``shmem_work_items`` (C++: 200 rows
   whatever the array size, so an array of more than 200 slots never fills
   past 200 without setting it);
@@ -62,7 +72,8 @@ import os
 import time
 
 from boincpy.credit import app_version_scales
-from boincpy.daemons.base import Daemon, _option_names
+from boincpy.cli import group_flag, option
+from boincpy.daemons.base import Daemon
 from boincpy.db.queries import ACTIVE_HOST_WHERE, host_fpops_percentile
 from boincpy.errors import ToolError
 from boincpy.hrclass import HR_INFO_FILE, HR_NCLASSES, HR_NTYPES, HrInfo, HrInfoError
@@ -106,6 +117,8 @@ _BY_BATCH_SELECT = (
 _BY_BATCH_ORDER = "ORDER BY r1.rnk, r1.id"
 
 FIRST_PASS, SECOND_PASS, OVER = 0, 1, 2
+PURGE_PERIOD = 1.0              # seconds between checks for unsendable slots
+BATCH_STATE_ABORTED = 3         # boincpy.states.BatchState.ABORTED
 
 
 def _plain(row):
@@ -282,16 +295,15 @@ class Feeder(Daemon):
     name = "feeder"
     sleep_interval = 5.0
     supports_mod = True
+    doorbell = "feeder"
 
     @classmethod
-    def add_arguments(cls, parser):
-        parser.add_argument(*_option_names("allapps"), action="store_true",
-                            help="interleave jobs of all apps in proportion to app.weight")
-        parser.add_argument(*_option_names("appids"), metavar="A1,A2",
-                            help="only jobs of these app ids")
-        parser.add_argument(*_option_names("wmod"), nargs=2, type=int, metavar=("N", "I"),
-                            help="only workunits whose id %% N == I")
-        group = parser.add_mutually_exclusive_group()
+    def add_options(cls, params):
+        params.append(option("allapps", is_flag=True,
+                             help="interleave jobs of all apps in proportion to app.weight"))
+        params.append(option("appids", metavar="A1,A2", help="only jobs of these app ids"))
+        params.append(option("wmod", nargs=2, type=int, metavar="N I",
+                             help="only workunits whose id % N == I"))
         for opt, text in (("priority_order", "order by decreasing result priority"),
                           ("priority_asc", "order by increasing result priority"),
                           ("priority_order_create_time",
@@ -300,9 +312,9 @@ class Feeder(Daemon):
                           ("random_order_db", "order randomly (SQL RAND())"),
                           ("batch_accel", "order for batch acceleration"),
                           ("by_batch", "spread jobs evenly over batches")):
-            group.add_argument(*_option_names(opt), action="store_true", help=text)
-        parser.add_argument(*_option_names("purge_stale"), type=int, metavar="M",
-                            help="remove jobs that have been in the array over M minutes")
+            params.append(group_flag(opt, "order", help=text))
+        params.append(option("purge_stale", type=int, metavar="M",
+                             help="remove jobs that have been in the array over M minutes"))
 
     def __init__(self, args, cfg, log):
         super().__init__(args, cfg, log)
@@ -324,6 +336,7 @@ class Feeder(Daemon):
         self.is_main_feeder = all(not part or part[1] == 0 for part in
                                   (getattr(args, "mod", None), getattr(args, "wmod", None)))
         self.next_av_update_time = 0.0
+        self.next_purge_check = 0.0
         self.hr_info = None             # the HR slot allocation (hr_allocate_slots)
 
     def _select_clause(self):
@@ -612,10 +625,45 @@ class Feeder(Daemon):
                 continue
             info.cur_slots[t][c] += 1
 
+    def purge_unsendable(self):
+        """Empty the PRESENT slots whose job can no longer be sent (see the
+        module docstring); returns how many."""
+        array = self.array
+        present = {}
+        for i in range(self.nslots):
+            state, _, _, _, rid, _ = array.slot_head(i)
+            if state == shmem.PRESENT:
+                present[rid] = i
+        if not present:
+            return 0
+        ids = sorted(present)
+        rows = self.db.query(
+            "SELECT r.id FROM result r JOIN workunit w ON w.id = r.workunitid "
+            "LEFT JOIN batch b ON b.id = w.batch AND w.batch > 0 "
+            "WHERE r.id IN (%s) AND r.server_state = 2 AND w.error_mask = 0 "
+            "AND (b.state IS NULL OR b.state <> %%s)" % ", ".join(["%s"] * len(ids)),
+            ids + [BATCH_STATE_ABORTED])
+        gone = set(ids) - {r["id"] for r in rows}
+        removed = []
+        with array.lock():
+            for rid in gone:
+                i = present[rid]
+                state, _, _, _, now_rid, _ = array.slot_head(i)
+                if state == shmem.PRESENT and now_rid == rid:
+                    array.empty_slot(i)
+                    removed.append((i, rid))
+        for i, rid in removed:
+            self.log.normal("remove result [RESULT#%d] from slot %d: it can no longer "
+                            "be sent" % (rid, i))
+        return len(removed)
+
     def scan_work_array(self):
         """scan_work_array: one pass over the slots (see the module docstring)."""
         array = self.array
         now = time.time()
+        if now >= self.next_purge_check:
+            self.next_purge_check = now + PURGE_PERIOD
+            self.purge_unsendable()
         tables_apps = {a["id"] for a in array.apps}
         heads = [array.slot_head(i) for i in range(self.nslots)]
         in_array = {h[4] for h in heads if h[0] != shmem.EMPTY}

@@ -41,7 +41,8 @@ its files are deleted.
 import os
 import time
 
-from boincpy.daemons.base import Daemon, _option_names
+from boincpy.cli import option
+from boincpy.daemons.base import Daemon
 from boincpy.db.bulk import select_in, update_ids
 from boincpy.errors import ToolError
 from boincpy.jobfiles import (ERR_NOT_FOUND, ERR_OPENDIR, ERR_UNLINK, as_text, file_infos,
@@ -66,39 +67,39 @@ class FileDeleter(Daemon):
     sleep_interval = 5.0
 
     @classmethod
-    def add_arguments(cls, parser):
-        parser.add_argument(*_option_names("appid"), type=int, default=0, metavar="ID",
-                            help="handle only jobs of the app with this id")
-        parser.add_argument(*_option_names("app"), default="", metavar="NAME",
-                            help="handle only jobs of the app with this name")
-        parser.add_argument(*_option_names("dont_retry_errors"), action="store_true",
-                            help="don't retry rows in state ERROR (every hour otherwise)")
-        parser.add_argument(*_option_names("preserve_wu_files"), action="store_true",
-                            help="update the database but don't delete input files")
-        parser.add_argument(*_option_names("preserve_result_files"), action="store_true",
-                            help="update the database but don't delete output files")
-        parser.add_argument(*_option_names("input_files_only"), action="store_true",
-                            help="delete only input (download) files")
-        parser.add_argument(*_option_names("output_files_only"), action="store_true",
-                            help="delete only output (upload) files")
-        parser.add_argument(*_option_names("no_db_update"), action="store_true",
-                            help="don't update file_delete_state")
-        parser.add_argument(*_option_names("xml_doc_like"), default="", metavar="L",
-                            help="only workunits whose xml_doc LIKE 'L'")
-        parser.add_argument(*_option_names("download_dir"), default="", metavar="D",
-                            help="override download_dir from config.xml")
-        parser.add_argument(*_option_names("dont_delete_antiques"), action="store_true",
-                            help="no effect (kept for compatibility)")
-        parser.add_argument(*_option_names("dont_delete_batches"), action="store_true",
-                            help="don't delete the files of jobs in a batch (batch > 0); "
-                                 "they stay READY (BOINC's option until 2025)")
-        parser.add_argument(*_option_names("delete_batch_files_early"), action="store_true",
-                            help="delete the files of jobs in a batch not yet retired as soon "
-                                 "as they are assimilated (BOINC's behaviour; by default they "
-                                 "wait for the batch's retirement)")
-        parser.add_argument(*_option_names("dont_check_shared_inputs"), action="store_true",
-                            help="delete input files even if another unfinished workunit "
-                                 "names them (BOINC's behaviour)")
+    def add_options(cls, params):
+        params.append(option("appid", type=int, default=0, metavar="ID",
+                             help="handle only jobs of the app with this id"))
+        params.append(option("app", default="", metavar="NAME",
+                             help="handle only jobs of the app with this name"))
+        params.append(option("dont_retry_errors", is_flag=True,
+                             help="don't retry rows in state ERROR (every hour otherwise)"))
+        params.append(option("preserve_wu_files", is_flag=True,
+                             help="update the database but don't delete input files"))
+        params.append(option("preserve_result_files", is_flag=True,
+                             help="update the database but don't delete output files"))
+        params.append(option("input_files_only", is_flag=True,
+                             help="delete only input (download) files"))
+        params.append(option("output_files_only", is_flag=True,
+                             help="delete only output (upload) files"))
+        params.append(option("no_db_update", is_flag=True,
+                             help="don't update file_delete_state"))
+        params.append(option("xml_doc_like", default="", metavar="L",
+                             help="only workunits whose xml_doc LIKE 'L'"))
+        params.append(option("download_dir", default="", metavar="D",
+                             help="override download_dir from config.xml"))
+        params.append(option("dont_delete_antiques", is_flag=True,
+                             help="no effect (kept for compatibility)"))
+        params.append(option("dont_delete_batches", is_flag=True,
+                             help="don't delete the files of jobs in a batch (batch > 0); "
+                                  "they stay READY (BOINC's option until 2025)"))
+        params.append(option("delete_batch_files_early", is_flag=True,
+                             help="delete the files of jobs in a batch not yet retired as soon "
+                                  "as they are assimilated (BOINC's behaviour; by default they "
+                                  "wait for the batch's retirement)"))
+        params.append(option("dont_check_shared_inputs", is_flag=True,
+                             help="delete input files even if another unfinished workunit "
+                                  "names them (BOINC's behaviour)"))
 
     def initialise(self):
         a = self.args

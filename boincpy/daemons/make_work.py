@@ -27,7 +27,8 @@ reset unless ``--credit_from_wu``.  Give templates a name containing
 import re
 import time
 
-from boincpy.daemons.base import Daemon, _option_names, run_daemon
+from boincpy.cli import option
+from boincpy.daemons.base import Daemon, run_daemon
 from boincpy.errors import DatabaseError, ToolError
 from boincpy.states import ServerState
 
@@ -71,16 +72,15 @@ class MakeWork(Daemon):
     supports_mod = False
 
     @classmethod
-    def add_arguments(cls, parser):
-        parser.add_argument(*_option_names("wu_name"), action="append", dest="wu_names",
-                            default=[], metavar="NAME", required=True,
-                            help="template workunit to clone (repeatable)")
-        parser.add_argument(*_option_names("cushion"), type=int, default=300, metavar="N",
-                            help="make work if at most N results are unsent (default 300)")
-        parser.add_argument(*_option_names("max_wus"), type=int, default=0, metavar="N",
-                            help="exit once the project has N workunits")
-        parser.add_argument(*_option_names("credit_from_wu"), action="store_true",
-                            help="copy the template's canonical_credit")
+    def add_options(cls, params):
+        params.append(option("wu_name", multiple=True, dest="wu_names", metavar="NAME",
+                             required=True, help="template workunit to clone (repeatable)"))
+        params.append(option("cushion", type=int, default=300, metavar="N",
+                             help="make work if at most N results are unsent (default 300)"))
+        params.append(option("max_wus", type=int, default=0, metavar="N",
+                             help="exit once the project has N workunits"))
+        params.append(option("credit_from_wu", is_flag=True,
+                             help="copy the template's canonical_credit"))
 
     def initialise(self):
         """Connect and read the template workunits (exit 1 if one is missing)."""

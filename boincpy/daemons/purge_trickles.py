@@ -26,11 +26,12 @@ class PurgeTrickles(Daemon):
                    "table's rows with handled = N.")
 
     @classmethod
-    def add_arguments(cls, parser):
-        parser.add_argument("table", nargs="?", choices=TABLES,
-                            help="only this table (then N is required)")
-        parser.add_argument("handled", nargs="?", type=int, metavar="N",
-                            help="delete the rows whose handled is N")
+    def add_options(cls, params):
+        import click
+        # TABLE N (BOINC's script takes both or neither)
+        params.append(click.Argument(["table"], required=False,
+                                     type=click.Choice(TABLES)))
+        params.append(click.Argument(["handled"], required=False, type=int, metavar="N"))
 
     def initialise(self):
         if self.args.table and self.args.handled is None:

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 
 from boincpy.daemons.assimilator import Assimilator
-from boincpy.daemons.base import _option_names
+from boincpy.cli import option
 from boincpy.errors import ToolError
 from boincpy.files import dir_hier_path
 from boincpy.jobfiles import ERR_FOPEN, OutputFilesError
@@ -101,10 +101,10 @@ class ScriptAssimilator(Assimilator):
     name = "script_assimilator"
 
     @classmethod
-    def add_arguments(cls, parser):
-        super().add_arguments(parser)
-        parser.add_argument(*_option_names("script"), default="", metavar='"SCRIPT TOKENS"',
-                            help="script (in PROJECT/bin) and argument tokens")
+    def add_options(cls, params):
+        super().add_options(params)
+        params.append(option("script", default="", metavar='"SCRIPT TOKENS"',
+                             help="script (in PROJECT/bin) and argument tokens"))
 
     def configure(self):
         self.script = self.args.script.split()

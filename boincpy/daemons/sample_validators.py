@@ -10,7 +10,7 @@ import os
 import shlex
 import subprocess
 
-from boincpy.daemons.base import _option_names
+from boincpy.cli import option
 from boincpy.daemons.validator import (VAL_RESULT_LONG_TERM_FAIL, VAL_RESULT_TRANSIENT_ERROR,
                                        Validator)
 from boincpy.errors import ToolError
@@ -60,10 +60,10 @@ class BitwiseValidator(Validator):
     name = "sample_bitwise_validator"
 
     @classmethod
-    def add_arguments(cls, parser):
-        super().add_arguments(parser)
-        parser.add_argument(*_option_names("is_gzip"), action="store_true",
-                            help="files are gzipped; skip the 10-byte header when comparing")
+    def add_options(cls, params):
+        super().add_options(params)
+        params.append(option("is_gzip", is_flag=True,
+                             help="files are gzipped; skip the 10-byte header when comparing"))
 
     def init_result(self, result):
         """MD5s of the result's output files (skipping <no_validate/> ones)."""
@@ -96,13 +96,13 @@ class SubstrValidator(Validator):
     name = "sample_substr_validator"
 
     @classmethod
-    def add_arguments(cls, parser):
-        super().add_arguments(parser)
-        parser.add_argument(*_option_names("stderr_string"), action="append", default=[],
-                            metavar="X", help="accept the task if X is in its stderr "
-                                              "(repeatable)")
-        parser.add_argument(*_option_names("reject_if_present"), action="store_true",
-                            help="reject (invalidate) the task if X is present")
+    def add_options(cls, params):
+        super().add_options(params)
+        params.append(option("stderr_string", multiple=True, metavar="X",
+                             help="accept the task if X is in its stderr "
+                                  "(repeatable)"))
+        params.append(option("reject_if_present", is_flag=True,
+                             help="reject (invalidate) the task if X is present"))
 
     def configure(self):
         if not self.args.stderr_string:
@@ -130,14 +130,13 @@ class ScriptValidator(Validator):
     name = "script_validator"
 
     @classmethod
-    def add_arguments(cls, parser):
-        super().add_arguments(parser)
-        parser.add_argument(*_option_names("init_script"), default="", metavar='"SCRIPT ARGS"',
-                            help="check each result (tokens: files result_id runtime)")
-        parser.add_argument(*_option_names("compare_script"), default="",
-                            metavar='"SCRIPT ARGS"',
-                            help="compare two results (tokens: files result_id runtime "
-                                 "files2 result_id2 runtime2)")
+    def add_options(cls, params):
+        super().add_options(params)
+        params.append(option("init_script", default="", metavar='"SCRIPT ARGS"',
+                             help="check each result (tokens: files result_id runtime)"))
+        params.append(option("compare_script", default="", metavar='"SCRIPT ARGS"',
+                             help="compare two results (tokens: files result_id runtime "
+                                  "files2 result_id2 runtime2)"))
 
     def configure(self):
         self.init_cmd = self.args.init_script.split()

@@ -27,7 +27,8 @@ on stdout; one log line per app on stderr.
 import sys
 import time
 
-from boincpy.daemons.base import Daemon, _option_names
+from boincpy.cli import option
+from boincpy.daemons.base import Daemon
 from boincpy.files import atomic_write
 from boincpy.sizeclass import (census_file_name, census_quantiles, census_text,
                                is_gpu_plan_class)
@@ -74,10 +75,10 @@ class SizeCensus(Daemon):
                    "once a day.")
 
     @classmethod
-    def add_arguments(cls, parser):
-        parser.add_argument(*_option_names("all_apps"), action="store_true",
-                            help="every non-deprecated app, not only multi-size ones "
-                                 "(for setup and testing)")
+    def add_options(cls, params):
+        params.append(option("all_apps", is_flag=True,
+                             help="every non-deprecated app, not only multi-size ones "
+                                  "(for setup and testing)"))
 
     def speeds(self, appid):
         """The effective speeds of the app's host app versions (do_app's query)."""

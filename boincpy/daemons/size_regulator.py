@@ -23,9 +23,8 @@ its usage line otherwise); unlike BOINC, a negative ``--lo``/``--hi`` or
 negative LIMIT, or release 0 results in a loop that never sleeps).
 """
 
-import argparse
-
-from boincpy.daemons.base import Daemon, _option_names
+from boincpy.cli import group_flag, option
+from boincpy.daemons.base import Daemon
 from boincpy.errors import ToolError
 from boincpy.states import ServerState
 
@@ -48,29 +47,25 @@ class SizeRegulator(Daemon):
 
     name = "size_regulator"
     supports_mod = False
+    debug_level_spellings = ("--debug_leveld", "-debug_leveld")    # BOINC's spelling
     description = ("Keep between --lo and --hi UNSENT results of each size class of an "
                    "app, releasing INACTIVE ones.")
 
     @classmethod
-    def add_arguments(cls, parser):
-        parser.add_argument(*_option_names("app_name"), default=None, metavar="NAME",
-                            help="the app (its n_size_classes must be 2 or more)")
-        parser.add_argument(*_option_names("lo"), type=int, default=0, metavar="N",
-                            help="release results of a class when it has fewer than N "
-                                 "unsent")
-        parser.add_argument(*_option_names("hi"), type=int, default=0, metavar="N",
-                            help="... as many as bring it to N unsent")
-        parser.add_argument(*_option_names("sleep_time"), type=int, default=0,
-                            metavar="S", help="seconds to sleep after a pass in which no "
-                                              "class got all it asked for (replaces "
-                                              "--sleep_interval)")
-        parser.add_argument(*_option_names("debug_leveld"), dest="debug_level", type=int,
-                            default=argparse.SUPPRESS, metavar="N", help="same as -d (BOINC's spelling)")
-        group = parser.add_mutually_exclusive_group()
+    def add_options(cls, params):
+        params.append(option("app_name", default=None, metavar="NAME",
+                             help="the app (its n_size_classes must be 2 or more)"))
+        params.append(option("lo", type=int, default=0, metavar="N",
+                             help="release results of a class when it has fewer than N "
+                                  "unsent"))
+        params.append(option("hi", type=int, default=0, metavar="N",
+                             help="... as many as bring it to N unsent"))
+        params.append(option("sleep_time", type=int, default=0, metavar="S",
+                             help="seconds to sleep after a pass in which no class got "
+                                  "all it asked for (replaces --sleep_interval)"))
         for opt in ORDERS:
-            group.add_argument(*_option_names(opt), dest="order", action="store_const",
-                               const=opt, help="release in %s order"
-                               % ORDERS[opt][len("ORDER BY "):])
+            params.append(group_flag(opt, "order", dest="order", const=opt,
+                                     help="release in %s order" % ORDERS[opt][len("ORDER BY "):]))
 
     def __init__(self, args, cfg, log):
         super().__init__(args, cfg, log)

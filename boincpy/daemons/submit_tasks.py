@@ -15,7 +15,8 @@ Run them from config.xml's <tasks> (hourly is plenty).
 
 import time
 
-from boincpy.daemons.base import Daemon, _option_names
+from boincpy.cli import option
+from boincpy.daemons.base import Daemon
 
 
 class ExpireBatches(Daemon):
@@ -44,12 +45,12 @@ class DeleteJobFiles(Daemon):
                    "no new, in-progress or complete batch uses.")
 
     @classmethod
-    def add_arguments(cls, parser):
-        parser.add_argument(*_option_names("grace"), type=float, default=86400.0, metavar="S",
-                            help="a file uploaded without a lease (delete_time 0) is kept "
-                                 "this many seconds (default 86400)")
-        parser.add_argument(*_option_names("dry_run"), action="store_true",
-                            help="say what would be deleted, delete nothing")
+    def add_options(cls, params):
+        params.append(option("grace", type=float, default=86400.0, metavar="S",
+                             help="a file uploaded without a lease (delete_time 0) is kept "
+                                  "this many seconds (default 86400)"))
+        params.append(option("dry_run", is_flag=True,
+                             help="say what would be deleted, delete nothing"))
 
     def one_pass(self):
         from boincpy.submit import job_files

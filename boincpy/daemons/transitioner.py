@@ -54,10 +54,12 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from boincpy import doorbell
 from boincpy.cnum import atoi
 from boincpy.credit import (HAV_AVG_LIMIT, HAV_AVG_THRESH, HAV_AVG_WEIGHT,
                             average_var_update)
-from boincpy.daemons.base import Daemon, _option_names, run_daemon
+from boincpy.cli import option
+from boincpy.daemons.base import Daemon, run_daemon
 from boincpy.errors import DatabaseError, TemplateError
 from boincpy.log import CRITICAL, DEBUG, NORMAL
 from boincpy.states import (INT_MAX, AssimilateState, FileDeleteState, Outcome,
@@ -337,11 +339,12 @@ class Transitioner(Daemon):
 
     name = "transitioner"
     sleep_interval = 5.0
+    doorbell = "transitioner"
 
     @classmethod
-    def add_arguments(cls, parser):
-        parser.add_argument(*_option_names("wu_id"), type=int, default=0, metavar="ID",
-                            help="transition this workunit now and exit")
+    def add_options(cls, params):
+        params.append(option("wu_id", type=int, default=0, metavar="ID",
+                             help="transition this workunit now and exit"))
 
     def initialise(self):
         """Connect; read the upload key when upload certificates are made."""
@@ -456,9 +459,10 @@ class Transitioner(Daemon):
                 ids = [p.wu["id"] for p in redo]
                 db.execute("UPDATE workunit SET transition_time = %%s WHERE id IN (%s)"
                            % ", ".join(["%s"] * len(ids)), [int(time.time())] + ids)
-        # committed: now say what was done
-        log = self.log
+        # committed: wake the daemons that have new work, then say what was done
         skipped = {id(p) for p in redo}
+        self._ring([p for p in plans if id(p) not in skipped], bool(new_rows))
+        log = self.log
         for plan in plans:
             if id(plan) in skipped:
                 log.normal("[WU#%d %s] a result changed while being transitioned; "
@@ -469,6 +473,25 @@ class Transitioner(Daemon):
         for text in penalties:
             if text:
                 log.normal(text)
+
+    def _ring(self, plans, new_results):
+        """Ring the doorbells (boincpy.doorbell) of the daemons these
+        committed plans made work for."""
+        names = set()
+        if new_results:
+            names.add(doorbell.FEEDER)
+        for plan in plans:
+            c = plan.changes
+            if c.get("need_validate"):
+                names.add(doorbell.VALIDATOR)
+            if c.get("assimilate_state") == AssimilateState.READY:
+                names.add(doorbell.ASSIMILATOR)
+            if c.get("file_delete_state") == FileDeleteState.READY or any(
+                    ch.get("file_delete_state") == FileDeleteState.READY
+                    for _, ch in plan.result_changes):
+                names.add(doorbell.FILE_DELETER)
+        if names:
+            doorbell.ring(self.cfg, *sorted(names))
 
     def _results_changed(self, group):
         """Ids of the group's workunits whose results are not as they were read

@@ -48,7 +48,8 @@ The stock handlers are in :mod:`boincpy.daemons.trickle_handlers`.
 
 import traceback
 
-from boincpy.daemons.base import Daemon, _option_names
+from boincpy.cli import option
+from boincpy.daemons.base import Daemon
 from boincpy.db.rows import MsgFromHost
 from boincpy.error_numbers import exit_status_text
 from boincpy.jobfiles import as_text
@@ -66,13 +67,13 @@ class TrickleHandler(Daemon):
     handled_error = 1
 
     @classmethod
-    def add_arguments(cls, parser):
-        parser.add_argument(*_option_names("variety"), required=True, metavar="X",
-                            help="handle trickle-up messages of this variety")
-        cls.add_handler_arguments(parser)
+    def add_options(cls, params):
+        params.append(option("variety", required=True, metavar="X",
+                             help="handle trickle-up messages of this variety"))
+        cls.add_handler_options(params)
 
     @classmethod
-    def add_handler_arguments(cls, parser):
+    def add_handler_options(cls, params):
         """The handler's own options (BOINC passes unknown ones to handle_trickle_init)."""
 
     def configure(self):

@@ -35,7 +35,7 @@ from html import unescape
 
 from boincpy.cnum import atof, atoi
 from boincpy.credit import CREDIT_HALF_LIFE, fpops_to_credit, update_average
-from boincpy.daemons.base import _option_names
+from boincpy.cli import option
 from boincpy.daemons.trickle_handler import TrickleHandler
 from boincpy.db.queries import host_fpops_percentile
 from boincpy.error_numbers import error_code
@@ -61,10 +61,10 @@ class TrickleCredit(TrickleHandler):
     name = "trickle_credit"
 
     @classmethod
-    def add_handler_arguments(cls, parser):
-        parser.add_argument(*_option_names("max_runtime"), type=float, default=0.0,
-                            metavar="X", help="cap on the runtime one message is credited for "
-                            "(how often the app trickles), seconds")
+    def add_handler_options(cls, params):
+        params.append(option("max_runtime", type=float, default=0.0, metavar="X",
+                             help="cap on the runtime one message is credited for "
+                                  "(how often the app trickles), seconds"))
 
     def configure(self):
         if not self.args.max_runtime:
@@ -145,11 +145,11 @@ class TrickleDeadline(TrickleHandler):
     name = "trickle_deadline"
 
     @classmethod
-    def add_handler_arguments(cls, parser):
-        parser.add_argument(*_option_names("extension_period"), type=float, default=0.0,
-                            metavar="X", help="seconds added to the report deadline")
-        parser.add_argument(*_option_names("extension_timeframe"), type=float, default=0.0,
-                            metavar="X", help="extend only deadlines within the next X seconds")
+    def add_handler_options(cls, params):
+        params.append(option("extension_period", type=float, default=0.0, metavar="X",
+                             help="seconds added to the report deadline"))
+        params.append(option("extension_timeframe", type=float, default=0.0, metavar="X",
+                             help="extend only deadlines within the next X seconds"))
 
     def configure(self):
         if not self.args.extension_period:

@@ -31,7 +31,8 @@ and its fresh average is not overwritten by a decayed stale one.
 import time
 
 from boincpy.credit import CREDIT_HALF_LIFE, update_average
-from boincpy.daemons.base import Daemon, _option_names, progress
+from boincpy.cli import option
+from boincpy.daemons.base import Daemon, progress
 from boincpy.db.bulk import placeholders, update_by_id
 from boincpy.errors import ToolError
 
@@ -53,14 +54,13 @@ class UpdateStats(Daemon):
                    "versions, and recount team members.  Run it about once a day.")
 
     @classmethod
-    def add_arguments(cls, parser):
+    def add_options(cls, params):
         for what, _table, _threshold in TABLES:
-            parser.add_argument(*_option_names("update_" + what), action="store_true",
-                                help="update %s" % ("app versions" if what == "avs" else what))
-        parser.add_argument(*_option_names("min_age"), type=float, default=MIN_AGE,
-                            metavar="SECONDS",
-                            help="leave rows whose average was updated less than this "
-                                 "long ago (default %d)" % MIN_AGE)
+            params.append(option("update_" + what, is_flag=True,
+                                 help="update %s" % ("app versions" if what == "avs" else what)))
+        params.append(option("min_age", type=float, default=MIN_AGE, metavar="SECONDS",
+                             help="leave rows whose average was updated less than this "
+                                  "long ago (default %d)" % MIN_AGE))
 
     def one_pass(self):
         args = self.args

@@ -52,7 +52,8 @@ import time
 from dataclasses import dataclass, field
 
 from boincpy import credit as creditlib
-from boincpy.daemons.base import Daemon, _option_names
+from boincpy.cli import option
+from boincpy.daemons.base import Daemon
 from boincpy.db.bulk import insert_rows, select_in, update_by_id
 from boincpy.db.rows import App, HostAppVersion, Result, Workunit
 from boincpy.errors import DatabaseError, ToolError
@@ -178,33 +179,33 @@ class Validator(Daemon):
     # -- options --------------------------------------------------------------
 
     @classmethod
-    def add_arguments(cls, parser):
-        parser.add_argument(*_option_names("app"), required=True, metavar="NAME",
-                            help="validate jobs of this application")
-        parser.add_argument(*_option_names("one_pass_N_WU"), type=int, default=0, metavar="N",
-                            help="validate at most N workunits, then exit")
-        parser.add_argument(*_option_names("dry_run"), action="store_true",
-                            help="don't update the database, just log")
-        parser.add_argument(*_option_names("min_wu_id"), type=int, default=0, metavar="N")
-        parser.add_argument(*_option_names("max_wu_id"), type=int, default=0, metavar="N")
-        parser.add_argument(*_option_names("wu_id"), type=int, default=0, metavar="N",
-                            help="validate this workunit only (debugging), then exit")
-        parser.add_argument(*_option_names("max_granted_credit"), type=float,
-                            default=creditlib.DEFAULT_MAX_GRANTED_CREDIT, metavar="X",
-                            help="grant no more than X credit per result (0: no limit)")
-        parser.add_argument(*_option_names("update_credited_job"), action="store_true",
-                            help="add (userid, workunit opaque) to credited_job")
-        parser.add_argument(*_option_names("credit_from_wu"), action="store_true",
-                            help="grant workunit.canonical_credit (create_work --credit)")
-        parser.add_argument(*_option_names("credit_from_runtime"), action="store_true",
-                            help="grant credit from elapsed time x FLOPS estimate")
-        parser.add_argument(*_option_names("post_assigned_credit"), action="store_true",
-                            help="grant the canonical result's claimed_credit (set by init_result)")
-        parser.add_argument(*_option_names("no_credit"), action="store_true",
-                            help="grant no credit")
-        parser.add_argument(*_option_names("check_punitive"), action="store_true",
-                            help="limit hosts whose failed results are long-term failures "
-                                 "to 1 job a day")
+    def add_options(cls, params):
+        params.append(option("app", required=True, metavar="NAME",
+                             help="validate jobs of this application"))
+        params.append(option("one_pass_N_WU", type=int, default=0, metavar="N",
+                             help="validate at most N workunits, then exit"))
+        params.append(option("dry_run", is_flag=True,
+                             help="don't update the database, just log"))
+        params.append(option("min_wu_id", type=int, default=0, metavar="N"))
+        params.append(option("max_wu_id", type=int, default=0, metavar="N"))
+        params.append(option("wu_id", type=int, default=0, metavar="N",
+                             help="validate this workunit only (debugging), then exit"))
+        params.append(option("max_granted_credit", type=float,
+                             default=creditlib.DEFAULT_MAX_GRANTED_CREDIT, metavar="X",
+                             help="grant no more than X credit per result (0: no limit)"))
+        params.append(option("update_credited_job", is_flag=True,
+                             help="add (userid, workunit opaque) to credited_job"))
+        params.append(option("credit_from_wu", is_flag=True,
+                             help="grant workunit.canonical_credit (create_work --credit)"))
+        params.append(option("credit_from_runtime", is_flag=True,
+                             help="grant credit from elapsed time x FLOPS estimate"))
+        params.append(option("post_assigned_credit", is_flag=True,
+                             help="grant the canonical result's claimed_credit "
+                                  "(set by init_result)"))
+        params.append(option("no_credit", is_flag=True, help="grant no credit"))
+        params.append(option("check_punitive", is_flag=True,
+                             help="limit hosts whose failed results are long-term failures "
+                                  "to 1 job a day"))
 
     # -- daemon hooks ---------------------------------------------------------
 

@@ -331,3 +331,40 @@ def web_replica_configured(cfg):
     raw = cfg.raw
     return all(raw.get("replica_db_" + part, "") not in ("", "0") for part in _REPLICA_PARTS)
 
+
+
+REPLICA_LAG_WARN = 60       # seconds behind the primary before pages say so
+
+
+def replica_state(db):
+    """How current a replica connection's data is: (stale, text).
+
+    From the server's own ``SHOW REPLICA STATUS`` (MariaDB 10.5+; the user
+    needs REPLICA MONITOR, or SLAVE MONITOR, or SUPER): ``stale`` is True if
+    replication has stopped (either thread not running) or is more than
+    REPLICA_LAG_WARN seconds behind; None if the state can't be seen (not a
+    replica, or no privilege), with ``text`` saying why."""
+    from boincpy.errors import DatabaseError
+    try:
+        rows = db.query("SHOW REPLICA STATUS")
+    except DatabaseError as exc:
+        return None, "replication state not visible to this user (%s)" % exc
+    if not rows:
+        return None, "this server is not replicating from a primary"
+    row = rows[0]
+
+    def field(*names):
+        for name in names:
+            if name in row:
+                return row[name]
+        return None
+    io = field("Slave_IO_Running", "Replica_IO_Running")
+    sql = field("Slave_SQL_Running", "Replica_SQL_Running")
+    lag = field("Seconds_Behind_Master", "Seconds_Behind_Primary")
+    if io != "Yes" or sql != "Yes":
+        error = field("Last_SQL_Error") or field("Last_IO_Error") or ""
+        return True, "has stopped replicating (I/O thread: %s, SQL thread: %s%s)" % (
+            io, sql, "; " + error if error else "")
+    if lag is not None and int(lag) > REPLICA_LAG_WARN:
+        return True, "is %d seconds behind the primary" % int(lag)
+    return False, "is %s seconds behind the primary" % (lag if lag is not None else "?")

@@ -39,12 +39,13 @@ NO_TASKS_AVAILABLE = "Project has no tasks available"
 
 
 def open_log(cfg):
-    """scheduler.log in the project's log directory (stderr if it can't be opened)."""
+    """log_<this host>/scheduler.log (stderr if it can't be opened)."""
     import sys
+    from boincpy.files import log_path
     from boincpy.log import SchedLog
     size = cfg.scheduler_log_buffer
     try:
-        return SchedLog.open(os.path.join(cfg.log_dir, "scheduler.log"), cfg.sched_debug_level,
+        return SchedLog.open(log_path(cfg, "scheduler.log"), cfg.sched_debug_level,
                              buffer_size=size)
     except OSError:
         return SchedLog(sys.stderr, cfg.sched_debug_level, buffer_size=size)

@@ -91,93 +91,144 @@ def _time_text(t):
 def handle_results(ctx):
     """Write the reported results (see the module docstring); fills
     reply.result_acks and sets ctx.resend_lost_results when a success is
-    reported again."""
-    req, db, log, reply = ctx.request, ctx.db, ctx.log, ctx.reply
-    host = ctx.host
-    hostid = host["id"]
-    for r in req.file_xfer_results:
-        # BOINC takes results named *download* / *upload* for file-transfer
-        # pseudo-jobs: acknowledged, never recorded
-        log.normal("completed file xfer %s" % r.name)
-        reply.result_acks.append(r.name)
-    reported = req.results
+    reported again.  Whatever the number of results, the SQL is a few
+    statements: one read, and one transaction of a locking read, one
+    UPDATE of the results and one of their workunits."""
+    _ack_file_xfers(ctx)
+    reported = ctx.request.results
     if not reported:
         return
     if ctx.cfg.report_max and len(reported) > ctx.cfg.report_max:
         reported = reported[:ctx.cfg.report_max]
+    by_name = _read_reported(ctx, reported)
+    plan_classes = {}
+    accepted = []           # (row as read, new values)
+    for r in reported:
+        row = by_name.get(r.name)
+        if _judge(ctx, row, r):
+            accepted.append((row, _accept(ctx, row, r, plan_classes)))
+    if not accepted:
+        return
+    written = _write_reports(ctx, accepted)
+    for row, v in written:
+        # the quota follows the reports that were recorded, and only those
+        if v["outcome"] == OUTCOME_SUCCESS:
+            _got_good_result(ctx, row)
+        elif v["exit_status"] != EXIT_ABORTED_BY_PROJECT:
+            _got_bad_result(ctx, row)
+        ctx.reply.result_acks.append(row["name"])
+    if written:
+        from boincpy import doorbell
+        doorbell.ring(ctx.cfg, doorbell.TRANSITIONER)
+
+
+def _ack_file_xfers(ctx):
+    for r in ctx.request.file_xfer_results:
+        # BOINC takes results named *download* / *upload* for file-transfer
+        # pseudo-jobs: acknowledged, never recorded
+        ctx.log.normal("completed file xfer %s" % r.name)
+        ctx.reply.result_acks.append(r.name)
+
+
+def _read_reported(ctx, reported):
+    """{name: result row} of the reported results (one query)."""
     names = [r.name for r in reported]
-    rows = db.query(
+    rows = ctx.db.query(
         "SELECT id, name, workunitid, appid, server_state, hostid, userid, sent_time, "
         "received_time, validate_state, outcome, client_state, file_delete_state, "
         "app_version_id FROM result WHERE name IN (%s)" % ", ".join(["%s"] * len(names)),
         names)
-    by_name = {row["name"]: row for row in rows}
-    accepted = []           # (row, values)
-    debug = ctx.cfg.debug_handle_results
-    for r in reported:
-        row = by_name.get(r.name)
-        if row is None:
-            log.critical("[HOST#%d] [RESULT#? %s] reported result not in DB" % (hostid, r.name))
-            reply.result_acks.append(r.name)
-            continue
-        if debug:
-            log.normal("[handle] [HOST#%d] [RESULT#%d] [WU#%d] got result (DB: server_state=%d "
-                       "outcome=%d client_state=%d validate_state=%d delete_state=%d)"
-                       % (hostid, row["id"], row["workunitid"], row["server_state"],
-                          row["outcome"], row["client_state"], row["validate_state"],
-                          row["file_delete_state"]))
-        if row["server_state"] == RESULT_OVER:
-            outcome = row["outcome"]
-            if outcome not in (OUTCOME_NO_REPLY, OUTCOME_CLIENT_DETACHED):
-                reason = _OVER_REASONS.get(outcome,
-                                           "server logic bug; please alert BOINC developers")
-                if outcome == OUTCOME_SUCCESS:
-                    # the client never saw our ack: it may also have missed jobs
-                    ctx.resend_lost_results = True
-                if debug:
-                    log.normal("[handle][HOST#%d][RESULT#%d][WU#%d] result already over "
-                               "[outcome=%d validate_state=%d]: %s"
-                               % (hostid, row["id"], row["workunitid"], outcome,
-                                  row["validate_state"], reason))
-                reply.result_acks.append(r.name)
-                continue
-        if row["server_state"] == RESULT_UNSENT:
-            log.critical("[HOST#%d] [RESULT#%d] [WU#%d] got unexpected result: server state "
-                         "is %d" % (hostid, row["id"], row["workunitid"], row["server_state"]))
-            reply.result_acks.append(r.name)
-            continue
-        if row["received_time"]:
-            log.critical("[HOST#%d] [RESULT#%d] [WU#%d] already got result, at %s "
-                         % (hostid, row["id"], row["workunitid"],
-                            _time_text(row["received_time"])))
-            reply.result_acks.append(r.name)
-            continue
-        if row["hostid"] != hostid:
-            log.critical("[HOST#%d] [RESULT#%d] [WU#%d] got result from wrong host; "
-                         "expected [HOST#%d]" % (hostid, row["id"], row["workunitid"],
-                                                 row["hostid"]))
-            other = db.query_one("SELECT id, userid FROM host WHERE id = %s", (row["hostid"],))
-            if other is None:
-                log.critical("[RESULT#%d] [WU#%d] Can't lookup [HOST#%d]"
-                             % (row["id"], row["workunitid"], row["hostid"]))
-                reply.result_acks.append(r.name)
-                continue
-            if other["userid"] != host["userid"]:
-                log.critical("[USER#%d] [HOST#%d] [RESULT#%d] [WU#%d] Not even the same user; "
-                             "expected [USER#%d]" % (host["userid"], hostid, row["id"],
-                                                     row["workunitid"], other["userid"]))
-                reply.result_acks.append(r.name)
-                continue
-            log.critical("[HOST#%d] [RESULT#%d] [WU#%d] Allowing result because same USER#%d"
-                         % (hostid, row["id"], row["workunitid"], host["userid"]))
-        accepted.append((row, _accept(ctx, row, r)))
+    return {row["name"]: row for row in rows}
 
-    if not accepted:
-        return
-    written = []
+
+def _judge(ctx, row, r):
+    """True if report ``r`` of result ``row`` (None: unknown) is to be
+    written; otherwise it is acknowledged (or not) here, with BOINC's log."""
+    log, reply = ctx.log, ctx.reply
+    host = ctx.host
+    hostid = host["id"]
+    if row is None:
+        log.critical("[HOST#%d] [RESULT#? %s] reported result not in DB" % (hostid, r.name))
+        reply.result_acks.append(r.name)
+        return False
+    debug = ctx.cfg.debug_handle_results
+    if debug:
+        log.normal("[handle] [HOST#%d] [RESULT#%d] [WU#%d] got result (DB: server_state=%d "
+                   "outcome=%d client_state=%d validate_state=%d delete_state=%d)"
+                   % (hostid, row["id"], row["workunitid"], row["server_state"],
+                      row["outcome"], row["client_state"], row["validate_state"],
+                      row["file_delete_state"]))
+    if row["server_state"] == RESULT_OVER:
+        outcome = row["outcome"]
+        if outcome not in (OUTCOME_NO_REPLY, OUTCOME_CLIENT_DETACHED):
+            reason = _OVER_REASONS.get(outcome,
+                                       "server logic bug; please alert BOINC developers")
+            if outcome == OUTCOME_SUCCESS:
+                # the client never saw our ack: it may also have missed jobs
+                ctx.resend_lost_results = True
+            if debug:
+                log.normal("[handle][HOST#%d][RESULT#%d][WU#%d] result already over "
+                           "[outcome=%d validate_state=%d]: %s"
+                           % (hostid, row["id"], row["workunitid"], outcome,
+                              row["validate_state"], reason))
+            reply.result_acks.append(r.name)
+            return False
+    if row["server_state"] == RESULT_UNSENT:
+        log.critical("[HOST#%d] [RESULT#%d] [WU#%d] got unexpected result: server state "
+                     "is %d" % (hostid, row["id"], row["workunitid"], row["server_state"]))
+        reply.result_acks.append(r.name)
+        return False
+    if row["received_time"]:
+        log.critical("[HOST#%d] [RESULT#%d] [WU#%d] already got result, at %s "
+                     % (hostid, row["id"], row["workunitid"],
+                        _time_text(row["received_time"])))
+        reply.result_acks.append(r.name)
+        return False
+    if row["hostid"] != hostid:
+        return _same_user(ctx, row, r)
+    return True
+
+
+def _same_user(ctx, row, r):
+    """A result sent to another host of the same user is taken (BOINC's rule)."""
+    log, host = ctx.log, ctx.host
+    hostid = host["id"]
+    log.critical("[HOST#%d] [RESULT#%d] [WU#%d] got result from wrong host; "
+                 "expected [HOST#%d]" % (hostid, row["id"], row["workunitid"], row["hostid"]))
+    other = ctx.db.query_one("SELECT id, userid FROM host WHERE id = %s", (row["hostid"],))
+    if other is None:
+        log.critical("[RESULT#%d] [WU#%d] Can't lookup [HOST#%d]"
+                     % (row["id"], row["workunitid"], row["hostid"]))
+        ctx.reply.result_acks.append(r.name)
+        return False
+    if other["userid"] != host["userid"]:
+        log.critical("[USER#%d] [HOST#%d] [RESULT#%d] [WU#%d] Not even the same user; "
+                     "expected [USER#%d]" % (host["userid"], hostid, row["id"],
+                                             row["workunitid"], other["userid"]))
+        ctx.reply.result_acks.append(r.name)
+        return False
+    log.critical("[HOST#%d] [RESULT#%d] [WU#%d] Allowing result because same USER#%d"
+                 % (hostid, row["id"], row["workunitid"], host["userid"]))
+    return True
+
+
+# The columns a report is written under: the row must still be as it was read.
+_GUARD = ("server_state", "outcome", "validate_state", "received_time", "hostid")
+# Bytes of client text (stderr, xml_doc_out) per UPDATE, under max_allowed_packet.
+_UPDATE_TEXT_BYTES = 4 << 20
+
+
+def _write_reports(ctx, accepted):
+    """Write the accepted reports and their workunits' transition_time in one
+    transaction; returns [(row, values)] written ([] if the transaction
+    failed: then nothing is acknowledged and the client reports again)."""
+    db, log = ctx.db, ctx.log
+    hostid = ctx.host["id"]
     try:
         with db.transaction():
-            for row, v in accepted:
+            written = _lock_unchanged(ctx, accepted)
+            groups = {}         # column tuple -> [(id, values)]
+            for row, v in written:
                 # What the client sent, fitted to the columns (a stderr larger
                 # than its column is cut): a report must never fail to be
                 # written, or it is reported again on every RPC, forever.
@@ -192,24 +243,9 @@ def handle_results(ctx):
                     "peak_working_set_size": round(v["peak_working_set_size"]),
                     "peak_swap_size": round(v["peak_swap_size"]),
                     "peak_disk_usage": round(v["peak_disk_usage"])}, "[RESULT#%d]" % row["id"])
-                # Only the row as it was read: another request reporting the same
-                # result (a client retrying a stalled RPC) may have written it since,
-                # and the validator validated and credited it -- writing our stale
-                # validate_state over that would have it validated and credited again.
-                n = db.execute(
-                    "UPDATE result SET %s WHERE id = %%s AND server_state = %%s "
-                    "AND outcome = %%s AND validate_state = %%s AND received_time = %%s "
-                    "AND hostid = %%s" % ", ".join("%s = %%s" % col for col in sets),
-                    list(sets.values()) + [row["id"], row["server_state"], row["outcome"],
-                                           row["validate_state"], row["received_time"],
-                                           row["hostid"]])
-                if n != 1:
-                    # not acknowledged: the client reports it again, and that report
-                    # is judged against the row as it is then
-                    log.critical("[HOST#%d] [RESULT#%d] [WU#%d] can't update result: "
-                                 "row changed meanwhile" % (hostid, row["id"], row["workunitid"]))
-                    continue
-                written.append((row, v))
+                groups.setdefault(tuple(sets), []).append((row["id"], tuple(sets.values())))
+            for columns, rows in groups.items():
+                _update_rows(db, columns, rows)
             wu_ids = sorted({row["workunitid"] for row, _ in written})
             if wu_ids:
                 db.execute("UPDATE workunit SET transition_time = %s WHERE id IN (%s)"
@@ -217,28 +253,81 @@ def handle_results(ctx):
     except Exception as exc:
         # not acknowledged: the client reports them again next time
         log.critical("[HOST#%d] can't update results: %s" % (hostid, exc))
-        return
-    for row, v in written:
-        # the quota follows the reports that were recorded, and only those
-        if v["outcome"] == OUTCOME_SUCCESS:
-            _got_good_result(ctx, row)
-        elif v["exit_status"] != EXIT_ABORTED_BY_PROJECT:
-            _got_bad_result(ctx, row)
-        reply.result_acks.append(row["name"])
+        return []
+    return written
 
 
-def _accept(ctx, row, r):
+def _lock_unchanged(ctx, accepted):
+    """Lock the accepted results' rows (in the transaction) and keep those
+    still as they were read: another request reporting the same result (a
+    client retrying a stalled RPC) may have written it since, and the
+    validator validated and credited it -- writing our stale validate_state
+    over that would have it validated and credited again.  A result left out
+    is not acknowledged: the client reports it again, and that report is
+    judged against the row as it is then."""
+    ids = [row["id"] for row, _ in accepted]
+    now = {r["id"]: r for r in ctx.db.query(
+        "SELECT id, %s FROM result WHERE id IN (%s) FOR UPDATE"
+        % (", ".join(_GUARD), ", ".join(["%s"] * len(ids))), ids)}
+    keep, seen = [], set()
+    for row, v in accepted:
+        cur = now.get(row["id"])
+        if cur is None or row["id"] in seen or any(cur[c] != row[c] for c in _GUARD):
+            # (a result reported twice in one request is written once)
+            ctx.log.critical("[HOST#%d] [RESULT#%d] [WU#%d] can't update result: "
+                             "row changed meanwhile"
+                             % (ctx.host["id"], row["id"], row["workunitid"]))
+            continue
+        keep.append((row, v))
+        seen.add(row["id"])
+    return keep
+
+
+def _update_rows(db, columns, rows):
+    """UPDATE result rows [(id, values of ``columns``)], as few statements as
+    the text allows: a join with the new values as a derived table."""
+    chunk, size = [], 0
+    for rid, values in rows:
+        n = sum(len(x) for x in values if isinstance(x, (str, bytes)))
+        if chunk and size + n > _UPDATE_TEXT_BYTES:
+            _update_chunk(db, columns, chunk)
+            chunk, size = [], 0
+        chunk.append((rid, values))
+        size += n
+    if chunk:
+        _update_chunk(db, columns, chunk)
+
+
+def _update_chunk(db, columns, rows):
+    first = "SELECT %%s AS id, %s" % ", ".join("%%s AS %s" % c for c in columns)
+    more = " UNION ALL SELECT %s" % ", ".join(["%s"] * (len(columns) + 1))
+    params = []
+    for rid, values in rows:
+        params.append(rid)
+        params.extend(values)
+    n = db.execute("UPDATE result r JOIN (%s%s) v ON r.id = v.id SET %s"
+                   % (first, more * (len(rows) - 1),
+                      ", ".join("r.%s = v.%s" % (c, c) for c in columns)), params)
+    if n != len(rows):
+        # the rows are locked and were checked: this would be a bug; roll back
+        raise RuntimeError("result update changed %d rows of %d" % (n, len(rows)))
+
+
+def _accept(ctx, row, r, plan_classes):
     """The new column values of an accepted report, with BOINC's sanity fixes
-    (the host's quota is adjusted once the row is written)."""
+    (the host's quota is adjusted once the row is written); ``plan_classes``
+    caches app versions' plan classes over one request."""
     log = ctx.log
     hostid = ctx.host["id"]
     cpu_time = r.final_cpu_time
     elapsed = r.final_elapsed_time
     if elapsed < cpu_time and row["app_version_id"] > 0:
         # a single-thread app can't use more CPU than wall time
-        av = ctx.db.query_one("SELECT plan_class FROM app_version WHERE id = %s",
-                              (row["app_version_id"],))
-        if av is not None and "mt" not in (av["plan_class"] or ""):
+        avid = row["app_version_id"]
+        if avid not in plan_classes:
+            av = ctx.db.query_one("SELECT plan_class FROM app_version WHERE id = %s", (avid,))
+            plan_classes[avid] = None if av is None else (av["plan_class"] or "")
+        if plan_classes[avid] is not None and "mt" not in plan_classes[avid]:
             log.normal("[HOST#%d] [RESULT#%d] elapsed time %f < CPU %f for seq app; "
                        "setting to CPU" % (hostid, row["id"], elapsed, cpu_time))
             elapsed = cpu_time

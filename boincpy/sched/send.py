@@ -505,6 +505,10 @@ def send_work(ctx, job_array):
         _send_work_body(work, reserved)
     finally:
         job_array.restore(work.pid)
+        if job_array.take_emptied():
+            # the jobs sent are committed (autocommit): the feeder refills now
+            from boincpy import doorbell
+            doorbell.ring(work.cfg, doorbell.FEEDER)
         if not work.hr_reject_perm:
             write_host_app_versions(work)
     if not work.hr_reject_perm:         # BOINC returns before its messages then

@@ -274,5 +274,7 @@ def submit(db, cfg, user, spec, now=None):
             raise SubmitError(exc.message) from None
         job_files.associate(db, used_files, batch.id)
         batches.start(db, batch, len(jobs), fpops_total, lst, let)
+    from boincpy import doorbell
+    doorbell.ring(cfg, doorbell.TRANSITIONER)       # its results are made now
     return batch.id
 

@@ -35,7 +35,6 @@ program is invoked by selects the default action: ``start`` = ``--enable``,
 """
 
 import fcntl
-import getopt
 import getpass
 import glob
 import os
@@ -45,6 +44,7 @@ import sys
 import time
 
 from boincpy.errors import BoincpyError, ConfigError
+from boincpy.files import make_host_log_dir
 
 STOP_DAEMONS = "stop_daemons"
 STOP_SCHED = "stop_sched"
@@ -168,7 +168,7 @@ class Control:
         self.now = int(time.time())
         self.project = cfg.project_dir
         self.bin_dir = os.path.join(self.project, "bin")
-        self.log_dir = cfg.log_dir
+        self.log_dir = cfg.host_log_dir      # bin/start: log_<this host>, never <log_dir>
         self.pid_dir = cfg.pid_dir
         self.tmp_dir = cfg.tmp_dir
         self.started = 0
@@ -668,64 +668,77 @@ def main(argv=None, prog=None):
 _ACTIONS = {"start": "enable", "stop": "disable", "status": "status"}
 
 
-def _main(argv, prog):
-    invocation_dir = os.getcwd()
-    action = _ACTIONS.get(prog)
-    verbose = sys.stdout.isatty()
-    fork_delay = 0.1
-    ignore_timestamps = False
-    stop_timeout = DEFAULT_STOP_TIMEOUT
-    config_file = run_state_file = None
+def _action_flag(decls, action):
+    """A flag selecting ``action``; the last such flag given wins, as with
+    BOINC's getopt loop (click calls the callbacks in command-line order)."""
+    import click
+
+    def chosen(ctx, param, value):
+        if value:
+            ctx.meta["control_action"] = action
+    return click.Option(decls + ["action_" + action], is_flag=True, callback=chosen,
+                        expose_value=False)
+
+
+def _seconds(ctx, param, value):
+    import click
+    if value is None:
+        return None
     try:
-        opts, args = getopt.getopt(argv, "cedskqvh?", (
-            "enable", "cron", "cron-tasks", "disable", "start", "stop", "kill", "status",
-            "show-config", "ignore-timestamps", "fork-delay=", "config-file=",
-            "run-state-file=", "prune-run-state", "quiet", "verbose", "help", "stop-timeout="))
-    except getopt.GetoptError as exc:
-        sys.stderr.write("%s\nUse '%s --help' for help\n" % (exc, prog))
+        return float(value)
+    except ValueError:
+        raise click.BadParameter("needs a number of seconds, not %r" % value) from None
+
+
+def _command():
+    """start/stop/status's options, spelled as BOINC's sched/start spells them."""
+    import click
+    params = [
+        _action_flag(["-e", "--enable", "--start"], "enable"),
+        _action_flag(["-c", "--cron"], "cron"),
+        _action_flag(["--cron-tasks"], "cron_tasks"),
+        _action_flag(["-d", "--disable", "--stop", "-k", "--kill"], "disable"),
+        _action_flag(["-s", "--status"], "status"),
+        _action_flag(["--show-config"], "show_config"),
+        click.Option(["-q", "--quiet", "quiet"], is_flag=True),
+        click.Option(["-v", "--verbose", "verbose"], is_flag=True),
+        click.Option(["-h", "--help", "-?", "show_help"], is_flag=True),
+        click.Option(["--ignore-timestamps", "ignore_timestamps"], is_flag=True),
+        click.Option(["--prune-run-state", "prune_run_state"], is_flag=True),
+        click.Option(["--config-file", "config_file"]),
+        click.Option(["--run-state-file", "run_state_file"]),
+        click.Option(["--fork-delay", "fork_delay"], callback=_seconds),
+        click.Option(["--stop-timeout", "stop_timeout"], callback=_seconds),
+    ]
+
+    def parsed(**values):
+        values["action"] = click.get_current_context().meta.get("control_action")
+        return values
+    return click.Command("start", params=params, callback=parsed, add_help_option=False)
+
+
+def _main(argv, prog):
+    import click
+    invocation_dir = os.getcwd()
+    try:
+        opts = _command().main(args=list(argv), prog_name=prog, standalone_mode=False)
+    except click.ClickException as exc:
+        sys.stderr.write("%s\nUse '%s --help' for help\n" % (exc.format_message(), prog))
         return 1
-    for opt, value in opts:
-        if opt in ("-q", "--quiet"):
-            verbose = False
-        elif opt in ("-v", "--verbose"):
-            verbose = True
-        elif opt in ("-h", "--help", "-?"):
-            sys.stderr.write(USAGE % prog)
-            if prog in _ACTIONS:
-                sys.stderr.write("Based on the invocation name as `%s', the default action "
-                                 "is --%s.\n" % (prog, _ACTIONS[prog]))
-            return 1
-        elif opt in ("-e", "--enable", "--start"):
-            action = "enable"
-        elif opt in ("-c", "--cron"):
-            action = "cron"
-        elif opt == "--cron-tasks":
-            action = "cron_tasks"
-        elif opt in ("-d", "--disable", "--stop", "-k", "--kill"):
-            action = "disable"
-        elif opt in ("-s", "--status"):
-            action = "status"
-        elif opt == "--show-config":
-            action = "show_config"
-        elif opt == "--ignore-timestamps":
-            ignore_timestamps = True
-        elif opt == "--prune-run-state":
-            pass        # the run state is always pruned, as in BOINC
-        elif opt == "--config-file":
-            config_file = value
-        elif opt == "--run-state-file":
-            run_state_file = value
-        elif opt in ("--fork-delay", "--stop-timeout"):
-            try:
-                seconds = float(value)
-            except ValueError:
-                raise ControlError("%s needs a number of seconds, not %r" % (opt, value)) from None
-            if opt == "--fork-delay":
-                fork_delay = seconds
-            else:
-                stop_timeout = seconds
-    if args:
-        raise ControlError("unexpected argument %r (see --help)" % args[0])
+    if opts["show_help"]:
+        sys.stderr.write(USAGE % prog)
+        if prog in _ACTIONS:
+            sys.stderr.write("Based on the invocation name as `%s', the default action "
+                             "is --%s.\n" % (prog, _ACTIONS[prog]))
+        return 1
+    action = opts["action"] or _ACTIONS.get(prog)
+    # -q and -v: the later wins in BOINC; here -v wins over -q given with it
+    verbose = True if opts["verbose"] else False if opts["quiet"] else sys.stdout.isatty()
+    ignore_timestamps = opts["ignore_timestamps"]
+    fork_delay = 0.1 if opts["fork_delay"] is None else opts["fork_delay"]
+    stop_timeout = (DEFAULT_STOP_TIMEOUT if opts["stop_timeout"] is None
+                    else opts["stop_timeout"])
+    config_file, run_state_file = opts["config_file"], opts["run_state_file"]
     if not action:
         raise ControlError('No command specified and script name is not "start", "stop", '
                            'or "status"')
@@ -746,11 +759,15 @@ def _main(argv, prog):
     run_state = RunState.read(run_state_file)
 
     os.chdir(cfg.project_dir)
-    for d in (cfg.tmp_dir, cfg.log_dir, cfg.pid_dir):
+    for d in (cfg.tmp_dir, cfg.pid_dir):
         try:
             os.makedirs(d, exist_ok=True)
         except OSError as exc:
             raise ControlError("can't create %s: %s" % (d, exc.strerror)) from None
+    try:
+        make_host_log_dir(cfg)
+    except OSError as exc:
+        raise ControlError("can't create %s: %s" % (cfg.host_log_dir, exc.strerror)) from None
     bin_dir = os.path.join(cfg.project_dir, "bin")
     os.environ["PATH"] = bin_dir + os.pathsep + os.environ["PATH"] if os.environ.get(
         "PATH") else bin_dir

@@ -331,6 +331,9 @@ def run(argv, stdin=None, stdout=None, stderr=None):
             ids, nbulk, errors = insert_jobs(db, jobs, ro.continue_on_error, errors)
         except DatabaseError as exc:
             raise DatabaseError("no jobs created: %s" % exc.message) from None
+        if ids or nbulk:
+            from boincpy import doorbell
+            doorbell.ring(cfg, doorbell.TRANSITIONER)   # its results are made now
         if jd.options.get("batch"):
             # a batch made by create_batch and filled by hand is counted too
             from boincpy.submit.batch import start_if_new

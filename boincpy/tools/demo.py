@@ -639,7 +639,7 @@ class Demo:
                 if now > deadline:
                     raise DemoError("timed out after %ds waiting for the jobs (%s); see the "
                                     "logs in %s and the clients' client.log"
-                                    % (self.s.timeout, c.line(), self.cfg.log_dir))
+                                    % (self.s.timeout, c.line(), self.cfg.host_log_dir))
                 if self.unsent():
                     self.poke_idle()
                 time.sleep(1)
@@ -743,7 +743,7 @@ class Demo:
         dest = tempfile.mkdtemp(prefix="boincpy-demo-logs-")
         sources = []
         if self.cfg is not None:
-            sources.append(("project_logs", self.cfg.log_dir))
+            sources.append(("project_logs", self.cfg.host_log_dir))
         sources.append(("httpd", os.path.join(self.root, "httpd")))
         for v in self.volunteers:
             sources.append(("host%d" % v.number, v.client.data_dir))

@@ -1,13 +1,14 @@
 """A private Apache serving one BOINC project on a loopback port.
 
-    python -m boincpy.tools.httpd start  PROJECT_DIR [--port N] [--run_dir DIR]
+    python -m boincpy.tools.httpd start  PROJECT_DIR [--port N] [--address A] [--run_dir DIR]
     python -m boincpy.tools.httpd stop   PROJECT_DIR [--run_dir DIR]
     python -m boincpy.tools.httpd status PROJECT_DIR [--run_dir DIR]
     python -m boincpy.tools.httpd conf   PROJECT_DIR [--port N]      (print httpd.conf)
 
 It writes a stand-alone httpd.conf (Debian's apache2 binary and modules, none
 of /etc/apache2's site configuration) that listens on 127.0.0.1:PORT and
-includes the project's own PROJECT/SHORT.httpd.conf written by make_project,
+includes the project's own PROJECT/SHORT.httpd.conf written by make_project
+(``--address``: another loopback address, e.g. 127.0.0.2 for a second web host),
 so the URLs are exactly those of a real installation.  The port defaults to
 the one in the project's master URL.  Its pid file, logs and configuration
 live in RUN_DIR (default PROJECT/httpd/): error.log there holds the CGIs'
@@ -102,13 +103,27 @@ def httpd_user(project_dir):
     return name
 
 
-def conf_text(project_dir, port, run_dir, user=None):
-    """The stand-alone httpd.conf.  ``user``: User/Group of the children (root only)."""
+def loopback_address(address):
+    """``address`` if it is an IPv4 loopback address (127.0.0.0/8), else ToolError:
+    a private Apache never listens elsewhere."""
+    import ipaddress
+    try:
+        ip = ipaddress.IPv4Address(address)
+    except ValueError:
+        raise ToolError("--address %r is not an IPv4 address" % address) from None
+    if not ip.is_loopback:
+        raise ToolError("--address %s is not a loopback address (127.0.0.0/8)" % address)
+    return str(ip)
+
+
+def conf_text(project_dir, port, run_dir, user=None, address="127.0.0.1"):
+    """The stand-alone httpd.conf.  ``user``: User/Group of the children (root
+    only); ``address``: the loopback address it listens on."""
     lines = [
         "# Private Apache for the BOINC project in %s (boincpy.tools.httpd)" % project_dir,
         'ServerRoot "%s"' % run_dir,
-        "ServerName 127.0.0.1",
-        "Listen 127.0.0.1:%d" % port,
+        "ServerName %s" % address,
+        "Listen %s:%d" % (address, port),
         'PidFile "%s"' % os.path.join(run_dir, "httpd.pid"),
         'DefaultRuntimeDir "%s"' % run_dir,
         'ErrorLog "%s"' % os.path.join(run_dir, "error.log"),
@@ -156,9 +171,10 @@ class PrivateApache:
     """One private Apache: ``start()``, ``stop()``, ``running()``; ``error_log``
     and ``access_log`` are its log files."""
 
-    def __init__(self, project_dir, port=None, run_dir=None, user=None):
+    def __init__(self, project_dir, port=None, run_dir=None, user=None, address="127.0.0.1"):
         self.project_dir = os.path.abspath(project_dir)
         self.port = port
+        self.address = loopback_address(address)
         self.run_dir = os.path.abspath(run_dir or os.path.join(self.project_dir, "httpd"))
         self.user = user
         self.conf_path = os.path.join(self.run_dir, "httpd.conf")
@@ -191,7 +207,7 @@ class PrivateApache:
             user = httpd_user(self.project_dir)
         os.makedirs(self.run_dir, exist_ok=True)
         with open(self.conf_path, "w") as f:
-            f.write(conf_text(self.project_dir, self.port, self.run_dir, user))
+            f.write(conf_text(self.project_dir, self.port, self.run_dir, user, self.address))
         return self.conf_path
 
     def start(self, timeout=20.0):
@@ -214,15 +230,15 @@ class PrivateApache:
                 self._log_tail(log_start)))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if _port_open(self.port):
+            if _port_open(self.port, self.address):
                 if self.pid():
                     return self
             elif os.path.exists(self.pid_file) and not self.pid():
                 break          # it started and died
             time.sleep(0.05)
         self.stop()
-        raise ToolError("Apache did not answer on 127.0.0.1:%d%s"
-                        % (self.port, self._log_tail(log_start)))
+        raise ToolError("Apache did not answer on %s:%d%s"
+                        % (self.address, self.port, self._log_tail(log_start)))
 
     def stop(self, timeout=10.0, graceful=True):
         """Stop Apache: graceful-stop (requests in progress finish; takes about
@@ -309,9 +325,9 @@ def _wait_group_gone(pgid, timeout):
     return not _group_alive(pgid)
 
 
-def _port_open(port):
+def _port_open(port, address="127.0.0.1"):
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+        with socket.create_connection((address, port), timeout=0.5):
             return True
     except OSError:
         return False
@@ -331,16 +347,20 @@ def main(argv=None):
     p.add_argument("action", choices=("start", "stop", "status", "conf"))
     p.add_argument("project_dir")
     p.add_argument("--port", type=int, help="default: the master URL's port")
+    p.add_argument("--address", default="127.0.0.1",
+                   help="loopback address to listen on (default 127.0.0.1)")
     p.add_argument("--run_dir", help="configuration, pid file and logs (default PROJECT/httpd)")
     p.add_argument("--user", help="user of Apache's children when run as root "
                                   "(default: config.xml's httpd_user, else www-data)")
     args = p.parse_args(argv)
-    server = PrivateApache(args.project_dir, args.port, args.run_dir, args.user)
     try:
+        server = PrivateApache(args.project_dir, args.port, args.run_dir, args.user,
+                               args.address)
         if args.action == "start":
             server.start()
-            print("Apache for %s listening on http://127.0.0.1:%d/ (pid %d, logs in %s)"
-                  % (server.project_dir, server.port, server.pid(), server.run_dir))
+            print("Apache for %s listening on http://%s:%d/ (pid %d, logs in %s)"
+                  % (server.project_dir, server.address, server.port, server.pid(),
+                     server.run_dir))
         elif args.action == "stop":
             print("stopped" if server.stop() else "not running")
         elif args.action == "status":
@@ -351,7 +371,8 @@ def main(argv=None):
             if server.port is None:
                 server.port = default_port(server.project_dir)
             user = args.user or (httpd_user(server.project_dir) if os.geteuid() == 0 else None)
-            sys.stdout.write(conf_text(server.project_dir, server.port, server.run_dir, user))
+            sys.stdout.write(conf_text(server.project_dir, server.port, server.run_dir, user,
+                                       server.address))
     except BoincpyError as exc:
         sys.stderr.write("httpd: ERROR: %s\n" % exc.message)
         return exc.exit_code or 1

@@ -29,7 +29,7 @@ Differences from the C++ make_project, all on the safe side:
 
 Layout and URLs (URL_BASE defaults to https://PROJECT_HOST/)::
 
-    URL_BASE/SHORT/            html/user  (master page index.html; *.php are CGIs)
+    URL_BASE/SHORT/            html/user  (master page index.php; *.php are CGIs)
     URL_BASE/SHORT/download/   download/  (static files, byte ranges)
     URL_BASE/SHORT_cgi/cgi     cgi-bin/cgi  (scheduler)
     URL_BASE/SHORT_cgi/file_upload_handler
@@ -608,32 +608,6 @@ def copy_tree_files(src_dir, dest_dir, python, paths=None):
     return copied
 
 
-def master_page(spec):
-    """html/user/index.html: the page the client scans for scheduler URLs.
-
-    Both declarations sit flush-left on lines of their own, shorter than the
-    client's 256-byte line buffer.
-    """
-    name = xml_escape(spec.long_name, quote=True)
-    return "\n".join([
-        "<!DOCTYPE html>",
-        "<html>",
-        "<head>",
-        '<meta charset="utf-8">',
-        "<title>%s</title>" % name,
-        schedulers_txt(spec).rstrip("\n"),
-        "</head>",
-        "<body>",
-        "<h1>%s</h1>" % name,
-        "<p>This is a BOINC project. To take part, install BOINC from "
-        '<a href="https://boinc.berkeley.edu/download.php">boinc.berkeley.edu</a>',
-        "and attach it to this project's URL: <code>%s</code></p>"
-        % xml_escape(spec.master_url, quote=True),
-        "</body>",
-        "</html>",
-        ""])
-
-
 def schedulers_txt(spec):
     """html/user/schedulers.txt: both scheduler declarations, as BOINC writes them."""
     return ("<!-- <scheduler>%s</scheduler> -->\n"
@@ -833,8 +807,8 @@ def build_tree(spec, stage, undo, say):
                                  paths if d in FAST_START_DIRS else None)
         say(2, "  %s: %s" % (d, ", ".join(copied) or "(nothing)"))
 
-    say(1, "Writing the master page, project.xml and Apache configuration")
-    _write(S("html", "user", "index.html"), master_page(spec))
+    say(1, "Writing the scheduler list, project.xml and Apache configuration")
+    # the master page (html/user/index.php) reads schedulers.txt on each request
     _write(S("html", "user", "schedulers.txt"), schedulers_txt(spec))
     _write(S("project.xml"), project_xml(spec))
     # the db_dump task's spec (its command names ../db_dump_spec.xml from tmp_HOST)
@@ -959,7 +933,7 @@ Alias "{user_path}" "{root}/html/user"
 # .php names are fixed by the client; here they are Python CGIs.
 <Directory "{root}/html/user">
     Options ExecCGI FollowSymLinks
-    DirectoryIndex index.html
+    DirectoryIndex index.php index.html
     SetEnv BOINC_PROJECT_DIR "{root}"
     <FilesMatch "\\.php$">
         SetHandler cgi-script

@@ -97,6 +97,7 @@ def page(ctx):
                  link("size_census.php", "Job size classes (size_census)"),
                  link("host_stats.php", "Host statistics: platforms, CPUs, OS"),
                  link("error_summary.php", "Most frequent errors"),
+                 link("errorwus.php", "Workunits with too many errors"),
                  link("hrclass_summary.php", "Homogeneous redundancy classes"),
                  link("show_log.php", "Show/grep logs")]
     people = [link("list_new_users.php", "Newest users"),
@@ -110,7 +111,7 @@ def page(ctx):
     parts.append(fmt('<div class="cols">{}{}{}</div>', _list("Browse database", browse),
                      _list("Computing", computing), _list("Users and hosts", people)))
 
-    catalog = Catalog(ctx.rdb)
+    catalog = Catalog(ctx.db)       # BOINC's index.php: db_init(), the primary
     show_all = bool(ctx.req.get("show_deprecated"))
     apps = []
     for app in catalog.apps.values():

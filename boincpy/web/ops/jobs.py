@@ -1,5 +1,6 @@
 """Job management: cancel workunits (by id range or by query), transition all,
-clear a host's RPC time, revalidate jobs, list assigned (targeted) jobs.
+clear a host's RPC time, revalidate jobs, list assigned (targeted) jobs,
+list workunits that erred too often (errorwus.php, from the replica).
 
 Every change goes through a confirmation page (GET: shows what would change,
 changes nothing) and a POST carrying the admin's form token.
@@ -17,7 +18,7 @@ cancelled workunit unassimilated until something else touches it).
 """
 
 from boincpy.db.queries import cancel_workunits_by_id, revalidate_workunits
-from boincpy.states import FileDeleteState, Outcome, ServerState, ValidateState
+from boincpy.states import ClientState, FileDeleteState, Outcome, ServerState, ValidateState
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.ops import names as N
 from boincpy.web.ops.browse import TABLES, build_where, filter_inputs, list_workunits
@@ -379,3 +380,74 @@ def assign(ctx):
                paging("assign.php", dict(params_in_use, sort=sort, order=order), start,
                       len(rows), total, n))
     return render(ctx, "Assigned jobs", body)
+
+
+def errorwus(ctx):
+    """``errorwus.php``: workunits without a canonical result whose errors of
+    one kind (download, compute, validate) exceed min_quorum + level, read
+    from the replica as BOINC's page does (a scan of the two largest
+    tables); tick some to cancel them."""
+    level = ctx.int_arg("level", 1) or 1
+    appid = ctx.int_arg("appid", 0, minimum=0)
+    hide_canceled = ctx.req.get("hide_canceled") == "on"
+    hide_dlerr = ctx.req.get("hide_dlerr") == "on"
+    db = ctx.rdb
+    catalog = Catalog(db)
+    rows = db.query(
+        "SELECT id, name, appid, unsent, in_progress, successes, compute_errors, "
+        "download_errors, validate_errors, error_mask, min_quorum FROM ("
+        " SELECT workunitid,"
+        "  SUM(IF(outcome=%s,1,0)) AS successes,"
+        "  SUM(IF(outcome=%s AND client_state=%s,1,0)) AS download_errors,"
+        "  SUM(IF(outcome=%s AND client_state=%s,1,0)) AS compute_errors,"
+        "  SUM(IF(outcome=%s,1,0)) AS validate_errors,"
+        "  SUM(IF(server_state=%s,1,0)) AS unsent,"
+        "  SUM(IF(server_state=%s,1,0)) AS in_progress"
+        " FROM result WHERE server_state IN (%s, %s, %s) GROUP BY workunitid) AS t1"
+        " JOIN workunit ON workunit.id = workunitid"
+        " WHERE canonical_resultid = 0 AND (%s = 0 OR appid = %s)"
+        " AND GREATEST(download_errors, compute_errors, validate_errors) > min_quorum + %s"
+        " ORDER BY name",
+        (int(Outcome.SUCCESS), int(Outcome.CLIENT_ERROR), int(ClientState.FILES_DOWNLOADING),
+         int(Outcome.CLIENT_ERROR), int(ClientState.COMPUTE_ERROR), int(Outcome.VALIDATE_ERROR),
+         int(ServerState.UNSENT), int(ServerState.IN_PROGRESS), int(ServerState.UNSENT),
+         int(ServerState.IN_PROGRESS), int(ServerState.OVER), appid, appid, level))
+    shown = [r for r in rows
+             if not (hide_canceled and r["error_mask"] & 16)
+             and not (hide_dlerr and r["download_errors"] and not r["compute_errors"]
+                      and not r["validate_errors"])]
+
+    def result_link(r, n, **filters):
+        return link(url("db_action.php", table="result", workunitid=r["id"], detail="low",
+                        **filters), n)
+
+    cells = [(checkbox("wuid", False, r["id"]),
+              link(url("db_action.php", table="workunit", id=r["id"], detail="high"), r["id"]),
+              r["name"], catalog.app_name(r["appid"]), r["min_quorum"], r["unsent"],
+              r["in_progress"],
+              result_link(r, r["successes"], outcome=int(Outcome.SUCCESS)),
+              result_link(r, r["download_errors"], outcome=int(Outcome.CLIENT_ERROR),
+                          client_state=int(ClientState.FILES_DOWNLOADING)),
+              result_link(r, r["compute_errors"], outcome=int(Outcome.CLIENT_ERROR),
+                          client_state=int(ClientState.COMPUTE_ERROR)),
+              result_link(r, r["validate_errors"], outcome=int(Outcome.VALIDATE_ERROR)),
+              N.error_mask_text(r["error_mask"])) for r in shown]
+    form = fmt('<form class="filters" method="get" action="errorwus.php">'
+               '<label>Hide cancelled WUs</label><div>{}</div>'
+               '<label>Hide WUs with only download errors</label><div>{}</div>'
+               '<label for="level">Errors above quorum +</label><div>{}</div>{}'
+               '<span></span><div><button type="submit">OK</button></div></form>',
+               checkbox("hide_canceled", hide_canceled, "on"),
+               checkbox("hide_dlerr", hide_dlerr, "on"), text_input("level", level, 3, "number"),
+               hidden("appid", appid) if appid else Markup(""))
+    title = "All-error workunits" + (" for %s" % catalog.app_name(appid) if appid else "")
+    body = join([form, fmt(
+        '<form method="post" action="cancel_workunits_action.php">{}{}'
+        '<button type="submit" class="danger">Cancel checked WUs</button></form>'
+        '<p>{} entries ({} hidden)</p>',
+        ctx.token_field("cancel_workunits_action.php"),
+        table(["Cancel?", "WU ID", "WU name", "App", "Quorum", "Unsent", "In progress",
+               "Success", "Download errors", "Compute errors", "Validate errors",
+               "Error mask"], cells),
+        len(shown), len(rows) - len(shown))])
+    return render(ctx, title, body)

@@ -36,6 +36,7 @@ PAGES = {
     "cancel_workunits.php": jobs.cancel_workunits,
     "cancel_workunits_action.php": jobs.cancel_workunits_action,
     "transition_all.php": jobs.transition_all,
+    "errorwus.php": jobs.errorwus,
     "clear_host.php": jobs.clear_host,
     "add_user.php": users.add_user,
     "why_no_work.php": logs.why_no_work,

@@ -22,7 +22,7 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from boincpy.db.connection import connect, web_replica_configured
+from boincpy.db.connection import connect, replica_state, web_replica_configured
 from boincpy.errors import BoincpyError, DatabaseError
 from boincpy.web.ops.request import Response
 from boincpy.web.markup import Markup, fmt, join, link, url
@@ -84,6 +84,7 @@ class Context:
         self._db = None
         self._rdb = None
         self._secret = None
+        self.replica_note = None        # set when lists came from a stale replica
 
     @property
     def db(self):
@@ -105,6 +106,14 @@ class Context:
                 except DatabaseError:
                     # As BOINC's BoincDb::get(true): fall back to the main DB.
                     self._rdb = self.db
+                else:
+                    # the page still answers from a replica that stopped or
+                    # lags, and says so (BOINC's pages don't tell)
+                    stale, text = replica_state(self._rdb)
+                    if stale:
+                        self.replica_note = (
+                            "The lists and counts on this page come from the read replica "
+                            "(%s), which %s: they may be stale." % (cfg.replica_db_host, text))
         return self._rdb
 
     def who(self):
@@ -228,6 +237,8 @@ def render(ctx, title, body, status="200 OK", site=None):
     heading = "%s: %s" % (project, title) if project else title
     nav = join((link(href, text) for href, text in site.nav), " ")
     who = ctx.who() if ctx is not None else ""
+    if ctx is not None and ctx.replica_note:
+        body = join([notice("warn", ctx.replica_note), body])
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ctx.now if ctx else time.time()))
     html = fmt(
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -1,0 +1,160 @@
+"""Doorbells: wake a sleeping daemon the moment another process made work for it.
+
+BOINC's daemons sleep a fixed ``--sleep_interval`` after a pass that found
+nothing, so a job waits up to that long at every stage (feeder, transitioner,
+validator, assimilator, file deleter).  Here each waiting daemon owns a named
+pipe (FIFO); whoever has just committed work for it (the scheduler taking
+jobs from the array or recording reports, the transitioner creating results
+or marking a workunit for validation, ...) writes one byte to it, and the
+daemon's ``select`` returns at once.  Nothing polls: a daemon with nothing to
+do sleeps in the kernel until rung, or until its sleep interval is over, so
+every BOINC option keeps its meaning and work made where no bell is rung
+(another host, the C++ tools) is still found after ``--sleep_interval``.
+
+Why a FIFO rather than a counter in the job array or a semaphore: a FIFO
+can be slept on with ``select`` together with a timeout and costs no CPU
+while idle; several rings while a pass runs collapse into one wake-up; a
+ring to a daemon that is not running is a failed ``open`` and nothing else;
+and it needs only the standard library's builtin modules (the scheduler CGI
+pays for every import).
+
+Where: the directory ``<job array segment path>.bells`` (so in ``/dev/shm``,
+one per project and ``<shmem_key>``), one FIFO per daemon process, named
+``DAEMON.PID`` (several ``--mod`` instances each get the ring).  The
+directory and FIFOs get the job array's group and mode, so schedulers
+running as the web server's user can ring.  FIFOs of processes that no
+longer exist are removed by the next daemon of that name to start.
+"""
+
+import errno
+import os
+import select
+import time
+
+from boincpy.shmem import pid_alive, segment_mode_and_group, segment_path
+
+# the names daemons ring each other by
+FEEDER = "feeder"
+TRANSITIONER = "transitioner"
+VALIDATOR = "validator"
+ASSIMILATOR = "assimilator"
+FILE_DELETER = "file_deleter"
+
+
+def bell_dir(cfg):
+    """The project's doorbell directory."""
+    return segment_path(cfg) + ".bells"
+
+
+def ring(cfg, *names):
+    """Wake every running daemon process of these ``names``; never fails
+    (a daemon not running, or a directory we may not read, is no error)."""
+    d = bell_dir(cfg)
+    try:
+        entries = os.listdir(d)
+    except OSError:
+        return
+    prefixes = tuple(n + "." for n in names)
+    for entry in entries:
+        if not entry.startswith(prefixes):
+            continue
+        try:
+            fd = os.open(os.path.join(d, entry), os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            continue        # ENXIO: its daemon died; ENOENT: it just left
+        try:
+            os.write(fd, b"!")
+        except OSError:
+            pass            # EAGAIN: full, so already rung
+        finally:
+            os.close(fd)
+
+
+class Doorbell:
+    """The FIFO this daemon process sleeps on (see the module docstring)."""
+
+    def __init__(self, cfg, name):
+        self.path = None
+        self.fd = None
+        d = bell_dir(cfg)
+        mode, gid = segment_mode_and_group(cfg)
+        dir_mode = 0o755 if mode & 0o002 else 0o750
+        try:
+            os.mkdir(d, dir_mode)
+        except FileExistsError:
+            pass
+        else:
+            _give_group(d, gid)
+            os.chmod(d, dir_mode)
+        self._remove_dead(d, name)
+        path = os.path.join(d, "%s.%d" % (name, os.getpid()))
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        os.mkfifo(path, 0o600)
+        _give_group(path, gid)
+        os.chmod(path, mode)
+        # O_RDWR: the pipe always has a writer, so select never sees EOF,
+        # and ringers always find a reader
+        self.fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)
+        self.path = path
+
+    @staticmethod
+    def _remove_dead(d, name):
+        for entry in os.listdir(d):
+            base, _, pid = entry.rpartition(".")
+            if base == name and pid.isdigit() and not pid_alive(int(pid)):
+                try:
+                    os.unlink(os.path.join(d, entry))
+                except OSError:
+                    pass
+
+    def drain(self):
+        """Forget rings received so far; True if there were any."""
+        rung = False
+        while True:
+            try:
+                data = os.read(self.fd, 4096)
+            except BlockingIOError:
+                return rung
+            if not data:
+                return rung
+            rung = True
+
+    def wait(self, seconds, stop=None):
+        """Sleep up to ``seconds``; return True as soon as rung (the rings
+        are consumed), False at the end of the time or when ``stop()``
+        (checked every second, as BOINC's daemons check stop_daemons)
+        becomes true."""
+        deadline = time.monotonic() + seconds
+        while True:
+            if stop is not None and stop():
+                return False
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            ready, _, _ = select.select([self.fd], [], [], min(1.0, left))
+            if ready and self.drain():
+                return True
+
+    def close(self):
+        """Stop listening and remove the FIFO (safe to call twice)."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        if self.path is not None:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+            self.path = None
+
+
+def _give_group(path, gid):
+    if gid is not None and gid != os.getegid():
+        try:
+            os.chown(path, -1, gid)
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.EACCES):
+                raise
