@@ -342,6 +342,15 @@ class Feeder:
         self.project = project
         self.proc = None
 
+    def cpu_seconds(self):
+        """CPU (user + system) the running feeder has used so far."""
+        import psutil
+        try:
+            t = psutil.Process(self.proc.pid).cpu_times()
+            return t.user + t.system
+        except (psutil.Error, AttributeError):
+            return 0.0
+
     @staticmethod
     def available():
         return os.path.exists(os.path.join(REPO, "bin", "feeder")) and \
@@ -524,8 +533,9 @@ def run_load(port, requests, n, conc, warmup=5, path="/bench_cgi/cgi"):
 def print_row(name, conc, server, r, cxx=None):
     ratio = "%5.2f" % (r["rps"] / cxx["rps"]) if cxx and server != "cxx" else "    -"
     print("%-40s %4d %-10s %7.1f %7.1f %7.1f %7.1f  %s   jobs %d acks %d err %d down %d"
+          "  feeder %.1f ms/RPC"
           % (TITLES[name], conc, server, r["rps"], r["p50"], r["p95"], r["p99"], ratio,
-             r["jobs"], r["acks"], r["errors"], r["down"]))
+             r["jobs"], r["acks"], r["errors"], r["down"], r.get("feeder_cpu", 0.0)))
     sys.stdout.flush()
 
 
@@ -831,8 +841,11 @@ def run_server(project, feeder, apache, key, name, conc, server, n):
         reqs = Requests(project, key, want_work=(name == "none_available"))
     feeder.start(slots, cxx=cxx)
     feeder.wait_filled(min(slots, 100) if name.startswith("sent_") else 0, cxx=cxx)
+    before = feeder.cpu_seconds()
     try:
-        return run_load(apache.port, reqs, n, conc, path=PATHS[server])
+        stats = run_load(apache.port, reqs, n, conc, path=PATHS[server])
+        stats["feeder_cpu"] = (feeder.cpu_seconds() - before) * 1000 / n
+        return stats
     finally:
         feeder.stop()
         if name.startswith("sent_"):
