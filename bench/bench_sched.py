@@ -575,10 +575,14 @@ def profile(project, key):
     if Feeder.available():
         imports += ", boincpy.shmem"
     imports += "; boincpy.db.lite._mysql_module()"
-    t_imports = best([py, "-c", imports])
-    t_cgi = best([py, cgi], stdin=req, cwd=os.path.join(project.root, "cgi-bin"))
-    out = subprocess.run([py, "-X", "importtime", "-c", imports], capture_output=True,
-                         text=True, env=env).stderr
+    # as the CGI starts: python -S, site's paths added (make_project.cgi_paths)
+    from boincpy.tools.make_project import cgi_paths
+    imports_cmd = [py, "-S", "-c", "import sys; sys.path += %r; %s"
+                   % (cgi_paths(py) or [], imports)]
+    t_imports = best(imports_cmd)
+    t_cgi = best([cgi], stdin=req, cwd=os.path.join(project.root, "cgi-bin"))
+    out = subprocess.run(imports_cmd[:1] + ["-X", "importtime"] + imports_cmd[1:],
+                         capture_output=True, text=True, env=env).stderr
     per_module = []
     for line in out.splitlines():
         m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line)
@@ -642,18 +646,18 @@ print(ms(t1 - t0), ms(t3 - t2), ms(t5 - t4), ms(T.get('connect', 0)), ms(T.get('
     runs.sort(key=lambda r: r[2])
     cfg_t, parse_t, handle_t, conn_t, q_t, nq, rep_t, attach_t, choose_t, auth_t = \
         runs[len(runs) // 2]
-    c_cgi = cpu[(py, cgi)]
+    c_cgi = cpu[(cgi,)]
     c_site = cpu[(py, "-c", "pass")]
-    c_imports = cpu[(py, "-c", imports)]
+    c_imports = cpu[tuple(imports_cmd)]
+    c_bare = cpu[(py, "-S", "-c", "pass")]
     print("Profile of one request (work requested, none available; wall medians and "
           "mean CPU, ms):")
     print("                                                     wall    CPU")
-    print("  whole CGI run (python cgi-bin/cgi < request)     %6.1f %6.1f" % (t_cgi, c_cgi))
-    print("  interpreter start-up, no site (-S)               %6.1f %6.1f"
-          % (t_bare, cpu[(py, "-S", "-c", "pass")]))
-    print("  interpreter start-up with site (venv .pth)       %6.1f %6.1f" % (t_site, c_site))
+    print("  whole CGI run (cgi-bin/cgi < request, its #!)    %6.1f %6.1f" % (t_cgi, c_cgi))
+    print("  interpreter start-up, no site (-S, as the CGI)   %6.1f %6.1f" % (t_bare, c_bare))
+    print("  (start-up with site and the venv's .pth hooks    %6.1f %6.1f)" % (t_site, c_site))
     print("  imports the request needs (beyond start-up)      %6.1f %6.1f"
-          % (t_imports - t_site, c_imports - c_site))
+          % (t_imports - t_bare, c_imports - c_bare))
     print("  the rest: configuration, database, request, reply       %6.1f"
           % (c_cgi - c_imports))
     for ms_, name in per_module[:8]:
@@ -684,32 +688,36 @@ def in_process_app(project):
     return app, serve
 
 
-def persistent_profile(project, feeder, key):
-    """cProfile of one persistent request that gets a job (warm process)."""
+def persistent_profile(project, feeder, key, n=200):
+    """cProfile of persistent requests that get a job (warm process), over
+    ``n`` requests so that one slow database round trip does not decide it."""
     import cProfile
     import pstats
-    project.add_jobs(60)
+    project.add_jobs(2 * n + 100)
     feeder.start(100)
     feeder.wait_filled(50)
     app, serve = in_process_app(project)
     reqs = Requests(project, key, want_work=True)
     for _ in range(20):                     # warm: connection, array, caches
         serve(reqs.next())
-    t = time.perf_counter()
-    n = 20
+    t, c = time.perf_counter(), time.process_time()
     for _ in range(n):
         serve(reqs.next())
-    per = (time.perf_counter() - t) / n * 1000
+    wall = (time.perf_counter() - t) / n * 1000
+    cpu = (time.process_time() - c) / n * 1000
     prof = cProfile.Profile()
     prof.enable()
-    out = serve(reqs.next())
+    jobs = 0
+    for _ in range(n):
+        jobs += serve(reqs.next()).count(b"<wu_name>")
     prof.disable()
-    print("\nProfile of one persistent request (work sent, 1 job, 100-slot array; "
-          "in-process, warm; %.2f ms a request without the profiler; jobs in reply: %d):"
-          % (per, out.count(b"<wu_name>")))
+    print("\nProfile of persistent requests (work sent, 1 job each, 100-slot array; "
+          "in-process, warm; without the profiler %.2f ms wall, %.2f ms CPU a request; "
+          "%d requests profiled, %d jobs sent; times below are totals over them):"
+          % (wall, cpu, n, jobs))
     stats = pstats.Stats(prof)
-    stats.sort_stats("cumulative").print_stats(18)
-    stats.sort_stats("tottime").print_stats(12)
+    stats.sort_stats("cumulative").print_stats(25)
+    stats.sort_stats("tottime").print_stats(15)
     app.resident.close()
 
 
@@ -729,11 +737,12 @@ def memory(project, feeder, key, n):
         out = serve(reqs.next())
         if b"</scheduler_reply>" not in out:
             raise RuntimeError(out[:300])
-        if i == 1000 or i % step == 0:
+        if i == min(1000, step) or i % step == 0:
             rss = proc.memory_info().rss / 1048576
-            first = rss if first is None else first
-            print("  after %7d requests: %7.1f MiB (%+.1f since request 1000), %.0f req/s"
-                  % (i, rss, rss - first, i / (time.perf_counter() - t)))
+            if first is None:
+                first = (i, rss)
+            print("  after %7d requests: %7.1f MiB (%+.1f since request %d), %.0f req/s"
+                  % (i, rss, rss - first[1], first[0], i / (time.perf_counter() - t)))
             sys.stdout.flush()
     app.resident.close()
 
