@@ -238,6 +238,10 @@ class Project:
         return n
 
     def destroy(self):
+        if self.cxx_dir:
+            # the C++ feeder leaves its System V segment behind when stopped
+            subprocess.run(["ipcrm", "-M", str(self.options["shmem_key"])],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         conn = MySQLdb.connect(**self.params)
         cur = conn.cursor()
         cur.execute("DROP DATABASE IF EXISTS `%s`" % self.db_name)
@@ -365,10 +369,14 @@ class Feeder:
                 [os.path.join(self.project.cxx_dir, "sched", "feeder"), "-d", "2",
                  "--sleep_interval", "1"], cwd=self.project.root, stdout=log, stderr=log,
                 env=dict(os.environ, BOINC_PROJECT_DIR=self.project.root))
-            time.sleep(2.5)         # it fills its segment on its first pass
-            if self.proc.poll() is not None:
-                raise RuntimeError("the C++ feeder exited (see %s)" % log.name)
-            return
+            # its CGI waits up to 10 s for the ready flag: measure once it is set
+            for _ in range(300):
+                if self.proc.poll() is not None:
+                    raise RuntimeError("the C++ feeder exited (see %s)" % log.name)
+                if self.cxx_present() is not None:
+                    return
+                time.sleep(0.1)
+            raise RuntimeError("the C++ feeder's array never got ready (see %s)" % log.name)
         self.proc = subprocess.Popen(
             [sys.executable, os.path.join(REPO, "bin", "feeder"), "-d", "2",
              "--sleep_interval", "1"], cwd=self.project.root, stdout=log, stderr=log,
@@ -385,8 +393,23 @@ class Feeder:
                 time.sleep(0.1)
         raise RuntimeError("the feeder did not make its job array (see %s)" % log.name)
 
+    def cxx_present(self):
+        """Jobs in the C++ feeder's array (its show_shmem), None until it is ready."""
+        out = subprocess.run([os.path.join(self.project.cxx_dir, "sched", "show_shmem")],
+                             cwd=self.project.root, capture_output=True, text=True,
+                             env=dict(os.environ, BOINC_PROJECT_DIR=self.project.root)).stdout
+        if "\nready: 1" not in out:
+            return None
+        # slot lines: "   N: ---" empty, "   N: PID ...", else a present job
+        return sum(1 for line in out.split("\nready: 1", 1)[1].splitlines()
+                   if re.match(r"\s*\d+ ", line))
+
     def wait_filled(self, n, cxx=False):
         if cxx:
+            for _ in range(300):
+                if (self.cxx_present() or 0) >= n:
+                    return
+                time.sleep(0.1)
             return
         from boincpy import shmem
         from boincpy.config import load_config
