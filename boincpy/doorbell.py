@@ -23,7 +23,8 @@ one per project and ``<shmem_key>``), one FIFO per daemon process, named
 ``DAEMON.PID`` (several ``--mod`` instances each get the ring).  The
 directory and FIFOs get the job array's group and mode, so schedulers
 running as the web server's user can ring.  FIFOs of processes that no
-longer exist are removed by the next daemon of that name to start.
+longer exist are removed by the next daemon of that name to start; the
+last daemon to stop removes the directory.
 """
 
 import errno
@@ -76,23 +77,22 @@ class Doorbell:
     def __init__(self, cfg, name):
         self.path = None
         self.fd = None
-        d = bell_dir(cfg)
+        self.dir = bell_dir(cfg)
         mode, gid = segment_mode_and_group(cfg)
-        dir_mode = 0o755 if mode & 0o002 else 0o750
-        try:
-            os.mkdir(d, dir_mode)
-        except FileExistsError:
-            pass
-        else:
-            _give_group(d, gid)
-            os.chmod(d, dir_mode)
-        self._remove_dead(d, name)
-        path = os.path.join(d, "%s.%d" % (name, os.getpid()))
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-        os.mkfifo(path, 0o600)
+        path = os.path.join(self.dir, "%s.%d" % (name, os.getpid()))
+        for attempt in range(3):
+            self._make_dir(mode, gid)
+            self._remove_dead(self.dir, name)
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            try:
+                os.mkfifo(path, 0o600)
+                break
+            except FileNotFoundError:
+                if attempt == 2:        # the last daemon leaving removed the directory
+                    raise
         _give_group(path, gid)
         os.chmod(path, mode)
         # O_RDWR: the pipe always has a writer, so select never sees EOF,
@@ -100,9 +100,22 @@ class Doorbell:
         self.fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)
         self.path = path
 
+    def _make_dir(self, mode, gid):
+        dir_mode = 0o755 if mode & 0o002 else 0o750
+        try:
+            os.mkdir(self.dir, dir_mode)
+        except FileExistsError:
+            return
+        _give_group(self.dir, gid)
+        os.chmod(self.dir, dir_mode)
+
     @staticmethod
     def _remove_dead(d, name):
-        for entry in os.listdir(d):
+        try:
+            entries = os.listdir(d)
+        except OSError:
+            return
+        for entry in entries:
             base, _, pid = entry.rpartition(".")
             if base == name and pid.isdigit() and not pid_alive(int(pid)):
                 try:
@@ -139,7 +152,8 @@ class Doorbell:
                 return True
 
     def close(self):
-        """Stop listening and remove the FIFO (safe to call twice)."""
+        """Stop listening and remove the FIFO, and the directory if it was
+        the last (safe to call twice)."""
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
@@ -149,6 +163,10 @@ class Doorbell:
             except OSError:
                 pass
             self.path = None
+            try:
+                os.rmdir(self.dir)
+            except OSError:
+                pass            # other daemons' bells are in it
 
 
 def _give_group(path, gid):

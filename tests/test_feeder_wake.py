@@ -99,7 +99,7 @@ def test_feeder_refills_within_a_second_of_the_last_slot_taken(proj):
         doorbell.ring(cfg, "feeder")
         thread.join(10)
     assert not thread.is_alive()
-    assert not os.listdir(doorbell.bell_dir(cfg))       # its FIFO is gone
+    assert not os.path.exists(doorbell.bell_dir(cfg))   # its FIFO is gone, and the directory
 
 
 def test_without_a_ring_the_sleep_interval_holds(proj):

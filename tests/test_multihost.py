@@ -9,7 +9,6 @@ submission logs, show_log.php).
 """
 
 import os
-import subprocess
 import sys
 
 from backend_util import REPO, bin_cmd, bin_env, wait_for

@@ -20,7 +20,9 @@ How the documents are read:
 * The documents use fixed names; the test runs them with its own:
   :data:`PLACEHOLDERS` (source tree, project root, short name = database and
   database user, port, scratch directory for ``/tmp/...``), and ``boinccmd``
-  talks to a stock client of the test's own.
+  talks to a stock client of the test's own.  The guide's other hosts
+  (:data:`GUIDE_HOSTS`) are namespaces with their own host name and
+  /dev/shm on this machine, and ``ssh HOST COMMAND`` runs COMMAND there.
 * A block that can't run here is listed in :data:`NOT_RUN` with what covers
   it elsewhere; a fenced command neither run nor listed fails the test, and
   so does a listed one the documents no longer have.
@@ -51,7 +53,11 @@ GUIDE = os.path.join(REPO, "docs", "operator-guide.md")
 DOCS = (README, GUIDE)
 PYTHON = os.path.join(REPO, ".venv", "bin", "python")
 # The names the documents use, replaced by the test's own (see Env.substitutions).
-PLACEHOLDERS = ("/opt/boincpy", "/srv/boincpy/myproj", "127.0.0.1:8080", "myproj", "/tmp/")
+PLACEHOLDERS = ("/opt/boincpy", "/srv/boincpy/myproj", "127.0.0.1:8080", "127.0.0.2:8080",
+                "myproj", "/tmp/")
+# The guide's other hosts ("When one server is not enough"), emulated here
+# (tests/hosts_util.Host) and reached with an ssh stand-in on PATH.
+GUIDE_HOSTS = ("backend", "web2")
 
 # Blocks that don't run here: (exact text of the block's commands, one per
 # line) -> (file, text in that file) of what covers them elsewhere.
@@ -698,23 +704,40 @@ def guide_env():
     os.chmod(base, 0o755)
     root = os.path.join(base, short)
     port = free_port()
+    from hosts_util import Host, can_unshare, write_ssh_exec
+    if not can_unshare():
+        pytest.skip("the guide's other hosts need namespaces (unshare, as root)")
+    hosts_dir = os.path.join(base, "hosts")
+    os.makedirs(hosts_dir)
+    write_ssh_exec(os.path.join(hosts_dir, "ssh"), hosts_dir)
+    hosts = [Host(name, os.path.join(hosts_dir, name + ".pid")) for name in GUIDE_HOSTS]
     client = StockClient()
     client.start()
     client_cmd = "boinccmd --host 127.0.0.1:%d --passwd %s" % (client.port, client.gui_password)
     mapping = {"/opt/boincpy": REPO, "/srv/boincpy/myproj": root,
-               "127.0.0.1:8080": "127.0.0.1:%d" % port, "myproj": short,
-               "/tmp/": os.path.join(base, "tmp") + "/"}
+               "127.0.0.1:8080": "127.0.0.1:%d" % port, "127.0.0.2:8080": "127.0.0.2:%d" % port,
+               "myproj": short, "/tmp/": os.path.join(base, "tmp") + "/"}
     assert set(mapping) == set(PLACEHOLDERS)
     try:
         yield {"base": base, "root": root, "short": short, "port": port,
-               "subst": make_substitution(mapping, client_cmd), "client": client}
+               "subst": make_substitution(mapping, client_cmd), "client": client,
+               "path": hosts_dir}
     finally:
         client.close()
         if os.path.exists(os.path.join(root, "config.xml")):
             subprocess.run([os.path.join(root, "bin", "stop"), "-q", "--stop-timeout=10"],
-                           cwd=root, capture_output=True, timeout=60)
+                           cwd=root, capture_output=True, timeout=60,
+                           env=dict(os.environ, PATH=hosts_dir + ":" + os.environ["PATH"]))
             PrivateApache(root).stop()
+            PrivateApache(root, run_dir=os.path.join(root, "httpd_web2")).stop()
+        for host in hosts:
+            host.close()
         drop_db_and_user(root_db_params(), short, short)
+        conn = MySQLdb.connect(**root_db_params())
+        try:
+            conn.cursor().execute("DROP USER IF EXISTS %s@'%%'", (short + "_ro",))
+        finally:
+            conn.close()
         shutil.rmtree(base, ignore_errors=True)
 
 
@@ -724,7 +747,9 @@ def test_operator_guide_walkthrough(guide_env):
     submit jobs, run the daemons, a stock client runs the jobs, troubleshoot,
     stop and remove the project."""
     doc = read_doc(GUIDE)
-    session = Session(guide_env["base"], guide_env["subst"], _env(),
+    env = _env()
+    env["PATH"] = guide_env["path"] + ":" + env["PATH"]      # ssh to the emulated hosts
+    session = Session(guide_env["base"], guide_env["subst"], env,
                       os.path.join(guide_env["base"], "tmp"))
     ran = run_doc(doc, session)
     print("slowest blocks:", ", ".join("%s %.1fs" % (w, t) for t, w in
@@ -737,7 +762,8 @@ def test_operator_guide_walkthrough(guide_env):
         cur = conn.cursor()
         cur.execute("SHOW DATABASES LIKE %s", (guide_env["short"],))
         assert cur.fetchone() is None
-        cur.execute("SELECT COUNT(*) FROM mysql.user WHERE User = %s", (guide_env["short"],))
+        cur.execute("SELECT COUNT(*) FROM mysql.user WHERE User IN (%s, %s)",
+                    (guide_env["short"], guide_env["short"] + "_ro"))
         assert cur.fetchone()[0] == 0
     finally:
         conn.close()

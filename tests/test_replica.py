@@ -8,8 +8,10 @@ Where BOINC reads the replica:
   * db_dump and antique_file_deleter (C++): always, the replica settings
     defaulting to db_* (sched_config.cpp);
   * the ops pages that query the handle of BoincDb::get(true) (db_ops.inc
-    lists and counts, cancel_workunits, ...): only if config.xml gives all
-    four settings, falling back to the main database if the replica refuses;
+    lists and counts, cancel_workunits, errorwus, ...): only if config.xml
+    gives all four settings, falling back to the main database if the
+    replica refuses; the others (db_init(), BoincDb::get(): the index,
+    list_new_users, the failure summaries ...) read the main database;
   * no account RPC (BoincDb::get() reopens the main database since 2024).
 """
 
@@ -92,6 +94,20 @@ def test_ops_lists_read_the_replica(replica):
     body = str(ops_call(project, "db_action.php", query={"table": "user"}).body)
     assert "replica_only" in body and "main_only" not in body
     assert "1 rows match" in body
+
+
+def test_ops_pages_read_where_boincs_read(replica):
+    # the replica for what BOINC queries through BoincDb::get(true) (db_form's
+    # lists, errorwus.php); the primary for pages BOINC opens with db_init()
+    # or BoincDb::get() (list_new_users.php, the index, the failure summaries)
+    project, name, user = replica
+    use_replica(project, name, user)
+    listed = str(ops_call(project, "db_action.php", query={"table": "user"}).body)
+    assert "replica_only" in listed and "main_only" not in listed
+    newest = str(ops_call(project, "list_new_users.php").body)
+    assert "main_only" in newest and "replica_only" not in newest
+    # the stand-in is not replicating: nothing to say about staleness
+    assert "may be stale" not in listed
 
 
 def test_ops_pages_use_the_main_database_unless_all_four_are_given(replica):

@@ -36,6 +36,7 @@ rows elsewhere (e.g. a unique key on the workunit name).  The stock
 
 import time
 
+from boincpy import doorbell
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon
 from boincpy.daemons.validator import result_from_row
@@ -58,6 +59,7 @@ class Assimilator(Daemon):
 
     name = "assimilator"
     sleep_interval = 10.0
+    doorbell = "assimilator"
 
     def assimilate_handler(self, wu, results, canonical_result):
         """Handle one completed job; return 0, DEFER_ASSIMILATION or an error code."""
@@ -194,4 +196,5 @@ class Assimilator(Daemon):
         update_by_id(self.db, "workunit", ("assimilate_state", "transition_time"),
                      {i: (state, now) for i, state in new_states.items()},
                      where="assimilate_state = %s", where_params=(int(AssimilateState.READY),))
+        doorbell.ring(self.cfg, doorbell.TRANSITIONER)
         return len(new_states)

@@ -65,6 +65,7 @@ class FileDeleter(Daemon):
 
     name = "file_deleter"
     sleep_interval = 5.0
+    doorbell = "file_deleter"
 
     @classmethod
     def add_options(cls, params):

@@ -319,6 +319,11 @@ def plan_workunit(wu, results, now, cfg):
         extra = min(max(2 * (now - tt), 60), 86400)
         plan.say(DEBUG, "transition time in past: adding extra delay %d sec" % extra)
         tt = now + extra
+    elif tt == now:
+        # due next second, as with BOINC's "transition_time < now"; the
+        # enumeration takes "<= now" so that a workunit a report (or the
+        # validator, the assimilator) set to now is transitioned at once
+        tt = now + 1
     new["transition_time"] = tt
     plan.say(DEBUG, "setting transition_time to %d" % tt)
 
@@ -372,17 +377,18 @@ class Transitioner(Daemon):
         did_something = False
         failures = 0
         touched = set()           # job batches (remote submission) whose jobs moved
+        redone = set()            # changed while being transitioned: due again now
         while not self.stop_requested():
             batch = self.enumerate(int(time.time()))
-            if not batch:
-                break
+            if not batch or all(wu["id"] in redone for wu, _ in batch):
+                break             # (those wait for the next pass)
             did_something = True
             for k in range(0, len(batch), GROUP_SIZE):
                 if self.stop_requested():
                     break
                 try:
                     group = batch[k:k + GROUP_SIZE]
-                    self.handle_group(group)
+                    redone |= self.handle_group(group)
                     touched.update(wu["batch"] for wu, _ in group if wu["batch"])
                     failures = 0
                 except DatabaseError as exc:
@@ -410,7 +416,7 @@ class Transitioner(Daemon):
         else:
             clause, params = self.mod_clause("id")
             wus = self.db.query(
-                "SELECT %s FROM workunit WHERE transition_time < %%s AND transitioner_flags <> %%s"
+                "SELECT %s FROM workunit WHERE transition_time <= %%s AND transitioner_flags <> %%s"
                 "%s LIMIT %d" % (cols, clause, SELECT_LIMIT),
                 (now, int(TransitionerFlags.TRANSITION_NONE)) + params)
         if not wus:
@@ -424,7 +430,8 @@ class Transitioner(Daemon):
         return [(wu, by_wu[wu["id"]]) for wu in wus]
 
     def handle_group(self, group):
-        """Plan and write a group of workunits in one transaction, then log."""
+        """Plan and write a group of workunits in one transaction, then log;
+        returns the ids of those to transition again (changed meanwhile)."""
         now = int(time.time())
         plans = [plan_workunit(wu, results, now, self.cfg) for wu, results in group]
         db = self.db
@@ -473,6 +480,7 @@ class Transitioner(Daemon):
         for text in penalties:
             if text:
                 log.normal(text)
+        return {p.wu["id"] for p in redo}
 
     def _ring(self, plans, new_results):
         """Ring the doorbells (boincpy.doorbell) of the daemons these

@@ -52,6 +52,7 @@ import time
 from dataclasses import dataclass, field
 
 from boincpy import credit as creditlib
+from boincpy import doorbell
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon
 from boincpy.db.bulk import insert_rows, select_in, update_by_id
@@ -155,6 +156,7 @@ class Validator(Daemon):
 
     name = "validator"
     sleep_interval = 5.0
+    doorbell = "validator"
 
     # -- project functions (validate_util2 interface) ---------------------
 
@@ -500,6 +502,10 @@ class Validator(Daemon):
                     if self.args.dry_run:
                         self.log.normal("DB not updated (dry run)")
                         raise _DryRun()
+                if done:
+                    # transition_time is now; a canonical result makes the
+                    # workunit READY for the assimilator
+                    doorbell.ring(self.cfg, doorbell.TRANSITIONER, doorbell.ASSIMILATOR)
                 return done
             except _DryRun:
                 return len(plans)

@@ -19,7 +19,6 @@ The client reads the page in 256-byte lines, so the declarations stay on
 lines of their own.
 """
 
-import os
 
 from boincpy.web.cgi import HTML_CONTENT_TYPE, Response
 from boincpy.xml import xml_escape

@@ -262,7 +262,7 @@ def _app_or_404(ctx, catalog, param="appid"):
 def app_details(ctx):
     """``app_details.php?appid=N``: the app's credit statistics and, per
     current version, the jobs validated, average efficiency and credit scale."""
-    db = ctx.rdb
+    db = ctx.db
     catalog = Catalog(db)
     app = _app_or_404(ctx, catalog)
     min_avg_pfc = db.query_value("SELECT min_avg_pfc FROM app WHERE id = %s", (app["id"],), 0)
@@ -317,7 +317,7 @@ def job_times(ctx):
     """``job_times.php?appid=N``: FLOPs of an app's recent valid jobs
     (elapsed time x the scheduler's FLOPS estimate) against the FLOP
     estimates the jobs were created with, per app version; histogram."""
-    db = ctx.rdb
+    db = ctx.db
     catalog = Catalog(db)
     if not ctx.req.get("appid"):
         apps = [fmt("<li>{}</li>", link(url("job_times.php", appid=a["id"]),

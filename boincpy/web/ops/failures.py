@@ -78,7 +78,7 @@ def _failure_link(filters, count, **extra):
 def by_platform(ctx):
     """``failure_result_summary_by_platform.php``: failures by (app version, exit status)."""
     appid, nsecs = _window(ctx)
-    db = ctx.rdb
+    db = ctx.db
     catalog = Catalog(db)
     where, params, filters = _where(ctx, appid, nsecs)
     rows = db.query("SELECT app_version_id, exit_status, COUNT(*) AS n FROM result "
@@ -121,7 +121,7 @@ def _platform(catalog, avid):
 def by_host(ctx):
     """``failure_result_summary_by_host.php``: failures by (app version, host)."""
     appid, nsecs = _window(ctx)
-    db = ctx.rdb
+    db = ctx.db
     catalog = Catalog(db)
     where, params, filters = _where(ctx, appid, nsecs)
     rwhere = _where(ctx, appid, nsecs, prefix="r.")[0]
@@ -159,7 +159,7 @@ def by_host(ctx):
 def error_summary(ctx):
     """``error_summary.php``: the most frequent exit statuses of failed results."""
     appid, nsecs = _window(ctx)
-    db = ctx.rdb
+    db = ctx.db
     catalog = Catalog(db)
     where, params, filters = _where(ctx, appid, nsecs)
     rows = db.query("SELECT exit_status, COUNT(*) AS n, COUNT(DISTINCT hostid) AS hosts, "
@@ -192,7 +192,7 @@ def pass_percentage(ctx):
     platform, the results reported in the window, the share that succeeded and
     the share that failed, split by the client state they failed in."""
     appid, nsecs = _window(ctx)
-    db = ctx.rdb
+    db = ctx.db
     catalog = Catalog(db)
     all_versions = bool(ctx.req.get("allversions"))
     all_platforms = bool(ctx.req.get("allplatforms"))

@@ -71,7 +71,7 @@ def host_stats(ctx):
     past N days (default 30), counted by platform, OS, CPU vendor, GPU, BOINC
     client, libc and VirtualBox version."""
     days = ctx.int_arg("days", DEFAULT_DAYS, minimum=1, maximum=3650)
-    db = ctx.rdb
+    db = ctx.db
     rows = db.query("SELECT os_name, os_version, p_vendor, serialnum, COUNT(*) AS n FROM host "
                     "WHERE rpc_time > %s GROUP BY os_name, os_version, p_vendor, serialnum",
                     (ctx.now - days * 86400,))
@@ -127,7 +127,7 @@ def size_census(ctx):
     now, and how hosts and unsent jobs spread over the classes."""
     if ctx.req.get("all") not in ("", "1"):
         raise PageError("all: 1 or nothing")
-    db = ctx.rdb
+    db = ctx.db
     show_all = bool(ctx.req.get("all"))
     apps = db.query("SELECT id, name, n_size_classes FROM app WHERE deprecated = 0 %s "
                     "ORDER BY id" % ("" if show_all else "AND n_size_classes > 1"))

@@ -39,7 +39,7 @@ def _app_type(cfg, app):
 
 def hrclass_summary(ctx):
     """``hrclass_summary.php``: jobs per HR class, the census and the slots."""
-    cfg, db = ctx.cfg, ctx.rdb
+    cfg, db = ctx.cfg, ctx.db
     apps = db.query("SELECT id, name, homogeneous_redundancy, weight FROM app "
                     "WHERE deprecated = 0 ORDER BY id")
     types = sorted({_app_type(cfg, a) for a in apps} - {0})
@@ -95,7 +95,7 @@ def reset_hrclass(ctx):
         return render(ctx, title, fmt("{}<p>{}</p>", notice(
             "ok", "%d workunit(s) of class %d are uncommitted again." % (n, c)),
             link("hrclass_summary.php", "HR classes")))
-    n = ctx.rdb.query_value("SELECT COUNT(*) FROM workunit WHERE hr_class = %s", (c,), 0)
+    n = ctx.db.query_value("SELECT COUNT(*) FROM workunit WHERE hr_class = %s", (c,), 0)
     body = fmt("<p>{} workunit(s) are committed to class {} ({}). Resetting makes them "
                "uncommitted: their unsent replicas may then go to a host of any class "
                "(those already sent stay where they are).</p>"

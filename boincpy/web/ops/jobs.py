@@ -75,7 +75,7 @@ def cancel_wu_action(ctx):
                    link(url("db_action.php", table="workunit", min_id=wuid1, max_id=wuid2),
                         "See these workunits"))
         return render(ctx, "Jobs cancelled", body)
-    db = ctx.rdb
+    db = ctx.db
     nwu = db.query_value("SELECT COUNT(*) FROM workunit WHERE id BETWEEN %s AND %s",
                          (wuid1, wuid2), 0)
     counts = {r["server_state"]: r["n"] for r in db.query(
@@ -186,7 +186,7 @@ def transition_all(ctx):
         n = ctx.db.execute("UPDATE workunit SET transition_time = %s", (ctx.now,))
         return render(ctx, "Transition jobs",
                       notice("ok", "transition_time set to now for %d workunit(s)." % n))
-    n = ctx.rdb.query_value("SELECT COUNT(*) FROM workunit", None, 0)
+    n = ctx.db.query_value("SELECT COUNT(*) FROM workunit", None, 0)
     body = fmt("<p>Sets transition_time to now for all {} workunits, so the transitioner "
                "re-examines each one (e.g. after a change of templates or configuration, "
                "or to unstick old jobs). On a large project this is a lot of work for the "
@@ -242,7 +242,7 @@ def revalidate(ctx):
                    "validator looks at them at its next pass." % (nwu, nres)),
             link(url("db_action.php", table="workunit", need_validate=1),
                  "Workunits waiting for validation")))
-    db = ctx.rdb
+    db = ctx.db
     catalog = Catalog(db)
     form, where, params, chosen, limit = choose_workunits(ctx, "revalidate.php",
                                                           "Find workunits")
@@ -322,7 +322,7 @@ def assign(ctx):
     """``assign.php``: the assignments of targeted and broadcast jobs (made by
     create_work --target_host/--target_user/--target_team/--broadcast);
     filters, sortable, paged."""
-    db = ctx.rdb
+    db = ctx.db
     kind = ctx.int_arg("target_type", None, minimum=0, maximum=3)
     wuid = ctx.int_arg("workunitid", None, minimum=1)
     start = ctx.int_arg("start", 0, minimum=0)

@@ -290,7 +290,7 @@ def queue_depth(db, now, hours=HOURS):
 def page(ctx):
     """``server_status.php``."""
     cfg = ctx.cfg
-    db = ctx.rdb
+    db = ctx.db
     now = ctx.now
     catalog = Catalog(db)
     parts = []

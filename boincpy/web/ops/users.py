@@ -443,7 +443,7 @@ def list_new_users(ctx):
     if sort not in dict(NEW_USER_SORTS) or order not in ("asc", "desc"):
         raise PageError("sort: one of %s; order: asc or desc"
                         % ", ".join(c for c, _ in NEW_USER_SORTS))
-    db = ctx.rdb
+    db = ctx.db
     total = db.query_value("SELECT COUNT(*) FROM user", None, 0)
     users = db.query("SELECT id, name, email_addr, email_validated, teamid, country, "
                      "create_time, total_credit FROM user ORDER BY %s %s, id DESC "
@@ -471,7 +471,7 @@ def list_new_users(ctx):
 
 def manage_special_users(ctx):
     """``manage_special_users.php``: the users with special-user flags."""
-    db = ctx.rdb
+    db = ctx.db
     ids = accounts.special_user_ids(db)
     users = (db.query("SELECT id, name, email_addr, email_validated, teamid, country, "
                       "create_time, total_credit FROM user WHERE id IN (%s) ORDER BY id"
