@@ -75,13 +75,13 @@ def test_layout_and_permissions(made_project):
             path = p.path(d, name)
             with open(path) as f:
                 first = f.readline().rstrip("\n")
-            # the CGIs start without site's hooks (-S), its paths on their second line
+            # the CGIs start without site's hooks (-S), its paths on their third line
             assert first == "#!" + sys.executable + (" -S" if d == "cgi-bin" else ""), path
             assert _mode(path) == 0o755
     # ... and import what they need, and no .pth hook or sitecustomize
     probe = p.path("cgi-bin", "probe_imports")
     with open(p.path("cgi-bin", "cgi")) as f:
-        head = f.readline() + f.readline()
+        head = f.readline() + f.readline() + f.readline()
     with open(probe, "w") as f:
         f.write(head + "import sys, boincpy.sched.handler, boincpy.upload, MySQLdb\n"
                 "print(sorted(m for m in ('site', 'sitecustomize', '_distutils_hack')\n"

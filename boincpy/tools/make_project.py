@@ -573,7 +573,7 @@ def copy_tree_files(src_dir, dest_dir, python, paths=None):
     pointing ``#!/usr/bin/env python3`` scripts at ``python``.
 
     With ``paths`` (:func:`cgi_paths`), those scripts run ``python -S`` and
-    their second line puts ``paths`` on ``sys.path``.  Scripts (a ``#!``
+    their third line puts ``paths`` on ``sys.path``.  Scripts (a ``#!``
     line) and files executable in the source get mode 0755, others 0644.
     Returns the relative paths copied.
     """
@@ -594,9 +594,9 @@ def copy_tree_files(src_dir, dest_dir, python, paths=None):
             first, sep, rest = data.partition(b"\n")
             script = data.startswith(b"#!")
             if _ENV_SHEBANG.match(first) and paths is not None:
-                data = (b"#!%s -S\nimport sys; sys.path += %s  # make_project: "
-                        b"site's paths without its start-up\n" % (python.encode(),
-                                                                  repr(paths).encode())) + rest
+                data = (b"#!%s -S\n# make_project: site's paths, without site's start-up\n"
+                        b"import sys; sys.path += %s\n" % (python.encode(),
+                                                            repr(paths).encode())) + rest
             elif _ENV_SHEBANG.match(first):
                 data = b"#!" + python.encode() + sep + rest
             executable = script or os.access(src, os.X_OK)
