@@ -299,6 +299,7 @@ class CpuMonitor:
         self.sample()
         self._started = True
         self.self_start = self._self_cpu()
+        self.machine_start = psutil.cpu_times()
         self.thread.start()
 
     def _loop(self):
@@ -310,6 +311,10 @@ class CpuMonitor:
         self.thread.join()
         self.sample()
         self.self_cpu = self._self_cpu() - self.self_start
+        t0, t1 = self.machine_start, psutil.cpu_times()
+        total = sum(t1) - sum(t0)
+        idle = (t1.idle + t1.iowait) - (t0.idle + t0.iowait)
+        self.machine_busy = 1.0 - idle / total if total > 0 else 0.0
 
     def by_kind(self):
         out = {}
@@ -444,7 +449,7 @@ def measure(site, hosts, monitor, wall, finished):
     empty = sum(1 for h in hosts for t in h.empty_times if t < last_sent)
     uploads = sum(h.n_uploads for h in hosts)
     cpu = monitor.by_kind()
-    return {"finished": finished, "wall": wall, "jobs_per_s": n / wall if wall else 0.0,
+    return {"machine_busy": monitor.machine_busy, "finished": finished, "wall": wall, "jobs_per_s": n / wall if wall else 0.0,
             "rpcs": rpcs, "empty": empty, "uploads": uploads, "cpu": cpu}
 
 
@@ -453,17 +458,18 @@ def bottleneck(r):
     cpu = r["cpu"]
     total = sum(cpu.values())
     ncpu = os.cpu_count() or 1
-    busy = total / r["wall"] / ncpu if r["wall"] else 0.0
+    ours = total / r["wall"] / ncpu if r["wall"] else 0.0
+    machine = r["machine_busy"]
     kind, secs = max(cpu.items(), key=lambda kv: kv[1])
-    if busy >= 0.8:
-        return ("CPU-bound (machine %.0f%% busy); the largest consumer is %s (%.0f%% of the "
-                "CPU)" % (100 * busy, kind, 100 * secs / total))
+    where = "machine %.0f%% busy, this project %.0f%%" % (100 * machine, 100 * ours)
+    if machine >= 0.85:
+        return ("CPU-bound (%s); the largest consumer is %s (%.0f%% of this project's CPU)"
+                % (where, kind, 100 * secs / total))
     if r["rpcs"] and r["empty"] / r["rpcs"] > 0.3:
-        return ("not CPU-bound (machine %.0f%% busy): %.0f%% of the RPCs got no job, so the "
-                "scheduler's job cache (the feeder) is the bottleneck"
-                % (100 * busy, 100 * r["empty"] / r["rpcs"]))
-    return ("not CPU-bound (machine %.0f%% busy): latency (daemons' sleeps, request "
-            "round trips); the largest consumer is %s" % (100 * busy, kind))
+        return ("not CPU-bound (%s): %.0f%% of the RPCs got no job while jobs were unsent: "
+                "the scheduler's job cache (the feeder)" % (where, 100 * r["empty"] / r["rpcs"]))
+    return ("not CPU-bound (%s): latency (daemons' sleeps, request round trips); the "
+            "largest consumer is %s" % (where, kind))
 
 
 def check(site, hosts, n):
@@ -527,6 +533,9 @@ def report(r, say):
     say("  CPU seconds: %s; total %.1f\n"
         % (", ".join("%s %.1f" % kv for kv in sorted(cpu.items(), key=lambda kv: -kv[1])),
            sum(cpu.values())))
+    say("  CPU per scheduler RPC %.0f ms, per upload %.0f ms (with their Apache children)\n"
+        % (1000 * cpu.get("scheduler", 0) / max(1, r["rpcs"]),
+           1000 * cpu.get("upload", 0) / max(1, r["uploads"])))
     say("  bottleneck: %s\n" % bottleneck(r))
     for what, ok, detail in r["checks"]:
         say("  check %-50s %s (%s)\n" % (what, "ok" if ok else "FAILED", detail))

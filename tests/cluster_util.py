@@ -194,18 +194,8 @@ def run_hosts(c, hosts, njobs, limit):
     ``limit`` seconds pass; returns (assimilated, errors, seconds)."""
     stop = threading.Event()
     errors = []
-
-    def client(host):
-        try:
-            while not stop.is_set():
-                if host.due():
-                    host.cycle()
-                else:
-                    time.sleep(0.02)
-        except Exception as exc:        # a client bug fails the run, never hangs it
-            errors.append("%s: %r" % (host.name, exc))
-
-    threads = [threading.Thread(target=client, args=(h,), daemon=True) for h in hosts]
+    threads = [threading.Thread(target=sc.run_host, args=(h, stop, errors), daemon=True)
+               for h in hosts]
     t0 = time.monotonic()
     for t in threads:
         t.start()

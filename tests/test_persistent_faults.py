@@ -180,16 +180,6 @@ def test_worker_killed_and_mariadb_restarted_under_load(persistent_site, private
     stop = threading.Event()
     errors = []
 
-    def client(host):
-        try:
-            while not stop.is_set():
-                if host.due():
-                    host.cycle()
-                else:
-                    time.sleep(0.02)
-        except Exception as exc:        # a client bug must fail the test, not hang it
-            errors.append("%s: %r" % (host.name, exc))
-
     def cron():
         # BOINC's daemons exit when they lose the database; its cron entry
         # (bin/start --cron) starts them again: here every second
@@ -197,7 +187,8 @@ def test_worker_killed_and_mariadb_restarted_under_load(persistent_site, private
             subprocess.run([p.bin("start"), "--cron"], cwd=p.root, capture_output=True,
                            timeout=60)
 
-    threads = [threading.Thread(target=client, args=(h,), daemon=True) for h in hosts]
+    threads = [threading.Thread(target=sc.run_host, args=(h, stop, errors), daemon=True)
+               for h in hosts]
     threads.append(threading.Thread(target=cron, daemon=True))
     for t in threads:
         t.start()

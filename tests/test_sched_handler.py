@@ -679,3 +679,52 @@ def test_sticky_files_matching_file_delete_regex_are_deleted(sched_env):
     r = call(env, data.encode())
     assert [e.text for e in r.root.findall("delete_file_info")] == ["old_data_1"]
     assert "invalid regular expression in file_delete_regex: [invalid" in r.log
+
+
+def test_many_reports_are_written_in_a_few_statements(sched_env, monkeypatch):
+    """A request reporting many results does its SQL in a few statements
+    (a read, a locking read, one UPDATE of the results, one of their
+    workunits), not one or more per result; every report is written and
+    acknowledged as when reported alone."""
+    from boincpy.db.lite import LiteDatabase
+    from boincpy.sched import reports
+    env = sched_env
+    attach(env)
+    now = int(time.time())
+    n = 30
+    for k in range(1, n + 1):
+        env.add_job("wu%d" % k, state=4, hostid=1, userid=1, sent_time=now - 100,
+                    report_deadline=now + 600000)
+    text = body("cycle", "08_sched_report_result.body.xml").decode()
+    block = re.search(r"<result>.*?</result>\n?", text, re.S).group(0)
+    text = text.replace(block, "".join(block.replace("wu1_0", "wu%d_0" % k)
+                                       for k in range(1, n + 1)))
+    statements = []
+    counting = []
+    for method in ("execute", "query", "executemany"):
+        real = getattr(LiteDatabase, method)
+
+        def counted(self, sql, *a, _real=real, **k):
+            if counting:
+                statements.append(sql.split(None, 1)[0].upper())
+            return _real(self, sql, *a, **k)
+        monkeypatch.setattr(LiteDatabase, method, counted)
+    real_handle = reports.handle_results
+
+    def handle(ctx):
+        counting.append(True)
+        try:
+            return real_handle(ctx)
+        finally:
+            counting.clear()
+    monkeypatch.setattr(reports, "handle_results", handle)
+    r = call(env, text.encode())
+    assert sorted(r.acks()) == sorted("wu%d_0" % k for k in range(1, n + 1)), r.log
+    rows = env.rows("SELECT server_state, outcome, validate_state, cpu_time FROM result")
+    assert len(rows) == n
+    assert all((x["server_state"], x["outcome"], x["validate_state"]) == (5, 1, 0) for x in rows)
+    assert all(x["cpu_time"] == pytest.approx(0.007259) for x in rows)
+    assert env.row("SELECT COUNT(*) AS n FROM workunit WHERE transition_time >= %s",
+                   (now,))["n"] == n
+    data_statements = [s for s in statements if s in ("SELECT", "UPDATE", "INSERT")]
+    assert len(data_statements) <= 4, statements

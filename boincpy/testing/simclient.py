@@ -1187,3 +1187,17 @@ def _check_input(data, fi):
         return -119, "MD5 check failed"                     # ERR_MD5_FAILED
     return None
 
+
+def run_host(host, stop, errors, pause=0.02):
+    """Drive ``host`` until ``stop`` (a threading.Event) is set: a cycle
+    whenever it is due.  An exception ends it and is appended to ``errors``
+    (host name and error), so that a client bug fails a run instead of
+    hanging it.  Meant as a thread's target, one thread per host."""
+    try:
+        while not stop.is_set():
+            if host.due():
+                host.cycle()
+            else:
+                time.sleep(pause)
+    except Exception as exc:
+        errors.append("%s: %r" % (host.name, exc))
