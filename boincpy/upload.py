@@ -36,6 +36,7 @@ import fcntl
 import os
 
 from boincpy.cnum import strtod
+from boincpy.errors import BoincpyError
 from boincpy.files import dir_hier_path, log_path
 from boincpy.xml import xml_escape
 
@@ -63,7 +64,7 @@ def _leaf(line):
     return tag, line[end + 1:close]
 
 
-class UploadError(Exception):
+class UploadError(BoincpyError):
     """An error reply: ``status`` 1 (transient) or -1 (permanent)."""
 
     def __init__(self, status, message):
