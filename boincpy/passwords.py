@@ -141,23 +141,6 @@ def rss_auth(userid, authenticator, stored_passwd_hash):
     return "%d_%s" % (userid, md5_hex(authenticator + stored_passwd_hash + "notify_rss"))
 
 
-def check_weak_auth(weak, lookup_user):
-    """The user a weak authenticator ``ID_HASH`` belongs to, or None.
-
-    ``lookup_user(id)`` returns an object with id, authenticator and
-    passwd_hash (or None).
-    """
-    import hmac
-    head, sep, tail = weak.partition("_")
-    if not sep or not head.isdigit():
-        return None
-    user = lookup_user(int(head))
-    if user is None:
-        return None
-    expect = md5_hex(user.authenticator + user.passwd_hash)
-    return user if hmac.compare_digest(expect, tail) else None
-
-
 def external_cpid(cross_project_id, email_addr):
     """The public cross-project id: md5(cross_project_id + e-mail)."""
     return md5_hex(cross_project_id + email_addr)

@@ -37,6 +37,7 @@ import os
 import re
 
 from boincpy.cnum import strtod
+from boincpy.errors import BoincpyError
 from boincpy.files import dir_hier_path, log_path
 from boincpy.xml import xml_escape
 
@@ -50,7 +51,7 @@ TRANSIENT, PERMANENT = 1, -1
 _TAG_RE = re.compile(rb"<(\w+)>([^<]*)</\1>")
 
 
-class UploadError(Exception):
+class UploadError(BoincpyError):
     """An error reply: ``status`` 1 (transient) or -1 (permanent)."""
 
     def __init__(self, status, message):

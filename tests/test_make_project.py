@@ -345,7 +345,7 @@ def _leftovers(names, db_root_params):
     (["--db_root_user", "no_such_admin"], "as no_such_admin (--db_root_user"),
     (["--db_user", "root"], "--db_user root"),
     (["--db_name", "bad-name"], "invalid database name"),
-    (["--no_such_option"], "unrecognized arguments: --no_such_option"),
+    (["--no_such_option"], "No such option '--no_such_option'"),
     (["--key_dir", '/tmp/a"b'], "--key_dir"),
 ])
 def test_bad_options_change_nothing(names, db_root_params, extra, message):
