@@ -600,8 +600,8 @@ def profile(project, key):
     imports += "; boincpy.db.lite._mysql_module()"
     # as the CGI starts: python -S, site's paths added (make_project.cgi_paths)
     from boincpy.tools.make_project import cgi_paths
-    imports_cmd = [py, "-S", "-c", "import sys; sys.path += %r; %s"
-                   % (cgi_paths(py) or [], imports)]
+    imports_cmd = [py, "-S", "-c", "import sys; sys.path += %r; %s; import os; os._exit(0)"
+                   % (cgi_paths(py) or [], imports)]     # and ends as the CGI does
     t_imports = best(imports_cmd)
     t_cgi = best([cgi], stdin=req, cwd=os.path.join(project.root, "cgi-bin"))
     out = subprocess.run(imports_cmd[:1] + ["-X", "importtime"] + imports_cmd[1:],
