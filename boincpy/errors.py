@@ -1,7 +1,11 @@
 """One base exception for everything boincpy reports to a user.
 
 Each error carries the text the user must be told (naming the file, line or
-field at fault) and the exit status a command-line tool should return.
+field at fault) and the exit status a command-line tool should return.  Every
+exception class boincpy defines derives from :class:`BoincpyError` (the
+errors of one module beside their code, where only that module raises them;
+a few are signals that end a page or a transaction early and are caught
+before any ``except BoincpyError``); tests/test_errors.py checks it.
 """
 
 
@@ -10,7 +14,7 @@ class BoincpyError(Exception):
 
     exit_code = 1
 
-    def __init__(self, message, *, exit_code=None):
+    def __init__(self, message="", *, exit_code=None):
         super().__init__(message)
         self.message = message
         if exit_code is not None:

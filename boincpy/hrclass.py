@@ -18,6 +18,8 @@ The scheduler's side (this host's class, the feasibility check) is
 boincpy.sched.hr; this module is below both the scheduler and the daemons.
 """
 
+from boincpy.errors import BoincpyError
+
 HR_NTYPES = 3           # 0 = no HR, 1 = fine, 2 = coarse
 HR_NAMES = ("", "fine", "coarse")
 
@@ -188,7 +190,7 @@ HR_NCLASSES = (0, MAX_HR_CLASS, MAX_HR_CLASS)
 CENSUS_HOST_WHERE = "expavg_credit > 1"
 
 
-class HrInfoError(ValueError):
+class HrInfoError(BoincpyError, ValueError):
     """hr_info.txt is missing a line or has a bad one (the feeder refuses to start)."""
 
 

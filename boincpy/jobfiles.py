@@ -19,6 +19,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from boincpy.errors import BoincpyError
 from boincpy.files import dir_hier_path
 from boincpy.templates import xml_unescape
 
@@ -73,7 +74,7 @@ class OutputFileInfo:
     no_validate: bool = False
 
 
-class OutputFilesError(Exception):
+class OutputFilesError(BoincpyError):
     """A result's xml_doc_in has a ``<file_ref>`` without file_name or open_name."""
 
     code = ERR_XML_PARSE

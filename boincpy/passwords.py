@@ -21,11 +21,8 @@ rewritten, exactly as in BOINC.
 
 # Light on purpose: the scheduler CGI imports this module on every request, so
 # hashlib (OpenSSL bindings, ~5 ms), secrets, base64 and hmac are imported
-# only by the functions that need them.
-try:
-    from _md5 import md5 as _md5        # CPython's own MD5
-except ImportError:                     # an interpreter built without it
-    from hashlib import md5 as _md5
+# only by the functions that need them; MD5 is files.md5 (CPython's own).
+from boincpy.files import md5 as _md5
 
 # PHP's PASSWORD_DEFAULT up to PHP 8.3 (the reference server's PHP 8.2).
 BCRYPT_COST = 10
@@ -139,23 +136,6 @@ def weak_auth(userid, authenticator, stored_passwd_hash):
 def rss_auth(userid, authenticator, stored_passwd_hash):
     """The notices feed key ``ID_md5(authenticator + stored passwd_hash + "notify_rss")``."""
     return "%d_%s" % (userid, md5_hex(authenticator + stored_passwd_hash + "notify_rss"))
-
-
-def check_weak_auth(weak, lookup_user):
-    """The user a weak authenticator ``ID_HASH`` belongs to, or None.
-
-    ``lookup_user(id)`` returns an object with id, authenticator and
-    passwd_hash (or None).
-    """
-    import hmac
-    head, sep, tail = weak.partition("_")
-    if not sep or not head.isdigit():
-        return None
-    user = lookup_user(int(head))
-    if user is None:
-        return None
-    expect = md5_hex(user.authenticator + user.passwd_hash)
-    return user if hmac.compare_digest(expect, tail) else None
 
 
 def external_cpid(cross_project_id, email_addr):

@@ -14,6 +14,7 @@ Standard library only: the feeder imports this.
 """
 
 from boincpy.cnum import atof
+from boincpy.errors import BoincpyError
 
 CENSUS_PREFIX = "size_census_"
 
@@ -21,7 +22,7 @@ CENSUS_PREFIX = "size_census_"
 GPU_PLAN_CLASS_WORDS = ("ati", "cuda", "nvidia", "intel_gpu", "apple_gpu")
 
 
-class CensusFileError(Exception):
+class CensusFileError(BoincpyError):
     """The census file is missing or has fewer lines than the app needs."""
 
 

@@ -13,7 +13,7 @@ import pytest
 from boincpy.config import load_config
 from boincpy.errors import ConfigError
 from boincpy.log import SchedLog
-from boincpy.sched.choose import Limits
+from boincpy.sched.limits import Limits
 from boincpy.sched.handler import handle_request
 from boincpy.testing.simclient import ClientAppVersion, ReportedResult, SchedulerRequest
 import test_sched_work

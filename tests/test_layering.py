@@ -11,6 +11,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "boincpy"
 FLOORS = {
     "boincpy": 0, "boincpy.states": 1, "boincpy.errors": 1, "boincpy.log": 1,
     "boincpy.xml": 1, "boincpy.error_numbers": 1, "boincpy.cli": 1, "boincpy.cnum": 1,
+    "boincpy.proc_types": 1,
     "boincpy.config": 2, "boincpy.crypto": 2, "boincpy.passwords": 2, "boincpy.files": 2,
     "boincpy.db": 3, "boincpy.submit.client": 3, "boincpy.submit.gahp": 3,
     "boincpy.shmem": 4, "boincpy.doorbell": 4, "boincpy.templates": 4, "boincpy.upload": 4, "boincpy.credit": 4,

@@ -129,13 +129,61 @@ def plan_workunit(wu, results, now, cfg):
     ``wu``: dict with WU_COLUMNS; ``results``: dicts with RESULT_COLUMNS;
     ``now``: Unix time; ``cfg``: the Config (hr_class_static, delete_delay,
     reliable_priority_on_over[_except_error]).  Returns a :class:`Plan`.
+    The phases are BOINC's handle_wu's: count the results (timing out the
+    overdue), the workunit's errors and how many new results it needs, the
+    failed workunit's cleanup or the new results, assimilation and file
+    deletion, the next transition time.
     """
     plan = Plan(wu)
     new = dict(wu)                        # the workunit as this pass leaves it
     res = [dict(r) for r in results]      # the results as this pass leaves them
-    tag = _result_tag
+    canonical = _canonical_result(plan, wu, res)
+    n = _count_results(plan, res, now, canonical)
+    needed = _check_errors(plan, wu, new, n, cfg)
+    if new["error_mask"]:
+        _finish_failed(plan, new, res)
+    elif not wu["canonical_resultid"]:
+        _plan_new_results(plan, wu, n, needed, cfg)
+    over = _over_state(res, now)
+    deferred_file_delete_time = _assimilation_and_deletion(plan, wu, new, res, canonical,
+                                                           over, now, cfg)
+    new["transition_time"] = _transition_time(plan, wu, new, res, deferred_file_delete_time,
+                                              now)
+    plan.changes = {c: int(new[c]) for c in WU_STATE_COLUMNS if new[c] != wu[c]}
+    for before, after in zip(results, res):
+        changed = {c: int(after[c]) for c in RESULT_STATE_COLUMNS if after[c] != before[c]}
+        if changed:
+            plan.result_changes.append((before, changed))
+    return plan
 
-    # The canonical result, and whether its files are gone already.
+
+@dataclass
+class _Counts:
+    """The results of a workunit by state and outcome (handle_wu's counters)."""
+    total: int = 0
+    unsent: int = 0
+    in_progress: int = 0
+    over: int = 0
+    success: int = 0
+    errors: int = 0
+    couldnt_send: int = 0
+    no_reply: int = 0
+    didnt_need: int = 0
+    max_suffix: int = -1
+    new_result_to_validate: bool = False
+
+
+@dataclass
+class _OverState:
+    """Whether every result is over (and validated, or ready to assimilate),
+    and when the last one came back."""
+    validated: bool = True
+    ready_to_assimilate: bool = True
+    most_recently_returned: int = 0
+
+
+def _canonical_result(plan, wu, res):
+    """The canonical result among ``res`` (None when the workunit has none)."""
     canonical = None
     if wu["canonical_resultid"]:
         for r in res:
@@ -143,20 +191,22 @@ def plan_workunit(wu, results, now, cfg):
                 canonical = r
         if canonical is None:
             plan.say(CRITICAL, "can't find canonical result")
+    return canonical
+
+
+def _count_results(plan, res, now, canonical):
+    """Count the results by state; time out the overdue; find new results to
+    validate (too late once the canonical result's files are gone)."""
+    tag = _result_tag
     canonical_files_deleted = (canonical is not None
                                and canonical["file_delete_state"] == FileDeleteState.DONE)
-
-    # Count results by state; time out the overdue; find new results to validate.
-    ntotal = nunsent = ninprogress = nover = 0
-    nsuccess = nerrors = ncouldnt_send = nno_reply = ndidnt_need = 0
-    have_new_result_to_validate = False
-    max_suffix = -1
+    n = _Counts()
     for r in res:
-        ntotal += 1
-        max_suffix = max(max_suffix, result_suffix(r["name"]))
+        n.total += 1
+        n.max_suffix = max(n.max_suffix, result_suffix(r["name"]))
         state = r["server_state"]
         if state == INACTIVE or state == UNSENT:
-            nunsent += 1
+            n.unsent += 1
         elif state == IN_PROGRESS:
             if r["report_deadline"] < now:
                 plan.say(NORMAL, "%s result timed out (%d < %d) server_state:IN_PROGRESS=>OVER; "
@@ -164,132 +214,150 @@ def plan_workunit(wu, results, now, cfg):
                 r["server_state"] = OVER
                 r["outcome"] = Outcome.NO_REPLY
                 plan.timed_out.append(r)
-                nover += 1
-                nno_reply += 1
+                n.over += 1
+                n.no_reply += 1
             else:
-                ninprogress += 1
+                n.in_progress += 1
         elif state == OVER:
-            nover += 1
+            n.over += 1
             outcome = r["outcome"]
             if outcome == Outcome.COULDNT_SEND:
                 plan.say(NORMAL, "%s result couldn't be sent" % tag(r))
-                ncouldnt_send += 1
+                n.couldnt_send += 1
             elif outcome == Outcome.SUCCESS:
                 if r["validate_state"] == ValidateState.INIT:
                     if canonical_files_deleted:
                         r["validate_state"] = ValidateState.TOO_LATE
                         plan.say(NORMAL, "%s validate_state:INIT=>TOO_LATE" % tag(r))
                     else:
-                        have_new_result_to_validate = True
+                        n.new_result_to_validate = True
                 if r["validate_state"] != ValidateState.INVALID:
-                    nsuccess += 1       # invalid results don't count as successes
+                    n.success += 1       # invalid results don't count as successes
             elif outcome == Outcome.CLIENT_ERROR:
                 # a job the user aborted is not the job's fault
                 if r["exit_status"] == EXIT_ABORTED_VIA_GUI:
-                    nno_reply += 1
+                    n.no_reply += 1
                 else:
-                    nerrors += 1
+                    n.errors += 1
             elif outcome == Outcome.VALIDATE_ERROR:
-                nerrors += 1
+                n.errors += 1
             elif outcome == Outcome.NO_REPLY or outcome == Outcome.CLIENT_DETACHED:
-                nno_reply += 1
+                n.no_reply += 1
             elif outcome == Outcome.DIDNT_NEED:
-                ndidnt_need += 1
+                n.didnt_need += 1
     plan.say(DEBUG, "%d results: unsent %d, in_progress %d, over %d (success %d, error %d, "
              "couldnt_send %d, no_reply %d, didnt_need %d)"
-             % (ntotal, nunsent, ninprogress, nover, nsuccess, nerrors, ncouldnt_send,
-                nno_reply, ndidnt_need))
+             % (n.total, n.unsent, n.in_progress, n.over, n.success, n.errors, n.couldnt_send,
+                n.no_reply, n.didnt_need))
+    return n
 
+
+def _check_errors(plan, wu, new, n, cfg):
+    """Validation due, the workunit's error conditions, and how many new
+    results it needs (returned)."""
     # Validation is due when a new success waits and the quorum can be met.
-    if have_new_result_to_validate and nsuccess >= wu["min_quorum"]:
+    if n.new_result_to_validate and n.success >= wu["min_quorum"]:
         new["need_validate"] = 1
         plan.say(NORMAL, "need_validate:=>true")
 
     # Workunit error conditions (too many successes is the validator's check).
-    if ncouldnt_send > 0:
+    if n.couldnt_send > 0:
         new["error_mask"] |= WuError.COULDNT_SEND_RESULT
     # Only errors so far: let other platforms / app versions have a try.
-    if nerrors and not (nsuccess or ninprogress or nno_reply) and not cfg.hr_class_static:
+    if n.errors and not (n.success or n.in_progress or n.no_reply) and not cfg.hr_class_static:
         new["hr_class"] = 0
         new["app_version_id"] = 0
-    if nerrors > wu["max_error_results"]:
-        plan.say(NORMAL, "WU has too many errors (%d errors for %d results)" % (nerrors, ntotal))
+    if n.errors > wu["max_error_results"]:
+        plan.say(NORMAL, "WU has too many errors (%d errors for %d results)"
+                 % (n.errors, n.total))
         new["error_mask"] |= WuError.TOO_MANY_ERROR_RESULTS
 
     # How many new results: enough to keep target_nresults viable, within
     # max_total_results; needing one more than allowed errors the workunit.
-    needed = max(0, wu["target_nresults"] - nunsent - ninprogress - nsuccess)
-    allowed = wu["max_total_results"] - ntotal
+    needed = max(0, wu["target_nresults"] - n.unsent - n.in_progress - n.success)
+    allowed = wu["max_total_results"] - n.total
     too_many = allowed < 0 or (allowed == 0 and needed > 0)
     if not too_many:
         needed = min(needed, allowed)
     else:
-        plan.say(NORMAL, "WU has too many total results (%d)" % ntotal)
+        plan.say(NORMAL, "WU has too many total results (%d)" % n.total)
         plan.say(NORMAL, "   target_nresults=%d nunsent=%d ninprogress=%d nsuccess=%d "
-                 "new_needed=%d new_allowed=%d" % (wu["target_nresults"], nunsent,
-                                                   ninprogress, nsuccess, needed, allowed))
+                 "new_needed=%d new_allowed=%d" % (wu["target_nresults"], n.unsent,
+                                                   n.in_progress, n.success, needed, allowed))
         new["error_mask"] |= WuError.TOO_MANY_TOTAL_RESULTS
+    return needed
 
-    if new["error_mask"]:
-        # A failed workunit sends nothing more and goes to the assimilator.
-        for r in res:
-            if r["server_state"] == INACTIVE or r["server_state"] == UNSENT:
-                plan.say(NORMAL, "%s server_state:UNSENT=>OVER; outcome:=>DIDNT_NEED" % tag(r))
-                r["server_state"] = OVER
-                r["outcome"] = Outcome.DIDNT_NEED
-            elif (r["server_state"] == OVER and r["outcome"] == Outcome.SUCCESS
-                  and r["validate_state"] in (ValidateState.INIT, ValidateState.INCONCLUSIVE)):
-                r["validate_state"] = ValidateState.NO_CHECK
-        if new["assimilate_state"] == AssimilateState.INIT:
-            new["assimilate_state"] = AssimilateState.READY
-            plan.say(NORMAL, "error_mask:%d assimilate_state:INIT=>READY" % new["error_mask"])
-    elif not wu["canonical_resultid"]:
-        if wu["transitioner_flags"] != TransitionerFlags.TRANSITION_NO_NEW_RESULTS and needed > 0:
-            plan.say(NORMAL, "Generating %d more results (%d target - %d unsent - %d in progress"
-                     " - %d success)" % (needed, wu["target_nresults"], nunsent, ninprogress,
-                                         nsuccess))
-            plan.new_names = ["%s_%d" % (wu["name"], max_suffix + j + 1) for j in range(needed)]
-            increase = 0
-            if nover and cfg.reliable_priority_on_over:
-                increase = cfg.reliable_priority_on_over
-            elif nover and not nerrors and cfg.reliable_priority_on_over_except_error:
-                increase = cfg.reliable_priority_on_over_except_error
-            plan.new_priority = wu["priority"] + increase
 
-    # Are all results over (and validated)?  A NO_REPLY result whose deadline
-    # is still ahead (set by hand or by a resend) may yet come back.
-    all_over_and_validated = True
-    all_over_and_ready_to_assimilate = True
-    most_recently_returned = 0
+def _finish_failed(plan, new, res):
+    """A failed workunit sends nothing more and goes to the assimilator."""
+    for r in res:
+        if r["server_state"] == INACTIVE or r["server_state"] == UNSENT:
+            plan.say(NORMAL, "%s server_state:UNSENT=>OVER; outcome:=>DIDNT_NEED"
+                     % _result_tag(r))
+            r["server_state"] = OVER
+            r["outcome"] = Outcome.DIDNT_NEED
+        elif (r["server_state"] == OVER and r["outcome"] == Outcome.SUCCESS
+              and r["validate_state"] in (ValidateState.INIT, ValidateState.INCONCLUSIVE)):
+            r["validate_state"] = ValidateState.NO_CHECK
+    if new["assimilate_state"] == AssimilateState.INIT:
+        new["assimilate_state"] = AssimilateState.READY
+        plan.say(NORMAL, "error_mask:%d assimilate_state:INIT=>READY" % new["error_mask"])
+
+
+def _plan_new_results(plan, wu, n, needed, cfg):
+    """The names and priority of the results to create (none once the
+    workunit says TRANSITION_NO_NEW_RESULTS)."""
+    if wu["transitioner_flags"] != TransitionerFlags.TRANSITION_NO_NEW_RESULTS and needed > 0:
+        plan.say(NORMAL, "Generating %d more results (%d target - %d unsent - %d in progress"
+                 " - %d success)" % (needed, wu["target_nresults"], n.unsent, n.in_progress,
+                                     n.success))
+        plan.new_names = ["%s_%d" % (wu["name"], n.max_suffix + j + 1) for j in range(needed)]
+        increase = 0
+        if n.over and cfg.reliable_priority_on_over:
+            increase = cfg.reliable_priority_on_over
+        elif n.over and not n.errors and cfg.reliable_priority_on_over_except_error:
+            increase = cfg.reliable_priority_on_over_except_error
+        plan.new_priority = wu["priority"] + increase
+
+
+def _over_state(res, now):
+    """Are all results over (and validated)?  A NO_REPLY result whose deadline
+    is still ahead (set by hand or by a resend) may yet come back."""
+    over = _OverState()
     for r in res:
         if r["server_state"] == OVER:
-            most_recently_returned = max(most_recently_returned, r["received_time"])
+            over.most_recently_returned = max(over.most_recently_returned, r["received_time"])
             if r["outcome"] == Outcome.SUCCESS:
                 if r["validate_state"] == ValidateState.INIT:
-                    all_over_and_validated = False
-                    all_over_and_ready_to_assimilate = False
+                    over.validated = False
+                    over.ready_to_assimilate = False
             elif r["outcome"] == Outcome.NO_REPLY and now < r["report_deadline"]:
-                all_over_and_validated = False
+                over.validated = False
         else:
-            all_over_and_validated = False
-            all_over_and_ready_to_assimilate = False
+            over.validated = False
+            over.ready_to_assimilate = False
+    return over
 
+
+def _assimilation_and_deletion(plan, wu, new, res, canonical, over, now, cfg):
+    """Deferred assimilation, and the files that may go once assimilated
+    (delete_delay after the last report); returns the time deletion was
+    deferred to (0: not deferred)."""
     # Assimilation the validator deferred until every result is in.
-    if (all_over_and_ready_to_assimilate and new["assimilate_state"] == AssimilateState.INIT
+    if (over.ready_to_assimilate and new["assimilate_state"] == AssimilateState.INIT
             and wu["canonical_resultid"] > 0):
         new["assimilate_state"] = AssimilateState.READY
         plan.say(NORMAL, "Deferred assimilation now set to ASSIMILATE_STATE_READY")
 
-    # Assimilated: files may go, delete_delay after the last report.
     deferred_file_delete_time = 0
     if new["assimilate_state"] == AssimilateState.DONE:
-        if now >= most_recently_returned + cfg.delete_delay:
-            if all_over_and_validated and new["file_delete_state"] == FileDeleteState.INIT:
+        if now >= over.most_recently_returned + cfg.delete_delay:
+            if over.validated and new["file_delete_state"] == FileDeleteState.INIT:
                 new["file_delete_state"] = FileDeleteState.READY
                 plan.say(DEBUG, "ASSIMILATE_DONE: file_delete_state:=>READY")
             for r in res:
                 # the canonical outputs stay while a success awaits checking
-                if r is canonical and not all_over_and_validated:
+                if r is canonical and not over.validated:
                     continue
                 if r["outcome"] == Outcome.CLIENT_ERROR:
                     do_delete = True
@@ -298,14 +366,18 @@ def plan_workunit(wu, results, now, cfg):
                 else:
                     do_delete = False
                 if do_delete and r["file_delete_state"] == FileDeleteState.INIT:
-                    plan.say(NORMAL, "%s file_delete_state:=>READY" % tag(r))
+                    plan.say(NORMAL, "%s file_delete_state:=>READY" % _result_tag(r))
                     r["file_delete_state"] = FileDeleteState.READY
         else:
-            deferred_file_delete_time = most_recently_returned + cfg.delete_delay
+            deferred_file_delete_time = over.most_recently_returned + cfg.delete_delay
             plan.say(DEBUG, "deferring file deletion for %.0f seconds"
                      % (deferred_file_delete_time - now))
+    return deferred_file_delete_time
 
-    # The next transition time.
+
+def _transition_time(plan, wu, new, res, deferred_file_delete_time, now):
+    """The next transition time: the earliest deadline of a result in
+    progress, the deferred deletion, or the safety net; never in the past."""
     if wu["canonical_resultid"] or new["error_mask"]:
         tt = INT_MAX
     else:
@@ -324,15 +396,8 @@ def plan_workunit(wu, results, now, cfg):
         # enumeration takes "<= now" so that a workunit a report (or the
         # validator, the assimilator) set to now is transitioned at once
         tt = now + 1
-    new["transition_time"] = tt
     plan.say(DEBUG, "setting transition_time to %d" % tt)
-
-    plan.changes = {c: int(new[c]) for c in WU_STATE_COLUMNS if new[c] != wu[c]}
-    for before, after in zip(results, res):
-        changed = {c: int(after[c]) for c in RESULT_STATE_COLUMNS if after[c] != before[c]}
-        if changed:
-            plan.result_changes.append((before, changed))
-    return plan
+    return tt
 
 
 def _result_tag(r):

@@ -57,7 +57,7 @@ from boincpy.cli import option
 from boincpy.daemons.base import Daemon
 from boincpy.db.bulk import insert_rows, select_in, update_by_id
 from boincpy.db.rows import App, HostAppVersion, Result, Workunit
-from boincpy.errors import DatabaseError, ToolError
+from boincpy.errors import BoincpyError, DatabaseError, ToolError
 from boincpy.jobfiles import ERR_OPENDIR, OutputFilesError, as_text, output_file_infos
 from boincpy.states import INT_MAX, AssimilateState, Outcome, ServerState, ValidateState
 
@@ -962,7 +962,7 @@ class Validator(Daemon):
             av.credit_samples.clear()
 
 
-class _DryRun(Exception):
+class _DryRun(BoincpyError):
     """Raised inside the transaction to roll back a --dry_run batch."""
 
 

@@ -4,7 +4,7 @@ Queries used by one program only live next to that program; the ones here
 are lookups and inserts several programs need.
 """
 
-from boincpy.db.rows import App, AppVersion, Platform, Workunit
+from boincpy.db.rows import App, Platform
 from boincpy.states import FileDeleteState, Outcome, ServerState, ValidateState, WuError
 
 
@@ -35,12 +35,6 @@ def lookup(db, row_class, where, params=()):
         "SELECT * FROM %s WHERE %s LIMIT 1" % (row_class.TABLE, where), params))
 
 
-def enumerate_rows(db, row_class, where="1", params=(), order="id"):
-    """All rows of ``row_class``'s table matching ``where``, as dataclasses."""
-    return [row_class.from_row(r) for r in db.query(
-        "SELECT * FROM %s WHERE %s ORDER BY %s" % (row_class.TABLE, where, order), params)]
-
-
 def lookup_app_by_name(db, name):
     """The app row called ``name``, or None."""
     return lookup(db, App, "name = %s", (name,))
@@ -51,13 +45,6 @@ def lookup_platform_by_name(db, name):
     return lookup(db, Platform, "name = %s", (name,))
 
 
-def lookup_app_version(db, appid, platformid, version_num, plan_class):
-    """The app_version row for this (app, platform, version, plan class), or None."""
-    return lookup(db, AppVersion,
-                  "appid = %s AND platformid = %s AND version_num = %s AND plan_class = %s",
-                  (appid, platformid, version_num, plan_class))
-
-
 def insert_workunit(db, wu):
     """Insert one workunit; return its id."""
     return insert_row(db, wu)
@@ -66,11 +53,6 @@ def insert_workunit(db, wu):
 def insert_workunits(db, wus):
     """Insert many workunits in multi-row statements."""
     return insert_rows(db, wus)
-
-
-def lookup_workunit_by_name(db, name):
-    """The workunit called ``name``, or None."""
-    return lookup(db, Workunit, "name = %s", (name,))
 
 
 def cancel_workunits_by_id(db, wuids, now, unsent_only=False):

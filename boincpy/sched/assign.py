@@ -7,8 +7,8 @@
 import random
 import time
 from boincpy.sched.choose import (
-    SERVER_STATE_IN_PROGRESS, SERVER_STATE_UNSENT, as_text, add_result_to_reply,
-    app_not_selected, work_needed)
+    SERVER_STATE_IN_PROGRESS, SERVER_STATE_UNSENT, as_text, add_result_to_reply, work_needed)
+from boincpy.sched.prefs import app_not_selected
 from boincpy.sched.version import get_app_version
 
 

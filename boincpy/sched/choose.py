@@ -15,16 +15,16 @@ calls build on this one (daemons.md §2).  Job choice, imports running down::
     edf.py      workload_sim's deadline simulation (edf_sim.cpp)
     version.py  app version choice and plan class call-outs (sched_version.cpp)
     choose.py   this module
+    limits.py   jobs-in-progress limits (sched_limit.cpp)
+    prefs.py    the user's project preferences
     hr.py       homogeneous redundancy host classes (hr.cpp, sched_hr.cpp)
     plan_class.py  plan_class_spec.xml and the built-in plan classes
 
 What this module holds:
 
-* the request's state: :class:`Work` (WORK_REQ), :class:`BestVersion`
-  (BEST_APP_VERSION), :class:`ProjectPrefs`, and the in-progress limits
-  (:class:`JobLimit`, :class:`Limits`; sched_limit.cpp): config.xml's
-  ``max_wus_in_progress[_gpu]`` and config_aux.xml's
-  ``<max_jobs_in_progress>``, per app by :func:`app_job_limits`;
+* the request's state: :class:`Work` (WORK_REQ) and :class:`BestVersion`
+  (BEST_APP_VERSION); its in-progress limits are :mod:`boincpy.sched.limits`'s
+  and the user's preferences :mod:`boincpy.sched.prefs`'s;
 * setup (``send_work_setup``, :func:`setup_work`): per-resource requests, disk,
   usable RAM, availability, effective CPUs, ``max_jobs_per_rpc``, in-progress
   limits (counting the client's <other_results>), project preferences,
@@ -43,15 +43,14 @@ import random
 import time
 
 from boincpy import shmem
+from boincpy.proc_types import NPROC_TYPES, PROC_TYPE_NAMES, PROC_TYPE_XML
 from boincpy.sched import hr
 from boincpy.sched.context import SentJob
 from boincpy.sched.hr import host_hr_class
+from boincpy.sched.limits import Limits
 from boincpy.sched.plan_class import HostUsage  # noqa: F401  (choose.HostUsage, as before)
+from boincpy.sched.prefs import parse_project_prefs
 
-NPROC_TYPES = 5
-PROC_TYPE_NAMES = ("CPU", "NVIDIA GPU", "AMD/ATI GPU", "Intel GPU", "Apple GPU")
-# <coproc><type> names in replies, and the client's coproc_type in app versions
-PROC_TYPE_XML = ("CPU", "NVIDIA", "ATI", "intel_gpu", "apple_gpu")
 _COPROC_TYPE_TO_PT = {"": 0, "CPU": 0, "NVIDIA": 1, "CUDA": 1, "ATI": 2, "AMD": 2,
                       "intel_gpu": 3, "apple_gpu": 4}
 
@@ -101,142 +100,6 @@ class BestVersion:
 
     def app_version_id(self):
         return self.av["id"] if self.av else self.usage.resource_type()
-
-
-class ProjectPrefs:
-    """The parts of user.project_prefs job choice uses."""
-
-    __slots__ = ("selected_apps", "allow_non_preferred_apps", "allow_beta_work",
-                 "dont_use_proc_type", "max_jobs_in_progress", "max_cpus")
-
-    def __init__(self):
-        self.selected_apps = {}             # appid -> work available (bool)
-        self.allow_non_preferred_apps = False
-        self.allow_beta_work = False
-        self.dont_use_proc_type = [False] * NPROC_TYPES
-        self.max_jobs_in_progress = 0
-        self.max_cpus = 0
-
-
-class JobLimit:
-    """JOB_LIMIT for one request: the project's or one app's in-progress limits
-    scaled to this host (0 = none), and the jobs counted against them."""
-
-    __slots__ = ("base_total", "total", "base", "per_proc", "scaled", "njobs_total",
-                 "njobs")
-
-    def __init__(self):
-        self.base_total = self.total = self.njobs_total = 0
-        self.base = [0] * NPROC_TYPES
-        self.per_proc = [False] * NPROC_TYPES
-        self.scaled = [0] * NPROC_TYPES
-        self.njobs = [0] * NPROC_TYPES
-
-    def apply(self, spec):
-        """Overlay a config_aux.xml <project>/<app> (JobLimitSpec) as BOINC's
-        parser does: a limit element resets per_proc; <jobs> sets the number."""
-        if spec.total_limit is not None and spec.total_limit.jobs is not None:
-            self.base_total = spec.total_limit.jobs   # never scaled (reset(1))
-        for pt, rsc in ((0, spec.cpu_limit), (1, spec.gpu_limit)):
-            if rsc is not None:
-                self.per_proc[pt] = rsc.per_proc
-                if rsc.jobs is not None:
-                    self.base[pt] = rsc.jobs
-        if spec.gpu_limit is not None:       # <gpu_limit> is every GPU type's
-            for pt in range(2, NPROC_TYPES):
-                self.base[pt] = self.base[1]
-                self.per_proc[pt] = self.per_proc[1]
-
-    def scale(self, ninstances):
-        self.total = self.base_total
-        for pt in range(NPROC_TYPES):
-            n = ninstances[pt] if self.per_proc[pt] else 1
-            self.scaled[pt] = self.base[pt] * n
-
-    def any_limit(self):
-        return bool(self.base_total or any(self.base))
-
-    def exceeded(self, pt):
-        if self.total and self.njobs_total >= self.total:
-            return True
-        return bool(self.scaled[pt]) and self.njobs[pt] >= self.scaled[pt]
-
-    def register(self, pt):
-        self.njobs_total += 1
-        self.njobs[pt] += 1
-
-    def describe(self, pt):
-        """Which limit is reached, in words (for the 'No tasks sent' log line)."""
-        if self.total and self.njobs_total >= self.total:
-            return "limit of %d tasks in progress" % self.total
-        return "limit of %d %s tasks in progress" % (self.scaled[pt], PROC_TYPE_NAMES[pt])
-
-    def log_lines(self):
-        """RSC_JOB_LIMIT::print_log lines for the limits that are set."""
-        lines = []
-        if self.base_total:
-            lines.append("[quota] total: base %d scaled %d njobs %d"
-                         % (self.base_total, self.total, self.njobs_total))
-        for pt, name in ((0, "CPU"), (1, "GPU")):
-            if self.base[pt]:
-                lines.append("[quota] %s: base %d scaled %d njobs %d"
-                             % (name, self.base[pt], self.scaled[pt], self.njobs[pt]))
-        return lines
-
-
-class Limits:
-    """In-progress limits (JOB_LIMITS): the project's, from config.xml's
-    max_wus_in_progress[_gpu] and config_aux.xml's <project>, and each app's
-    from config_aux.xml's <app> (:func:`app_job_limits`)."""
-
-    def __init__(self, cfg, ninstances):
-        project = JobLimit()
-        # config.xml's options are per-instance CPU / GPU limits (read first)
-        if cfg.max_wus_in_progress:
-            project.base[0] = cfg.max_wus_in_progress
-            project.per_proc[0] = True
-        if cfg.max_wus_in_progress_gpu:
-            for pt in range(1, NPROC_TYPES):
-                project.base[pt] = cfg.max_wus_in_progress_gpu
-                project.per_proc[pt] = True
-        aux = getattr(cfg, "max_jobs_in_progress", None)
-        if aux is not None and aux.project is not None:
-            project.apply(aux.project)
-        project.scale(ninstances)
-        self.project = project
-        self.app_limits = app_job_limits(cfg, ninstances)     # app name -> JobLimit
-
-    @property
-    def total(self):
-        """Jobs in progress on the host plus those sent in this request."""
-        return self.project.njobs_total
-
-    def exceeded(self, app, pt):
-        if self.project.exceeded(pt):
-            return True
-        if app is not None and self.app_limits:
-            lim = self.app_limits.get(app["name"])
-            if lim is not None and lim.exceeded(pt):
-                return True
-        return False
-
-    def register(self, app, pt):
-        self.project.register(pt)
-        if app is not None and self.app_limits:
-            lim = self.app_limits.get(app["name"])
-            if lim is not None:
-                lim.register(pt)
-
-    def log(self, log):
-        """JOB_LIMITS::print_log (under debug_quota)."""
-        log.normal("[quota] Overall limits on jobs in progress:")
-        for line in self.project.log_lines():
-            log.normal(line)
-        for name, lim in self.app_limits.items():
-            if lim.any_limit():
-                log.normal("[quota] Limits for %s:" % name)
-                for line in lim.log_lines():
-                    log.normal(line)
 
 
 class Work:
@@ -322,21 +185,6 @@ class Work:
         return self.ja_have_apps[pt]
 
 
-def app_job_limits(cfg, ninstances):
-    """Per-app in-progress limits from config_aux.xml's <app> elements, scaled
-    to this host's processor instances: app name -> JobLimit ({} for none)."""
-    aux = getattr(cfg, "max_jobs_in_progress", None)
-    if aux is None or not aux.apps:
-        return {}
-    limits = {}
-    for name, spec in aux.apps.items():
-        lim = JobLimit()
-        lim.apply(spec)
-        lim.scale(ninstances)
-        limits[name] = lim
-    return limits
-
-
 # ---------------------------------------------------------------------------
 # locality scheduling lite: the sticky files the host has, as this request
 # goes on (the score term is boincpy.sched.score.locality_lite_score)
@@ -383,67 +231,6 @@ def add_job_files_to_host(work, wu):
 
 def _clamp_req(x):
     return min(max(x, 0.0), MAX_REQ_SECS)
-
-
-def prefs_body(xml, venue):
-    """user.project_prefs reduced to the host's venue (extract_venue)."""
-    import re
-    if not xml:
-        return ""
-    if isinstance(xml, bytes):
-        xml = xml.decode("utf-8", "replace")
-    if venue:
-        m = re.search(r'<venue\s+name="%s"\s*>(.*?)</venue>' % re.escape(venue), xml, re.S)
-        if m:
-            return m.group(1)
-        return xml
-    return re.sub(r"<venue\b.*?</venue>", "", xml, flags=re.S)
-
-
-def _parse_project_prefs(xml, venue):
-    """ProjectPrefs from user.project_prefs (the host's venue block if any)."""
-    import re
-    prefs = ProjectPrefs()
-    if not xml:
-        return prefs
-    body = prefs_body(xml, venue)
-
-    def flag(tag):
-        m = re.search(r"<%s\s*/>|<%s>\s*([^<]*)</%s>" % (tag, tag, tag), body)
-        if not m:
-            return False
-        text = (m.group(1) or "").strip()
-        return m.group(0).endswith("/>") or (text not in ("", "0"))
-
-    def number(tag):
-        m = re.search(r"<%s>\s*([-0-9.eE+]+)\s*</%s>" % (tag, tag), body)
-        return int(float(m.group(1))) if m else 0
-
-    prefs.allow_beta_work = flag("allow_beta_work")
-    prefs.allow_non_preferred_apps = flag("allow_non_preferred_apps")
-    m = re.search(r"<apps_selected>(.*?)</apps_selected>", body, re.S)
-    if m:
-        for appid in re.findall(r"<app_id>\s*(\d+)\s*</app_id>", m.group(1)):
-            prefs.selected_apps[int(appid)] = False
-    for tag, pt in (("no_cpu", 0), ("no_cuda", 1), ("no_ati", 2), ("no_intel_gpu", 3),
-                    ("no_apple_gpu", 4)):
-        prefs.dont_use_proc_type[pt] = flag(tag)
-    if flag("no_gpus"):
-        for pt in range(1, NPROC_TYPES):
-            prefs.dont_use_proc_type[pt] = True
-    prefs.max_jobs_in_progress = number("max_jobs")
-    prefs.max_cpus = number("max_cpus")
-    return prefs
-
-
-def app_not_selected(work, appid):
-    sel = work.prefs.selected_apps
-    if not sel:
-        return False
-    if appid in sel:
-        sel[appid] = True
-        return False
-    return True
 
 
 def client_platforms(request, job_array):
@@ -496,8 +283,8 @@ def setup_work(ctx, job_array):
     work.anonymous = req.anonymous_platform
     work.platforms = client_platforms(req, job_array)
     work.ja_have_apps = job_array.have_apps_for_proc_type
-    work.prefs = _parse_project_prefs(work.user.get("project_prefs"),
-                                      work.host.get("venue", ""))
+    work.prefs = parse_project_prefs(work.user.get("project_prefs"),
+                                     work.host.get("venue", ""))
     _load_host_app_versions(work)
 
     # the client's own app versions (anonymous platform)

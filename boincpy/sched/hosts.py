@@ -19,7 +19,7 @@ import time
 
 from boincpy import passwords
 from boincpy.passwords import md5_hex
-from boincpy.sched.request import extract_venue, parse_global_prefs, prefs_mod_time
+from boincpy.sched.request import parse_global_prefs, prefs_mod_time
 
 DELAY_MISSING_KEY = 3600
 BAD_KEY_MESSAGE = "Invalid or missing account key.  To fix, remove and add this project."
@@ -479,8 +479,3 @@ def handle_global_prefs(ctx):
         if ctx.cfg.debug_prefs:
             ctx.log.debug("[prefs] sending DB prefs in reply")
         reply.send_global_prefs = True
-
-
-def project_prefs_venue(ctx):
-    """The user's project preferences for this host's venue (for job choice)."""
-    return extract_venue(_s(ctx.user.get("project_prefs")), _s(ctx.host.get("venue")))

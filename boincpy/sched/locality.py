@@ -51,9 +51,9 @@ import time
 from boincpy.db import triggers
 from boincpy.error_numbers import error_code
 from boincpy.sched.check import infeasible_fast
-from boincpy.sched.choose import (SERVER_STATE_UNSENT, add_result_to_reply, app_not_selected,
-                                  as_text, work_needed)
+from boincpy.sched.choose import SERVER_STATE_UNSENT, add_result_to_reply, as_text, work_needed
 from boincpy.sched.context import PRIORITY_LOW, PRIORITY_NOTICE
+from boincpy.sched.prefs import app_not_selected
 from boincpy.sched.version import get_app_version
 
 ERR_NO_APP_VERSION = error_code("ERR_NO_APP_VERSION")

@@ -24,13 +24,12 @@ import re
 
 from boincpy.cnum import atoi, strtod
 from boincpy.errors import BoincpyError
+from boincpy.proc_types import (PROC_AMD, PROC_APPLE, PROC_CPU, PROC_INTEL, PROC_NVIDIA,
+                                PROC_TYPE_XML)
 
 MEGA = 1024.0 * 1024.0
-PROC_CPU, PROC_NVIDIA, PROC_AMD, PROC_INTEL, PROC_APPLE = range(5)
 GPU_NAMES = {PROC_NVIDIA: "an NVIDIA GPU", PROC_AMD: "an AMD/ATI GPU",
              PROC_INTEL: "an Intel GPU", PROC_APPLE: "an Apple GPU"}
-# <coproc><type> names the client uses (proc_type_name_xml)
-PROC_TYPE_XML = ("CPU", "NVIDIA", "ATI", "intel_gpu", "apple_gpu")
 SPEC_FILE = "plan_class_spec.xml"
 
 
@@ -599,12 +598,29 @@ def check_spec(spec, ph, wu=None):
 
 
 def _check_spec(s, ph, wu):
+    """The host usage of a plan_class_spec.xml class on this host, or why the
+    host can't use it: the host and client checks, then virtual machines and
+    containers, project preferences, the GPU, and the GPU's or CPUs' usage."""
+    why = _check_host(s, ph, wu) or _check_vm(s, ph) or _check_prefs(s, ph)
+    if why:
+        return why
+    found = _find_gpu(s, ph)
+    if isinstance(found, str):
+        return found
+    g, gpu_ram, driver_version = found
+    hu = HostUsage(ph.p_fpops)
+    if g is not None:
+        return _spec_gpu_usage(s, ph, hu, g, gpu_ram, driver_version)
+    return _spec_cpu_usage(s, ph, hu)
+
+
+def _check_host(s, ph, wu):
+    """Why the host, its client or the job rule the class out (None: they don't)."""
     h = ph.host
     if s.infeasible_random and random.random() < s.infeasible_random:
         return "refused this request at random (infeasible_random)"
     if s.user_id and ph.user_id != s.user_id:
         return "is only for user #%d" % s.user_id
-    hu = HostUsage(ph.p_fpops)
     if s.wu_restricted and wu is not None:
         why = wu_infeasible(s, wu)
         if why:
@@ -655,7 +671,13 @@ def _check_spec(s, ph, wu):
     if s.max_core_client_version and ccv > s.max_core_client_version:
         return "needs client version %d or lower, host has %d" % (
             s.max_core_client_version, ccv)
-    can_use_multicore = True
+    return None
+
+
+def _check_vm(s, ph):
+    """Why VirtualBox, WSL or Docker rule the class out (None: they don't)."""
+    h = ph.host
+    ccv = ph.core_client_version
     if s.virtualbox:
         why = _vbox_basics(ph)
         if why:
@@ -672,8 +694,6 @@ def _check_spec(s, ph, wu):
             return "excludes VirtualBox %d" % v
         if s.vm_accel_required and not _has_vm_accel(h):
             return "needs VM acceleration (vmx/svm)"
-        if s.max_threads > 1 and not _has_vm_accel(h):
-            can_use_multicore = False
         if _is_64b_platform(ph.primary_platform) != bool(s.is64bit):
             return "is%s for 64-bit platforms; host's is %s" % (
                 "" if s.is64bit else " not", ph.primary_platform)
@@ -697,17 +717,38 @@ def _check_spec(s, ph, wu):
         if "Darwin" in (h.os_name or "") and ccv < 80206:
             ph.message("Docker jobs need 8.2.6+ client")
             return "needs client 8.2.6 for Docker on macOS"
+    return None
+
+
+def _can_use_multicore(s, ph):
+    """A VirtualBox class runs one thread on a host without VM acceleration."""
+    return not (s.virtualbox and s.max_threads > 1 and not _has_vm_accel(ph.host))
+
+
+def _check_prefs(s, ph):
+    """Why the project preference that selects the class rules it out (None:
+    it doesn't)."""
     if s.project_prefs_regex is not None and s.project_prefs_tag:
         v = _pref_value(ph.project_prefs, s.project_prefs_tag)
         if (v is not None and not s.project_prefs_regex.search(v)) \
                 or (v is None and not s.project_prefs_default_true):
             return "is not selected by the project preference <%s>" % s.project_prefs_tag
+    return None
+
+
+def _gpu_utilization(s, ph):
+    """The share of the GPU the user's project preference gives a job (1: all)."""
     gpu_utilization = 1.0
     if s.gpu_utilization_tag:
         v = _float(_pref_value(ph.project_prefs, s.gpu_utilization_tag))
         if v:
             gpu_utilization = v
+    return gpu_utilization
 
+
+def _find_gpu(s, ph):
+    """(the GPU the class uses or None, its RAM, its driver version), after
+    the GPU's own and OpenCL's checks; or why the host has no such GPU."""
     g = None
     gpu_ram = 0.0
     driver_version = 0
@@ -784,50 +825,56 @@ def _check_spec(s, ph, wu):
             if not any(_ocl_check(s, c) is None for c in cpus):
                 return ("needs OpenCL for the CPU; no OpenCL CPU platform of the host "
                         "qualifies" if cpus else "needs OpenCL for the CPU")
+    return g, gpu_ram, driver_version
 
-    if g is not None:
-        if s.min_gpu_ram_mb and s.min_gpu_ram_mb * MEGA > gpu_ram:
-            return "needs %.0f MB of GPU RAM, GPU has %.0f MB" % (s.min_gpu_ram_mb,
-                                                                  gpu_ram / MEGA)
-        if s.min_driver_version and driver_version and s.min_driver_version > driver_version:
-            return "needs driver version %d, GPU has %d" % (abs(s.min_driver_version),
-                                                           driver_version)
-        if s.max_driver_version and driver_version and s.max_driver_version < driver_version:
-            return "needs driver version %d or lower, GPU has %d" % (
-                abs(s.max_driver_version), driver_version)
-        hu.gpu_ram = (s.gpu_ram_used_mb or s.min_gpu_ram_mb) * MEGA
-        if s.ngpus < 0:
-            if not hu.gpu_ram or not gpu_ram:
-                return "has ngpus < 0 but no GPU RAM figure to divide"
-            gpu_usage = (int(gpu_ram / hu.gpu_ram) * hu.gpu_ram) / gpu_ram
-        elif s.ngpus > 0:
-            gpu_usage = s.ngpus * gpu_utilization
-        else:
-            gpu_usage = gpu_utilization
-        if g.peak_flops == 0:
-            hu.avg_ncpus = s.cpu_frac
-        else:
-            if s.min_gpu_peak_flops and g.peak_flops < s.min_gpu_peak_flops:
-                return "needs GPU peak FLOPS %g, GPU has %g" % (s.min_gpu_peak_flops,
-                                                                 g.peak_flops)
-            if s.max_gpu_peak_flops and g.peak_flops > s.max_gpu_peak_flops:
-                return "needs GPU peak FLOPS at most %g, GPU has %g" % (
-                    s.max_gpu_peak_flops, g.peak_flops)
-            hu.projected_flops, hu.avg_ncpus = coproc_perf(
-                ph.capped_fpops, s.gpu_peak_flops_scale * gpu_usage * g.peak_flops, s.cpu_frac)
-            hu.projected_flops *= s.projected_flops_scale
-            if s.avg_ncpus:
-                hu.avg_ncpus = s.avg_ncpus
-            hu.peak_flops = (s.gpu_peak_flops_scale * gpu_usage * g.peak_flops
-                             + hu.avg_ncpus * ph.capped_fpops)
-        hu.proc_type = g.proc_type
-        hu.gpu_usage = gpu_usage
-        return hu
 
-    # CPU only
+def _spec_gpu_usage(s, ph, hu, g, gpu_ram, driver_version):
+    """``hu`` filled in for a GPU version, or why the GPU falls short."""
+    gpu_utilization = _gpu_utilization(s, ph)
+    if s.min_gpu_ram_mb and s.min_gpu_ram_mb * MEGA > gpu_ram:
+        return "needs %.0f MB of GPU RAM, GPU has %.0f MB" % (s.min_gpu_ram_mb,
+                                                              gpu_ram / MEGA)
+    if s.min_driver_version and driver_version and s.min_driver_version > driver_version:
+        return "needs driver version %d, GPU has %d" % (abs(s.min_driver_version),
+                                                       driver_version)
+    if s.max_driver_version and driver_version and s.max_driver_version < driver_version:
+        return "needs driver version %d or lower, GPU has %d" % (
+            abs(s.max_driver_version), driver_version)
+    hu.gpu_ram = (s.gpu_ram_used_mb or s.min_gpu_ram_mb) * MEGA
+    if s.ngpus < 0:
+        if not hu.gpu_ram or not gpu_ram:
+            return "has ngpus < 0 but no GPU RAM figure to divide"
+        gpu_usage = (int(gpu_ram / hu.gpu_ram) * hu.gpu_ram) / gpu_ram
+    elif s.ngpus > 0:
+        gpu_usage = s.ngpus * gpu_utilization
+    else:
+        gpu_usage = gpu_utilization
+    if g.peak_flops == 0:
+        hu.avg_ncpus = s.cpu_frac
+    else:
+        if s.min_gpu_peak_flops and g.peak_flops < s.min_gpu_peak_flops:
+            return "needs GPU peak FLOPS %g, GPU has %g" % (s.min_gpu_peak_flops,
+                                                             g.peak_flops)
+        if s.max_gpu_peak_flops and g.peak_flops > s.max_gpu_peak_flops:
+            return "needs GPU peak FLOPS at most %g, GPU has %g" % (
+                s.max_gpu_peak_flops, g.peak_flops)
+        hu.projected_flops, hu.avg_ncpus = coproc_perf(
+            ph.capped_fpops, s.gpu_peak_flops_scale * gpu_usage * g.peak_flops, s.cpu_frac)
+        hu.projected_flops *= s.projected_flops_scale
+        if s.avg_ncpus:
+            hu.avg_ncpus = s.avg_ncpus
+        hu.peak_flops = (s.gpu_peak_flops_scale * gpu_usage * g.peak_flops
+                         + hu.avg_ncpus * ph.capped_fpops)
+    hu.proc_type = g.proc_type
+    hu.gpu_usage = gpu_usage
+    return hu
+
+
+def _spec_cpu_usage(s, ph, hu):
+    """``hu`` filled in for a CPU version (threads, memory), or why the RAM is short."""
     if s.avg_ncpus:
         hu.avg_ncpus = s.avg_ncpus
-    elif can_use_multicore:
+    elif _can_use_multicore(s, ph):
         hu.avg_ncpus = float(min(s.max_threads, ph.effective_ncpus))
         if s.mem_usage_per_cpu:
             min_ncpus = s.min_ncpus or 1

@@ -76,7 +76,3 @@ class Record(metaclass=RecordMeta):
     def __repr__(self):
         return "%s(%s)" % (type(self).__name__, ", ".join(
             "%s=%r" % (n, getattr(self, n)) for n in self._names))
-
-    def as_dict(self):
-        """The fields as a plain dict (shallow)."""
-        return {n: getattr(self, n) for n in self._names}

@@ -15,11 +15,10 @@ version_num and plan_class appended) -- scheduler-protocol.md §6.
 
 import os
 
+from boincpy.proc_types import PROC_CPU, PROC_TYPE_XML
 from boincpy.xml import xml_escape
 
 SCHEDULER_VERSION = 803     # major*100+minor of the BOINC server this one matches (8.3)
-
-PROC_TYPE_XML_NAMES = ("CPU", "NVIDIA", "ATI", "intel_gpu", "apple_gpu")
 
 
 def _x(value):
@@ -380,7 +379,7 @@ def _write_no_rsc_apps(w, req, job_array, ccv):
         w("<no_cpu_apps>%d</no_cpu_apps>\n<no_cuda_apps>%d</no_cuda_apps>\n"
           "<no_ati_apps>%d</no_ati_apps>\n"
           % (0 if have[0] else 1, 0 if have[1] else 1, 0 if have[2] else 1))
-    for t, name in enumerate(PROC_TYPE_XML_NAMES):
+    for t, name in enumerate(PROC_TYPE_XML):
         if t >= len(have):
             break
         if t > 0 and t not in owned:
@@ -389,4 +388,3 @@ def _write_no_rsc_apps(w, req, job_array, ccv):
             w("<no_rsc_apps>%s</no_rsc_apps>\n" % name)
 
 
-PROC_CPU = 0

@@ -22,10 +22,9 @@ tag raises :class:`RequestError` naming the line.
 
 from boincpy.cnum import atof, strtod as c_strtod, strtol as c_strtol
 from boincpy.errors import BoincpyError
+from boincpy.proc_types import PROC_AMD, PROC_APPLE, PROC_CPU, PROC_INTEL, PROC_NVIDIA
 from boincpy.sched.record import Record, factory
 
-# Processor types, in BOINC's order (lib/common_defs.h PROC_TYPE_*).
-PROC_CPU, PROC_NVIDIA, PROC_AMD, PROC_INTEL, PROC_APPLE = range(5)
 COPROC_TAGS = {"coproc_cuda": PROC_NVIDIA, "coproc_ati": PROC_AMD,
                "coproc_intel_gpu": PROC_INTEL, "coproc_apple_gpu": PROC_APPLE}
 # <coproc><type>NAME</type> in app versions and generic <coproc> elements.

@@ -7,8 +7,8 @@ A new term is one more function called from :func:`job_score`.
 """
 from boincpy.cnum import atoi
 from boincpy.sched.choose import (
-    LOCALITY_SCHED_LITE, available_frac, host_sticky_files, sticky_input_files, as_text,
-    app_not_selected)
+    LOCALITY_SCHED_LITE, available_frac, host_sticky_files, sticky_input_files, as_text)
+from boincpy.sched.prefs import app_not_selected
 
 
 def job_score(work, slot, app, bav):

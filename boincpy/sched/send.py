@@ -41,7 +41,7 @@ Extension points (one function each): plan classes
 (:func:`boincpy.sched.assign.send_targeted_jobs`), score terms (one small
 function each, called from :func:`boincpy.sched.score.job_score`), per-app
 in-progress limits from config_aux.xml
-(:func:`boincpy.sched.choose.app_job_limits`), and the project-specific
+(:func:`boincpy.sched.limits.app_job_limits`), and the project-specific
 feasibility hook (:func:`boincpy.sched.check.infeasible_custom`).
 """
 
@@ -49,17 +49,19 @@ import math
 import random
 
 from boincpy import shmem
+from boincpy.proc_types import NPROC_TYPES, PROC_TYPE_NAMES
 from boincpy.sched import plan_class
 from boincpy.sched.assign import send_broadcast_jobs, send_targeted_jobs
 from boincpy.sched.check import (
     CHECK_NO_ANY, CHECK_NO_HOST, slow_check_and_read, infeasible_fast)
 from boincpy.sched.choose import (
-    LOCALITY_SCHED_LITE, NPROC_TYPES, PROC_TYPE_NAMES, SERVER_STATE_IN_PROGRESS, app_label,
+    LOCALITY_SCHED_LITE, SERVER_STATE_IN_PROGRESS, app_label,
     host_sticky_files, matched_rows, setup_work, as_text, write_host_app_versions,
-    add_result_to_reply, app_not_selected, daily_quota_exceeded, estimate_duration,
+    add_result_to_reply, daily_quota_exceeded, estimate_duration,
     work_needed)
 from boincpy.sched.context import PRIORITY_LOW, PRIORITY_NOTICE
 from boincpy.sched.hr import host_hr_fields, all_apps_use_hr, hr_unknown_platform
+from boincpy.sched.prefs import app_not_selected
 from boincpy.sched.score import job_score, nfiles_on_host
 from boincpy.sched.version import get_plan_host, get_app_version
 

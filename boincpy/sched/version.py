@@ -11,10 +11,11 @@ usage (the project's plan_class_spec.xml, read once per request by
 
 import random
 
+from boincpy.proc_types import PROC_TYPE_NAMES
 from boincpy.sched import plan_class
-from boincpy.sched.choose import (
-    BestVersion, GIGA, MIN_HOST_SAMPLES, PROC_TYPE_NAMES, prefs_body, daily_quota_exceeded)
+from boincpy.sched.choose import BestVersion, GIGA, MIN_HOST_SAMPLES, daily_quota_exceeded
 from boincpy.sched.plan_class import HostUsage
+from boincpy.sched.prefs import prefs_body
 
 MIN_VERSION_SAMPLES = 100
 ET_RATIO_LIMIT = 250.0

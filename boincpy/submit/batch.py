@@ -227,14 +227,6 @@ def _completion_estimate(batch, now):
     return float(int(batch.create_time + elapsed / batch.fraction_done))
 
 
-def refresh_active(db, batches, now=None):
-    """refresh() each batch still in progress (get_batches_params); the others as they are."""
-    for b in batches:
-        if b.state == BatchState.IN_PROGRESS:
-            refresh(db, b, now)
-    return batches
-
-
 def refresh_moved(db, batch_ids, log=None, now=None):
     """refresh() the batches in progress among ``batch_ids`` (batches whose
     jobs a daemon just moved); log each that became COMPLETE.  BOINC updates

@@ -38,7 +38,7 @@ import time
 import traceback
 import zipfile
 
-from boincpy.errors import SubmitError
+from boincpy.errors import BoincpyError, SubmitError
 from boincpy.files import md5_file
 
 GAHP_VERSION = "1.0.2"
@@ -50,7 +50,7 @@ ASYNC_COMMANDS = ("BOINC_ABORT_JOBS", "BOINC_FETCH_OUTPUT", "BOINC_PING", "BOINC
 LEASE_SECONDS = 3600        # create_batch's expire time: now + an hour, as BOINC's GAHP
 
 
-class Malformed(ValueError):
+class Malformed(BoincpyError, ValueError):
     """A request line the protocol can't take: answered ``E``."""
 
 
@@ -476,30 +476,37 @@ def read_config_txt(path="config.txt"):
 
 def main(argv=None):
     """Entry point of bin/boinc_gahp: serve stdin/stdout."""
-    import argparse
-    parser = argparse.ArgumentParser(
-        prog="boinc_gahp", description="BOINC GAHP server for HTCondor (Condor-B): the "
-        "Grid ASCII Helper Protocol on stdin/stdout, jobs sent to a BOINC project's "
-        "remote job submission RPCs.")
-    parser.add_argument("--project_url", default=os.environ.get("BOINC_PROJECT_URL", ""),
-                        help="the project (else BOINC_SELECT_PROJECT, $BOINC_PROJECT_URL, "
-                             "or the first line of ./config.txt)")
-    parser.add_argument("--authenticator", default=os.environ.get("BOINC_AUTHENTICATOR", ""),
-                        help="the submitter's account key (else as the URL)")
-    parser.add_argument("--timeout", type=float, default=300.0,
-                        help="seconds an RPC may wait for the server (default 300)")
-    parser.add_argument("--version", action="store_true", help="print the version and exit")
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    if args.version:
+    import click
+    from boincpy.cli import boinc_option, click_main
+
+    @click.command(help="BOINC GAHP server for HTCondor (Condor-B): the Grid ASCII Helper "
+                   "Protocol on stdin/stdout, jobs sent to a BOINC project's remote job "
+                   "submission RPCs.", context_settings={"help_option_names": ["-h", "--help"]})
+    @boinc_option("project_url", default=lambda: os.environ.get("BOINC_PROJECT_URL", ""),
+                  help="the project (else BOINC_SELECT_PROJECT, $BOINC_PROJECT_URL, "
+                       "or the first line of ./config.txt)")
+    @boinc_option("authenticator", default=lambda: os.environ.get("BOINC_AUTHENTICATOR", ""),
+                  help="the submitter's account key (else as the URL)")
+    @boinc_option("timeout", type=float, default=300.0,
+                  help="seconds an RPC may wait for the server (default 300)")
+    @boinc_option("version", is_flag=True, help="print the version and exit")
+    def boinc_gahp(project_url, authenticator, timeout, version):
+        return serve(project_url, authenticator, timeout, version)
+    return click_main(boinc_gahp, argv, "boinc_gahp")
+
+
+def serve(url, auth, timeout=300.0, version=False):
+    """Serve the protocol on stdin/stdout for the project at ``url`` with the
+    account key ``auth`` (each else from ./config.txt); returns the exit status."""
+    if version:
         sys.stderr.write(VERSION_LINE + "\n")
         return 0
-    url, auth = args.project_url, args.authenticator
     if not url or not auth:
         cfg_url, cfg_auth = read_config_txt()
         url, auth = url or cfg_url, auth or cfg_auth
     from boincpy.submit.client import SubmitClient
 
     def client(u, a):
-        return SubmitClient(u, a, timeout=args.timeout)
+        return SubmitClient(u, a, timeout=timeout)
     gahp = Gahp(sys.stdin, sys.stdout, client, url, auth, log=sys.stderr)
     return gahp.run()

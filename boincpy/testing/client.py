@@ -36,6 +36,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from boincpy.errors import BoincpyError
+
 DEFAULT_LOG_FLAGS = ("task", "file_xfer", "sched_ops", "sched_op_debug", "task_debug",
                      "file_xfer_debug", "unparsed_xml")
 DEFAULT_OPTIONS = {"skip_cpu_benchmarks": 1, "no_info_fetch": 1, "no_gpus": 1,
@@ -49,7 +51,7 @@ _PROXY_VARS = ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_pr
                "ALL_PROXY", "ftp_proxy", "FTP_PROXY")
 
 
-class ClientError(RuntimeError):
+class ClientError(BoincpyError, RuntimeError):
     """The client or boinccmd failed; the message includes the log's tail."""
 
 

@@ -46,6 +46,7 @@ import zlib
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from boincpy.errors import BoincpyError
 from boincpy.states import ClientState
 from boincpy.xml import xml_escape
 
@@ -327,7 +328,7 @@ class SchedulerRequest:
 # ---------------------------------------------------------------------------
 # The scheduler reply, parsed strictly
 
-class ProtocolError(Exception):
+class ProtocolError(BoincpyError):
     """A reply (or file server answer) the stock client could not have used."""
 
 
@@ -545,7 +546,7 @@ def parse_reply(body):
 # ---------------------------------------------------------------------------
 # HTTP as libcurl does it for the client (a new connection per transfer)
 
-class Disconnected(Exception):
+class Disconnected(BoincpyError):
     """The client gave up on a transfer on purpose (a simulated abort)."""
 
 

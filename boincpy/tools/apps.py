@@ -73,8 +73,10 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+import click
+
 from boincpy import crypto
-from boincpy.cli import progress
+from boincpy.cli import boinc_option, click_main, progress, usage_help_option
 from boincpy.db import connect
 from boincpy.db.queries import insert_row
 from boincpy.db.rows import AppVersion
@@ -1121,31 +1123,9 @@ def _ask_stdin(out):
 # ---------------------------------------------------------------------------
 # command lines
 
-def _parse(argv, flags, usage):
-    """Options of xadd / update_versions, -opt or --opt; returns (flags set, project_dir)."""
-    seen, project_dir = set(), None
-    i = 0
-    while i < len(argv):
-        tok = argv[i]
-        name = tok.lstrip("-") if tok.startswith("-") else None
-        if name in ("h", "help"):
-            sys.stdout.write(usage)
-            sys.exit(0)
-        if name in ("project_dir", "config_dir"):
-            if i + 1 >= len(argv):
-                raise ToolError("%s needs a directory" % tok)
-            project_dir = argv[i + 1]
-            i += 2
-            continue
-        if name in flags:
-            seen.add(name)
-            i += 1
-            continue
-        raise ToolError("unknown arg %s\n%s" % (tok, usage.rstrip()))
-    return seen, project_dir
-
-
-def _main(prog, body):
+def _run_body(prog, body):
+    """Run ``body()``; a BoincpyError or an interrupt is reported on stderr.
+    Returns the exit status."""
     try:
         status = body()
     except BoincpyError as exc:
@@ -1156,28 +1136,43 @@ def _main(prog, body):
         sys.stderr.write("%s: interrupted; nothing was changed\n" % prog)
         status = 130
     sys.stdout.flush()
-    sys.exit(status)
+    return status
+
+
+def _project_dir_option():
+    # BOINC's update_versions also takes --config_dir for the project directory
+    return click.option("--project_dir", "-project_dir", "--config_dir", "-config_dir",
+                        "project_dir", default=None, metavar="DIR",
+                        help="project directory (default: found as BOINC finds it)")
 
 
 def xadd_main(argv=None):
     """Entry point of bin/xadd."""
     from boincpy.config import load_config
 
-    def body():
-        _, project_dir = _parse(sys.argv[1:] if argv is None else argv, (), XADD_USAGE)
-        xadd(load_config(project_dir))
-        return 0
-    _main("xadd", body)
+    @click.command(add_help_option=False)
+    @usage_help_option(XADD_USAGE)
+    @_project_dir_option()
+    def xadd_cmd(project_dir):
+        def body():
+            xadd(load_config(project_dir))
+            return 0
+        return _run_body("xadd", body)
+    sys.exit(click_main(xadd_cmd, argv, "xadd", XADD_USAGE))
 
 
 def update_versions_main(argv=None):
     """Entry point of bin/update_versions."""
     from boincpy.config import load_config
 
-    def body():
-        seen, project_dir = _parse(sys.argv[1:] if argv is None else argv,
-                                   ("noconfirm", "verbose"), UPDATE_VERSIONS_USAGE)
-        update_versions(load_config(project_dir), confirm="noconfirm" not in seen,
-                        verbose="verbose" in seen)
-        return 0
-    _main("update_versions", body)
+    @click.command(add_help_option=False)
+    @usage_help_option(UPDATE_VERSIONS_USAGE)
+    @boinc_option("noconfirm", is_flag=True)
+    @boinc_option("verbose", is_flag=True)
+    @_project_dir_option()
+    def update_versions_cmd(noconfirm, verbose, project_dir):
+        def body():
+            update_versions(load_config(project_dir), confirm=not noconfirm, verbose=verbose)
+            return 0
+        return _run_body("update_versions", body)
+    sys.exit(click_main(update_versions_cmd, argv, "update_versions", UPDATE_VERSIONS_USAGE))

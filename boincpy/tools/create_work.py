@@ -96,10 +96,6 @@ class RunOptions:
     job: JobDesc = field(default_factory=JobDesc)
 
 
-def _is_opt(token, name):
-    return token == "-" + name or token == "--" + name
-
-
 def _opt_name(token):
     """'--x' / '-x' -> 'x' (None for non-options)."""
     if token.startswith("--"):
@@ -200,7 +196,7 @@ def parse_args(argv):
     return ro
 
 
-class _Help(Exception):
+class _Help(BoincpyError):
     pass
 
 

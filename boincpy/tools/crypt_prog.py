@@ -28,7 +28,10 @@ damaged signature).  ``-convkey b2o`` writes PKCS#1 PEM (``RSA PRIVATE KEY`` /
 import hashlib
 import sys
 
+import click
+
 from boincpy import crypto
+from boincpy.cli import click_main, option
 from boincpy.cnum import atoi
 from boincpy.errors import BoincpyError, KeyFileError
 from boincpy.files import atomic_write, md5_file
@@ -249,17 +252,30 @@ _OPERATIONS = {
 
 def run(argv, out=None):
     """Run crypt_prog with ``argv`` (without the program name); return the exit status."""
-    out = out or sys.stdout
-    if not argv:
-        sys.stderr.write(USAGE)
-        return 1
-    op = argv[0]
-    name = op.lstrip("-") if op.startswith("-") else None
-    nargs = _OPERATIONS.get(name)
-    if nargs is None or len(argv) - 1 != nargs:
-        sys.stderr.write(USAGE)
-        return 1
-    a = argv[1:]
+    return click_main(_command(out or sys.stdout), list(argv), "crypt_prog", USAGE,
+                      say_why=False)
+
+
+def _command(out):
+    """crypt_prog's command line: exactly one operation, ``-op ARG...``."""
+    params = [option(name, nargs=nargs, default=None) for name, nargs in _OPERATIONS.items()]
+
+    def crypt_prog(**ops):
+        given = [(name, args) for name, args in ops.items() if args]
+        if len(given) != 1:
+            raise click.UsageError("give one operation")
+        name, a = given[0]
+        try:
+            return _operation(name, a, out)
+        except BoincpyError as exc:
+            sys.stdout.flush()
+            sys.stderr.write("Error: %s\n" % exc.message)
+            return exc.exit_code if exc.exit_code else 2
+    return click.Command("crypt_prog", params=params, callback=crypt_prog,
+                         add_help_option=False)
+
+
+def _operation(name, a, out):
     if name == "genkey":
         return genkey(atoi(a[0]), a[1], a[2], out)
     if name == "sign":
@@ -281,12 +297,11 @@ def main(argv=None):
     """Entry point of bin/crypt_prog."""
     if argv is None:
         argv = sys.argv[1:]
+    if not argv:
+        sys.stderr.write(USAGE)
+        sys.exit(1)
     try:
         status = run(argv)
-    except BoincpyError as exc:
-        sys.stdout.flush()
-        sys.stderr.write("Error: %s\n" % exc.message)
-        status = exc.exit_code if exc.exit_code else 2
     except KeyboardInterrupt:
         status = 130
     sys.stdout.flush()
@@ -309,16 +324,18 @@ def sign_executable(path, private_path):
 
 def sign_executable_main(argv=None):
     """Entry point of bin/sign_executable: print the signature; exit 1 on any error."""
-    if argv is None:
-        argv = sys.argv[1:]
-    if len(argv) != 2:
-        sys.stderr.write(SIGN_EXECUTABLE_USAGE)
-        sys.exit(1)
-    try:
-        text = sign_executable(argv[0], argv[1])
-    except BoincpyError as exc:
-        sys.stderr.write("sign_executable: %s\n" % exc.message)
-        sys.exit(1)
-    sys.stdout.write(text)
-    sys.stdout.flush()
-    sys.exit(0)
+
+    @click.command(add_help_option=False)
+    @click.argument("data_file")
+    @click.argument("private_key_file")
+    def sign_executable_cmd(data_file, private_key_file):
+        try:
+            text = sign_executable(data_file, private_key_file)
+        except BoincpyError as exc:
+            sys.stderr.write("sign_executable: %s\n" % exc.message)
+            return 1
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return 0
+    sys.exit(click_main(sign_executable_cmd, argv, "sign_executable", SIGN_EXECUTABLE_USAGE,
+                        say_why=False))

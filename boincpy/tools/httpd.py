@@ -20,7 +20,6 @@ create under upload/ and the log directory stay writable by the project's
 group.
 """
 
-import argparse
 import glob
 import os
 import pwd
@@ -340,37 +339,52 @@ def free_port():
         return s.getsockname()[1]
 
 
+def _command():
+    import click
+    from boincpy.cli import boinc_option
+
+    @click.command(help="A private Apache for one BOINC project.",
+                   context_settings={"help_option_names": ["-h", "--help"]})
+    @click.argument("action", type=click.Choice(("start", "stop", "status", "conf")))
+    @click.argument("project_dir")
+    @boinc_option("port", type=int, default=None, help="default: the master URL's port")
+    @boinc_option("address", default="127.0.0.1",
+                  help="loopback address to listen on (default 127.0.0.1)")
+    @boinc_option("run_dir", default=None,
+                  help="configuration, pid file and logs (default PROJECT/httpd)")
+    @boinc_option("user", default=None, help="user of Apache's children when run as root "
+                  "(default: config.xml's httpd_user, else www-data)")
+    def httpd(action, project_dir, port, address, run_dir, user):
+        return run_action(action, project_dir, port, run_dir, user, address)
+    return httpd
+
+
 def main(argv=None):
     """``python -m boincpy.tools.httpd start|stop|status|conf PROJECT_DIR``."""
-    p = argparse.ArgumentParser(prog="python -m boincpy.tools.httpd",
-                                description="A private Apache for one BOINC project.")
-    p.add_argument("action", choices=("start", "stop", "status", "conf"))
-    p.add_argument("project_dir")
-    p.add_argument("--port", type=int, help="default: the master URL's port")
-    p.add_argument("--address", default="127.0.0.1",
-                   help="loopback address to listen on (default 127.0.0.1)")
-    p.add_argument("--run_dir", help="configuration, pid file and logs (default PROJECT/httpd)")
-    p.add_argument("--user", help="user of Apache's children when run as root "
-                                  "(default: config.xml's httpd_user, else www-data)")
-    args = p.parse_args(argv)
+    from boincpy.cli import click_main
+    return click_main(_command(), argv, "python -m boincpy.tools.httpd")
+
+
+def run_action(action, project_dir, port=None, run_dir=None, user=None, address="127.0.0.1"):
+    """Start, stop, show or print the configuration of a project's private
+    Apache; returns the exit status (status: 3 when it is not running)."""
     try:
-        server = PrivateApache(args.project_dir, args.port, args.run_dir, args.user,
-                               args.address)
-        if args.action == "start":
+        server = PrivateApache(project_dir, port, run_dir, user, address)
+        if action == "start":
             server.start()
             print("Apache for %s listening on http://%s:%d/ (pid %d, logs in %s)"
                   % (server.project_dir, server.address, server.port, server.pid(),
                      server.run_dir))
-        elif args.action == "stop":
+        elif action == "stop":
             print("stopped" if server.stop() else "not running")
-        elif args.action == "status":
+        elif action == "status":
             pid = server.pid()
             print("running (pid %d)" % pid if pid else "not running")
             return 0 if pid else 3
         else:
             if server.port is None:
                 server.port = default_port(server.project_dir)
-            user = args.user or (httpd_user(server.project_dir) if os.geteuid() == 0 else None)
+            user = user or (httpd_user(server.project_dir) if os.geteuid() == 0 else None)
             sys.stdout.write(conf_text(server.project_dir, server.port, server.run_dir, user,
                                        server.address))
     except BoincpyError as exc:

@@ -39,7 +39,6 @@ upload/ and keys/ are never served.  The CGIs find the project through
 BOINC_PROJECT_DIR, set by PROJECT/SHORT.httpd.conf.
 """
 
-import argparse
 import os
 import pwd
 import re
@@ -61,6 +60,9 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 
 # Repository directories copied file by file into the project.
 COPIED_DIRS = ("bin", "cgi-bin", "html/user", "html/ops")
+# ... of which the CGIs a client calls on every contact start without site's
+# hooks (see cgi_paths)
+FAST_START_DIRS = ("cgi-bin", "html/user")
 _SKIPPED_NAMES = {".keep", ".gitignore", "__pycache__", ".DS_Store",
                   "make_project"}      # a source-tree tool, not a project one
 _ENV_SHEBANG = re.compile(rb"^#!\s*/usr/bin/env\s+python3?\s*$")
@@ -204,79 +206,67 @@ class ProjectSpec:
 # ---------------------------------------------------------------------------
 # Options
 
-USAGE = "make_project [options] SHORT_NAME ['Project Long Name']"
+def _command():
+    """make_project's options, as click parameters (``-opt`` and ``--opt``)."""
+    import click
+    from boincpy.cli import option
 
-
-def _parser():
-    p = argparse.ArgumentParser(
-        prog="make_project", usage=USAGE, allow_abbrev=False,
-        description="Create a BOINC project on this server: directories, config.xml, "
-                    "keys, database, web files and PROJECT/SHORT.httpd.conf.")
-    a = p.add_argument
-    a("short_name", metavar="SHORT_NAME", help="project short name (URLs, default db name)")
-    a("long_name", metavar="LONG_NAME", nargs="?", help="project long name (default: SHORT_NAME)")
-    a("--project_root", help="default: $HOME/projects/SHORT_NAME")
-    a("--project_host", help="default: this host's name; its first label is <host>")
-    a("--url_base", help="default: https://PROJECT_HOST/")
-    a("--html_user_url", help="master URL, default: URL_BASE/SHORT_NAME/")
-    a("--html_ops_url", help="default: URL_BASE/SHORT_NAME_ops/")
-    a("--cgi_url", help="default: URL_BASE/SHORT_NAME_cgi/ (scheduler: CGI_URL/cgi)")
-    a("--key_dir", help="default: PROJECT_ROOT/keys")
-    a("--db_name", help="default: SHORT_NAME")
-    a("--db_user", help="the project's database account, used by the CGIs and daemons "
-                        "(default: --user_name, or SHORT_NAME if that is root)")
-    a("--db_passwd", help="its password (default: a random one, written to config.xml)")
-    a("--db_host", default="", help="database server host[:port] (default: local socket)")
-    a("--db_socket", default="", help="database server's Unix socket (default: the client "
-                                      "library's)")
-    a("--db_root_user", default="root",
+    def a(name, **kwargs):
+        kwargs.setdefault("default", None)
+        params.append(option(name, **kwargs))
+    params = [
+        click.Argument(["short_name"], metavar="SHORT_NAME"),
+        click.Argument(["long_name"], metavar="LONG_NAME", required=False),
+    ]
+    a("project_root", help="default: $HOME/projects/SHORT_NAME")
+    a("project_host", help="default: this host's name; its first label is <host>")
+    a("url_base", help="default: https://PROJECT_HOST/")
+    a("html_user_url", help="master URL, default: URL_BASE/SHORT_NAME/")
+    a("html_ops_url", help="default: URL_BASE/SHORT_NAME_ops/")
+    a("cgi_url", help="default: URL_BASE/SHORT_NAME_cgi/ (scheduler: CGI_URL/cgi)")
+    a("key_dir", help="default: PROJECT_ROOT/keys")
+    a("db_name", help="default: SHORT_NAME")
+    a("db_user", help="the project's database account, used by the CGIs and daemons "
+                      "(default: --user_name, or SHORT_NAME if that is root)")
+    a("db_passwd", help="its password (default: a random one, written to config.xml)")
+    a("db_host", default="", help="database server host[:port] (default: local socket)")
+    a("db_socket", default="", help="database server's Unix socket (default: the client "
+                                    "library's)")
+    a("db_root_user", default="root",
       help="account that creates the database and grants --db_user (default: root)")
-    a("--db_root_passwd", default="", help="its password (default: none, socket login)")
-    a("--user_name", help="default: $USER")
-    a("--httpd_user", default="www-data",
+    a("db_root_passwd", default="", help="its password (default: none, socket login)")
+    a("user_name", help="default: $USER")
+    a("httpd_user", default="www-data",
       help="user the web server runs as; its group may read config.xml and write "
            "upload/ and the log directory (default: www-data)")
-    a("--ops_user", default="", help="create html/ops/.htpasswd with this user ...")
-    a("--ops_passwd", default="", help="... and this password")
-    a("--no_db", action="store_true", help="don't create the database")
-    a("--drop_db_first", action="store_true", help="drop an existing database first")
-    a("--delete_prev_inst", action="store_true", help="replace an existing project root")
-    a("--test_app", action="store_true",
+    a("ops_user", default="", help="create html/ops/.htpasswd with this user ...")
+    a("ops_passwd", default="", help="... and this password")
+    a("no_db", is_flag=True, default=False, help="don't create the database")
+    a("drop_db_first", is_flag=True, default=False, help="drop an existing database first")
+    a("delete_prev_inst", is_flag=True, default=False, help="replace an existing project root")
+    a("test_app", is_flag=True, default=False,
       help="set up example_app: templates, project.xml entry, validator and assimilator")
-    a("--web_only", action="store_true", help="web files only: no keys, bin/ or cgi-bin/")
-    a("--persistent", action="store_true",
+    a("web_only", is_flag=True, default=False, help="web files only: no keys, bin/ or cgi-bin/")
+    a("persistent", is_flag=True, default=False,
       help="serve the scheduler, upload handler and web RPCs with long-lived processes "
            "(Apache's mod_wsgi, daemon mode) instead of CGIs; bin/server_mode switches later")
-    a("--processes", type=int, default=4,
-      help="with --persistent: how many processes (default 4)")
-    a("--no_query", action="store_true", help="don't ask for confirmation")
-    a("--srcdir", help="boincpy source tree holding bin/, cgi-bin/, html/ "
-                       "(default: the one this module is in)")
-    a("--verbose", type=int, default=1, help="0 quiet, 1 steps (default), 2 details")
-    a("-v", dest="verbose", action="store_const", const=2, help="same as --verbose 2")
-    return p
+    a("processes", type=int, default=4, help="with --persistent: how many processes (default 4)")
+    a("no_query", is_flag=True, default=False, help="don't ask for confirmation")
+    a("srcdir", help="boincpy source tree holding bin/, cgi-bin/, html/ "
+                     "(default: the one this module is in)")
+    a("verbose", type=int, default=1, help="0 quiet, 1 steps (default), 2 details")
+    params.append(click.Option(["-v", "verbose_2"], is_flag=True, help="same as --verbose 2"))
 
-
-def _normalise_argv(argv, parser):
-    """BOINC tools take ``-opt`` as ``--opt``; argparse wants two dashes.
-
-    ``--opt VALUE`` becomes ``--opt=VALUE`` so that a value starting with '-'
-    (a password) is not taken for an option.
-    """
-    longs = {s: action.nargs != 0 for action in parser._actions
-             for s in action.option_strings if s.startswith("--")}
-    out = []
-    args = iter(argv)
-    for arg in args:
-        if arg.startswith("-") and not arg.startswith("--") and len(arg) > 2:
-            if "-" + arg.split("=", 1)[0] in longs:
-                arg = "-" + arg
-        if longs.get(arg):
-            value = next(args, None)
-            if value is not None:
-                arg = "%s=%s" % (arg, value)
-        out.append(arg)
-    return out
+    def parsed(**values):
+        from types import SimpleNamespace
+        if values.pop("verbose_2"):
+            values["verbose"] = 2
+        return SimpleNamespace(**values)
+    return click.Command("make_project", params=params, callback=parsed,
+                         help="Create a BOINC project on this server: directories, "
+                              "config.xml, keys, database, web files and "
+                              "PROJECT/SHORT.httpd.conf.",
+                         context_settings={"help_option_names": ["-h", "--help"]})
 
 
 def _with_slash(url):
@@ -309,13 +299,15 @@ def plan(argv):
 
     Raises ToolError naming the bad option.  Touches nothing.
     """
-    parser = _parser()
+    import click
+    command = _command()
     try:
-        args = parser.parse_args(_normalise_argv(argv, parser))
-    except SystemExit as exc:
-        if exc.code:
-            raise ToolError("bad arguments (see make_project --help)", exit_code=2) from None
-        raise
+        args = command.main(args=list(argv), prog_name="make_project", standalone_mode=False)
+    except click.UsageError as exc:
+        raise ToolError("%s (see make_project --help)" % exc.format_message(),
+                        exit_code=2) from None
+    if not hasattr(args, "short_name"):
+        raise SystemExit(args or 0)         # --help: click printed it
     short = args.short_name
     if not _SHORT_NAME_RE.match(short):
         raise ToolError("project short name %r: use letters, digits, '_' and '-' only" % short)
@@ -542,12 +534,37 @@ def _write(path, text, mode=0o644):
     os.chmod(path, mode)
 
 
-def copy_tree_files(src_dir, dest_dir, python):
+def cgi_paths(python):
+    """The import paths ``python`` gets from its ``site`` start-up (a venv's
+    site-packages, an editable install's source tree from its ``.pth`` file)
+    beyond those it has with ``-S``; None if they can't be found out.
+
+    A CGI started as ``python -S`` with these paths added by its second line
+    imports the same modules without running site at every request: site
+    reads every ``.pth`` file of the install (setuptools' distutils hook,
+    editable-install hooks) and Debian's sitecustomize, a few ms of CPU on
+    each of the scheduler's and upload handler's requests.  The user's own
+    site directory is left out, as under Apache."""
+    import ast
+    code = "import sys; print(repr(sys.path[1:]))"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    try:
+        full, bare = (ast.literal_eval(subprocess.run(
+            [python] + flags + ["-c", code], capture_output=True, text=True, env=env,
+            cwd="/", timeout=60, check=True).stdout) for flags in (["-s"], ["-s", "-S"]))
+    except (OSError, ValueError, SyntaxError, subprocess.SubprocessError):
+        return None
+    return [p for p in full if p not in bare]
+
+
+def copy_tree_files(src_dir, dest_dir, python, paths=None):
     """Copy every file under ``src_dir`` to ``dest_dir`` (sub-directories too),
     pointing ``#!/usr/bin/env python3`` scripts at ``python``.
 
-    Scripts (a ``#!`` line) and files executable in the source get mode 0755,
-    others 0644.  Returns the relative paths copied.
+    With ``paths`` (:func:`cgi_paths`), those scripts run ``python -S`` and
+    their third line puts ``paths`` on ``sys.path``.  Scripts (a ``#!``
+    line) and files executable in the source get mode 0755, others 0644.
+    Returns the relative paths copied.
     """
     copied = []
     if not os.path.isdir(src_dir):
@@ -565,7 +582,11 @@ def copy_tree_files(src_dir, dest_dir, python):
                 data = f.read()
             first, sep, rest = data.partition(b"\n")
             script = data.startswith(b"#!")
-            if _ENV_SHEBANG.match(first):
+            if _ENV_SHEBANG.match(first) and paths is not None:
+                data = (b"#!%s -S\n# make_project: site's paths, without site's start-up\n"
+                        b"import sys; sys.path += %s\n" % (python.encode(),
+                                                            repr(paths).encode())) + rest
+            elif _ENV_SHEBANG.match(first):
                 data = b"#!" + python.encode() + sep + rest
             executable = script or os.access(src, os.X_OK)
             dest = os.path.join(target_dir, name)
@@ -767,10 +788,12 @@ def build_tree(spec, stage, undo, say):
             perms.group(secret, 0o640)
 
     say(1, "Copying files")
+    paths = cgi_paths(python)
     for d in COPIED_DIRS:
         if spec.web_only and d in ("bin", "cgi-bin"):
             continue
-        copied = copy_tree_files(os.path.join(spec.srcdir, d), S(d), python)
+        copied = copy_tree_files(os.path.join(spec.srcdir, d), S(d), python,
+                                 paths if d in FAST_START_DIRS else None)
         say(2, "  %s: %s" % (d, ", ".join(copied) or "(nothing)"))
 
     say(1, "Writing the scheduler list, project.xml and Apache configuration")

@@ -91,18 +91,23 @@ def _show_page(project_dir, page, args, out, err):
 
 def main(argv=None):
     """Entry point of bin/run_in_ops."""
-    from boincpy.config import find_project_dir
-    from boincpy.errors import BoincpyError
-    argv = sys.argv[1:] if argv is None else argv
-    project_dir = None
-    if len(argv) >= 2 and argv[0] in ("--project_dir", "-project_dir"):
-        project_dir, argv = argv[1], argv[2:]
-    if not argv or argv[0] in ("-h", "--help"):
-        (sys.stdout if argv else sys.stderr).write(USAGE)
-        return 0 if argv else 1
-    try:
-        project_dir = os.path.abspath(project_dir or find_project_dir())
-    except BoincpyError as exc:
-        sys.stderr.write("run_in_ops: %s\n" % exc.message)
-        return 1
-    return run_in_ops(project_dir, argv[0], argv[1:])
+    import click
+    from boincpy.cli import click_main, project_dir_option, usage_help_option
+
+    @click.command(add_help_option=False,
+                   context_settings={"ignore_unknown_options": True,
+                                     "allow_interspersed_args": False})
+    @usage_help_option(USAGE)
+    @project_dir_option()
+    @click.argument("script")
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    def run_in_ops_cmd(project_dir, script, args):
+        from boincpy.config import find_project_dir
+        from boincpy.errors import BoincpyError
+        try:
+            project_dir = os.path.abspath(project_dir or find_project_dir())
+        except BoincpyError as exc:
+            sys.stderr.write("run_in_ops: %s\n" % exc.message)
+            return 1
+        return run_in_ops(project_dir, script, list(args))
+    return click_main(run_in_ops_cmd, argv, "run_in_ops", USAGE)

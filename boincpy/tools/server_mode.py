@@ -15,12 +15,14 @@ URLs and the same replies in both modes.  make_project's --persistent writes
 the same block when it creates the project.
 """
 
-import argparse
 import glob
 import os
 import re
 import sys
 
+import click
+
+from boincpy.cli import boinc_option, click_main, project_dir_option
 from boincpy.errors import BoincpyError, ToolError
 
 MODES = ("cgi", "persistent")
@@ -141,27 +143,33 @@ def set_mode(project_dir, mode, processes=DEFAULT_PROCESSES):
     return path
 
 
-def main(argv=None):
-    """``bin/server_mode [cgi|persistent] [--processes N] [--project_dir DIR]``."""
-    p = argparse.ArgumentParser(prog="server_mode", description=__doc__.split("\n\n")[0])
-    p.add_argument("mode", nargs="?", choices=MODES, help="omit to print the current mode")
-    p.add_argument("--processes", type=int, default=DEFAULT_PROCESSES,
-                   help="persistent processes (default %d)" % DEFAULT_PROCESSES)
-    p.add_argument("--project_dir", help="default: found as BOINC's tools find it")
-    args = p.parse_args(argv)
+@click.command(help=__doc__.split("\n\n")[0] + "  MODE: cgi or persistent; omit it "
+               "to print the current mode.",
+               context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("mode", required=False, type=click.Choice(MODES))
+@boinc_option("processes", type=int, default=DEFAULT_PROCESSES, metavar="N",
+              help="persistent processes (default %d)" % DEFAULT_PROCESSES)
+@project_dir_option()
+def server_mode_cmd(mode, processes, project_dir):
+    """Print or set the serving mode."""
     try:
         from boincpy.config import find_project_dir
-        project_dir = args.project_dir or find_project_dir()
-        if args.mode is None:
+        project_dir = project_dir or find_project_dir()
+        if mode is None:
             with open(conf_path(project_dir), encoding="utf-8") as f:
                 print(current_mode(f.read()))
             return 0
-        path = set_mode(project_dir, args.mode, args.processes)
+        path = set_mode(project_dir, mode, processes)
     except BoincpyError as exc:
         sys.stderr.write("server_mode: ERROR: %s\n" % exc.message)
         return exc.exit_code or 1
-    print("%s: %s mode; reload Apache to apply (apache2ctl graceful)" % (path, args.mode))
+    print("%s: %s mode; reload Apache to apply (apache2ctl graceful)" % (path, mode))
     return 0
+
+
+def main(argv=None):
+    """``bin/server_mode [cgi|persistent] [--processes N] [--project_dir DIR]``."""
+    return click_main(server_mode_cmd, argv, "server_mode")
 
 
 if __name__ == "__main__":

@@ -9,13 +9,14 @@ reliable, infeasible count and required version; ``---`` for EMPTY slots;
 ``PID n: result r`` for slots a scheduler has reserved.
 """
 
-import argparse
 import sys
 import time
 
-from boincpy.errors import BoincpyError
+import click
 
-PROC_TYPE_NAMES = ("CPU", "NVIDIA GPU", "AMD/ATI GPU", "Intel GPU", "Apple GPU")
+from boincpy.cli import click_main, project_dir_option
+from boincpy.errors import BoincpyError
+from boincpy.proc_types import PROC_TYPE_NAMES
 
 
 def _when(t):
@@ -82,17 +83,15 @@ def show(array, out):
             slot.infeasible_count, wu["app_version_num"]))
 
 
-def main(argv=None):
-    """Parse options, attach the project's array, print it; exit status 1 if absent."""
+@click.command(help="Displays the feeder's shared job array.",
+               context_settings={"help_option_names": ["-h", "--help"]})
+@project_dir_option()
+def show_shmem_cmd(project_dir):
+    """Attach the project's array and print it; exit status 1 if absent."""
     from boincpy import shmem
     from boincpy.config import load_config
-    parser = argparse.ArgumentParser(
-        prog="show_shmem", description="Displays the feeder's shared job array.")
-    parser.add_argument("--project_dir", "-project_dir", default=None,
-                        help="project directory (default: found as BOINC finds it)")
-    args = parser.parse_args(argv)
     try:
-        cfg = load_config(args.project_dir)
+        cfg = load_config(project_dir)
         array = shmem.open_segment(shmem.segment_path(cfg))
     except BoincpyError as exc:
         if hasattr(exc, "log_text"):
@@ -105,3 +104,8 @@ def main(argv=None):
     finally:
         array.close()
     return 0
+
+
+def main(argv=None):
+    """Entry point of bin/show_shmem."""
+    return click_main(show_shmem_cmd, argv, "show_shmem")

@@ -16,6 +16,9 @@ import os
 import shutil
 import sys
 
+import click
+
+from boincpy.cli import boinc_option, click_main, project_dir_option, usage_help_option
 from boincpy.errors import BoincpyError, ToolError
 from boincpy.files import check_download_file, dir_hier_path, write_md5_file
 
@@ -91,36 +94,28 @@ def _load_cfg(project_dir):
 
 def stage_main(argv=None):
     """Entry point of bin/stage_file."""
-    argv = sys.argv[1:] if argv is None else argv
-    copy = gzip = verbose = False
-    project_dir = None
-    paths = []
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a in ("--gzip", "-gzip"):
-            gzip = True
-        elif a in ("--copy", "-copy"):
-            copy = True
-        elif a in ("--verbose", "-verbose"):
-            verbose = True
-        elif a in ("--project_dir", "-project_dir") and i + 1 < len(argv):
-            i += 1
-            project_dir = argv[i]
-        elif a.startswith("-") and a != "-":
-            sys.stderr.write(STAGE_USAGE)
-            sys.exit(1)
-        else:
-            paths.append(a)
-        i += 1
-    if len(paths) != 1:
-        sys.stderr.write(STAGE_USAGE)
-        sys.exit(1)
+    return click_main(_stage_command(), argv, "stage_file", STAGE_USAGE)
+
+
+def _stage_command():
+    @click.command(add_help_option=False)
+    @usage_help_option(STAGE_USAGE, status=1, err=True)
+    @boinc_option("gzip", is_flag=True)
+    @boinc_option("copy", is_flag=True)
+    @boinc_option("verbose", is_flag=True)
+    @project_dir_option()
+    @click.argument("path")
+    def stage_file(gzip, copy, verbose, project_dir, path):
+        return stage(path, project_dir, copy, gzip, verbose)
+    return stage_file
+
+
+def stage(path, project_dir=None, copy=False, gzip=False, verbose=False):
+    """Stage a file, or each file of a directory; returns the exit status."""
     try:
         cfg = _load_cfg(project_dir)
         if not cfg.uldl_dir_fanout:
             raise ToolError("can't find <uldl_dir_fanout> in config.xml")
-        path = paths[0]
         if os.path.isdir(path):
             for entry in sorted(os.listdir(path)):
                 p = os.path.join(path, entry)
@@ -130,31 +125,33 @@ def stage_main(argv=None):
             stage_one(path, cfg, copy, gzip, verbose)
     except BoincpyError as exc:
         sys.stderr.write("stage_file: ERROR: %s\n" % exc.message)
-        sys.exit(exc.exit_code or 1)
-    sys.exit(0)
+        return exc.exit_code or 1
+    return 0
 
 
 def dir_hier_path_main(argv=None):
     """Entry point of bin/dir_hier_path."""
-    argv = sys.argv[1:] if argv is None else argv
-    project_dir = None
-    if len(argv) == 3 and argv[0] in ("--project_dir", "-project_dir"):
-        project_dir = argv[1]
-        argv = argv[2:]
-    if len(argv) != 1 or argv[0] in ("-h", "--help"):
-        sys.stderr.write(DIR_HIER_USAGE)
-        sys.exit(1)
-    try:
-        cfg = _load_cfg(project_dir)
-        path = dir_hier_path(cfg.download_dir, argv[0], cfg.uldl_dir_fanout, create=True)
-    except BoincpyError as exc:
-        sys.stderr.write("dir_hier_path: ERROR: %s\n" % exc.message)
-        sys.exit(exc.exit_code or 1)
-    except OSError as exc:
-        sys.stderr.write("dir_hier_path: ERROR: %s\n" % exc)
-        sys.exit(1)
-    sys.stdout.write(path + "\n")
-    sys.exit(0)
+    return click_main(_dir_hier_path_command(), argv, "dir_hier_path", DIR_HIER_USAGE)
+
+
+def _dir_hier_path_command():
+    @click.command(add_help_option=False)
+    @usage_help_option(DIR_HIER_USAGE, status=1, err=True)
+    @project_dir_option()
+    @click.argument("filename")
+    def dir_hier_path_cmd(project_dir, filename):
+        try:
+            cfg = _load_cfg(project_dir)
+            path = dir_hier_path(cfg.download_dir, filename, cfg.uldl_dir_fanout, create=True)
+        except BoincpyError as exc:
+            sys.stderr.write("dir_hier_path: ERROR: %s\n" % exc.message)
+            return exc.exit_code or 1
+        except OSError as exc:
+            sys.stderr.write("dir_hier_path: ERROR: %s\n" % exc)
+            return 1
+        sys.stdout.write(path + "\n")
+        return 0
+    return dir_hier_path_cmd
 
 
 DIR_HIER_MOVE_USAGE = """Usage: dir_hier_move SRC_DIR DST_DIR FANOUT
@@ -193,31 +190,35 @@ def dir_hier_move(src_dir, dst_dir, fanout, out=None):
 
 def dir_hier_move_main(argv=None):
     """Entry point of bin/dir_hier_move."""
-    argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in ("-h", "--help"):
-        sys.stdout.write(DIR_HIER_MOVE_USAGE)
+    return click_main(_dir_hier_move_command(), argv, "dir_hier_move", DIR_HIER_MOVE_USAGE)
+
+
+def _dir_hier_move_command():
+    @click.command(add_help_option=False)
+    @usage_help_option(DIR_HIER_MOVE_USAGE)
+    @click.argument("src_dir")
+    @click.argument("dst_dir")
+    @click.argument("fanout")
+    def dir_hier_move_cmd(src_dir, dst_dir, fanout):
+        try:
+            number = int(fanout)
+        except ValueError:
+            number = 0
+        if number < 1:
+            sys.stderr.write("dir_hier_move: FANOUT must be a number above 0, not %r\n%s"
+                             % (fanout, DIR_HIER_MOVE_USAGE))
+            return 1
+        try:
+            n = dir_hier_move(src_dir, dst_dir, number, sys.stderr)
+        except BoincpyError as exc:
+            sys.stderr.write("dir_hier_move: %s\n" % exc.message)
+            return exc.exit_code or 1
+        except OSError as exc:
+            sys.stderr.write("dir_hier_move: %s\n" % exc)
+            return 1
+        sys.stdout.write("moved %d file(s) into %s\n" % (n, dst_dir))
         return 0
-    if len(argv) != 3:
-        sys.stderr.write(DIR_HIER_MOVE_USAGE)
-        return 1
-    try:
-        fanout = int(argv[2])
-    except ValueError:
-        fanout = 0
-    if fanout < 1:
-        sys.stderr.write("dir_hier_move: FANOUT must be a number above 0, not %r\n%s"
-                         % (argv[2], DIR_HIER_MOVE_USAGE))
-        return 1
-    try:
-        n = dir_hier_move(argv[0], argv[1], fanout, sys.stderr)
-    except BoincpyError as exc:
-        sys.stderr.write("dir_hier_move: %s\n" % exc.message)
-        return exc.exit_code or 1
-    except OSError as exc:
-        sys.stderr.write("dir_hier_move: %s\n" % exc)
-        return 1
-    sys.stdout.write("moved %d file(s) into %s\n" % (n, argv[1]))
-    return 0
+    return dir_hier_move_cmd
 
 
 main = stage_main

@@ -27,7 +27,10 @@ import re
 import sys
 import time
 
-from boincpy.errors import BoincpyError, ToolError
+import click
+
+from boincpy.cli import boinc_option, click_main, project_dir_option, usage_help_option
+from boincpy.errors import BoincpyError
 from boincpy.states import Outcome, ServerState
 
 BATCH = 1000
@@ -173,28 +176,22 @@ class Checker:
 def main(argv=None, out=None):
     """Entry point of bin/wu_check; returns the exit status (0 even when
     problems are found, as BOINC's)."""
-    argv = sys.argv[1:] if argv is None else argv
-    out = out or sys.stdout
-    repair = False
-    project_dir = None
-    i = 0
+    return click_main(_command(out or sys.stdout), argv, "wu_check", USAGE)
+
+
+def _command(out):
+    @click.command(add_help_option=False)
+    @usage_help_option(USAGE, err=True)
+    @boinc_option("repair", is_flag=True)
+    @project_dir_option()
+    def wu_check(repair, project_dir):
+        return check(project_dir, repair, out)
+    return wu_check
+
+
+def check(project_dir, repair, out):
+    """Run the checks (and repairs); returns the exit status."""
     try:
-        while i < len(argv):
-            a = argv[i]
-            if a in ("-h", "--help", "-help"):
-                sys.stderr.write(USAGE)
-                return 0
-            if a in ("--repair", "-repair"):
-                repair = True
-            elif a in ("--project_dir", "-project_dir"):
-                if i + 1 >= len(argv):
-                    raise ToolError("%s needs a directory" % a)
-                i += 1
-                project_dir = argv[i]
-            else:
-                sys.stderr.write("unknown command line argument: %s\n\n%s" % (a, USAGE))
-                return 1
-            i += 1
         from boincpy.config import load_config
         from boincpy.db import connect
         cfg = load_config(project_dir)

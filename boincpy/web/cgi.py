@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from urllib.parse import parse_qsl
 
 from boincpy.cnum import int64, php_numeric
+from boincpy.errors import BoincpyError
 from boincpy.xml import xml_escape
 
 # lib/error_numbers.h (the subset the web RPCs use).
@@ -53,7 +54,7 @@ HTML_CONTENT_TYPE = "text/html; charset=UTF-8"
 MAX_POST_BYTES = 1 << 20
 
 
-class XmlError(Exception):
+class XmlError(BoincpyError):
     """An ``<error>`` reply: BOINC error number and message."""
 
     def __init__(self, num=-1, msg=None):
@@ -99,13 +100,6 @@ class WebRequest:
     def get_str(self, name, optional=False):
         """A query-string parameter; missing and not optional -> BOINC's error."""
         value = self.get.get(name)
-        if value is None and not optional:
-            raise XmlError(-1, "missing or bad parameter: %s" % name)
-        return value
-
-    def post_str(self, name, optional=False):
-        """A form (POST) parameter; missing and not optional -> BOINC's error."""
-        value = self.post.get(name)
         if value is None and not optional:
             raise XmlError(-1, "missing or bad parameter: %s" % name)
         return value

@@ -30,6 +30,7 @@ import tarfile
 import tempfile
 import zipfile
 
+from boincpy.errors import BoincpyError
 from boincpy.web.cgi import HTML_CONTENT_TYPE, Response
 from boincpy.web.cgi import log_error
 from boincpy.web.rpc import RpcContext
@@ -37,7 +38,7 @@ from boincpy.web.rpc import RpcContext
 _BATCH_DIR_ENTRY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-:@+]*$")
 
 
-class OutputError(Exception):
+class OutputError(BoincpyError):
     """A refusal, sent as plain text."""
 
 

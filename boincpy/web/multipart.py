@@ -13,11 +13,13 @@ import re
 import tempfile
 from dataclasses import dataclass
 
+from boincpy.errors import BoincpyError
+
 CHUNK = 1 << 16
 MAX_HEADER_BYTES = 16384
 
 
-class MultipartError(ValueError):
+class MultipartError(BoincpyError, ValueError):
     """The body is not a well-formed multipart/form-data body (or is too large)."""
 
 

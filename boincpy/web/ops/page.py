@@ -29,7 +29,7 @@ from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.ops import csrf
 
 
-class PageError(Exception):
+class PageError(BoincpyError):
     """Stop the page and show ``message`` with an HTTP ``status``."""
 
     def __init__(self, message, status="400 Bad Request", title="Unable to handle request"):
@@ -39,7 +39,7 @@ class PageError(Exception):
         self.title = title
 
 
-class Redirect(Exception):
+class Redirect(BoincpyError):
     """Stop the page and send the browser to ``location`` (303 See Other),
     with extra ``headers`` (name, value) such as cookies."""
 

@@ -11,12 +11,14 @@ import sys
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs
 
+from boincpy.errors import BoincpyError
+
 # Form bodies larger than this are refused: admin forms are small, and a
 # CGI should not read an unbounded body into memory.
 MAX_BODY = 1 << 20
 
 
-class BadRequest(Exception):
+class BadRequest(BoincpyError):
     """The request is malformed; the message says what is wrong."""
 
     status = "400 Bad Request"
