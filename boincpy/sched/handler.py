@@ -699,10 +699,11 @@ def cgi_main():
     """Entry point of cgi-bin/cgi: CONTENT_LENGTH bytes of stdin in, reply out."""
     import sys
     from boincpy.resident import Resident
+    from boincpy.cli import exit_now
     resident = Resident()
     try:
         out = serve(os.environ, sys.stdin.buffer, resident, sys.stderr)
     finally:
         resident.close()
     sys.stdout.buffer.write(out)
-    sys.stdout.buffer.flush()
+    exit_now()
