@@ -434,7 +434,8 @@ def test_web_only(names, db_root_params):
     assert os.listdir(os.path.join(root, "cgi-bin")) == []
     assert load_config(root).no_computing is True
     assert os.path.isfile(os.path.join(root, "html/user/index.php"))
-    # no computing: the master page lists no scheduler
+    # no computing: no schedulers.txt, so the master page lists no scheduler
+    assert not os.path.exists(os.path.join(root, "html/user/schedulers.txt"))
     assert "scheduler" not in master.page(load_config(root))
 
 

@@ -797,8 +797,10 @@ def build_tree(spec, stage, undo, say):
         say(2, "  %s: %s" % (d, ", ".join(copied) or "(nothing)"))
 
     say(1, "Writing the scheduler list, project.xml and Apache configuration")
-    # the master page (html/user/index.php) reads schedulers.txt on each request
-    _write(S("html", "user", "schedulers.txt"), schedulers_txt(spec))
+    # the master page (html/user/index.php) reads schedulers.txt on each
+    # request; a web-only project has no scheduler to list
+    if not spec.web_only:
+        _write(S("html", "user", "schedulers.txt"), schedulers_txt(spec))
     _write(S("project.xml"), project_xml(spec))
     # the db_dump task's spec (its command names ../db_dump_spec.xml from tmp_HOST)
     from boincpy.daemons.db_dump import DEFAULT_SPEC
