@@ -34,6 +34,7 @@ bench: venv
 	$(VENV)/bin/python bench/bench_backend.py
 	$(VENV)/bin/python bench/bench_validate_assimilate.py
 	$(VENV)/bin/python bench/bench_sched.py
+	$(VENV)/bin/python bench/bench_upload.py
 	$(VENV)/bin/python bench/bench_web_rpc.py
 	$(VENV)/bin/python bench/bench_ops_pages.py
 	$(VENV)/bin/python bench/bench_tasks.py

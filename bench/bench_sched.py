@@ -108,12 +108,10 @@ class Project:
         from boincpy.crypto import generate_key_pair
         generate_key_pair(os.path.join(root, "keys", "code_sign_private"),
                           os.path.join(root, "keys", "code_sign_public"))
-        with open(os.path.join(REPO, "cgi-bin", "cgi")) as f:
-            text = f.read().split("\n", 1)[1]
-        cgi = os.path.join(root, "cgi-bin", "cgi")
-        with open(cgi, "w") as f:
-            f.write("#!%s\n%s" % (sys.executable, text))
-        os.chmod(cgi, 0o755)
+        # the scheduler CGI as make_project writes it
+        from boincpy.tools.make_project import cgi_paths, copy_tree_files
+        copy_tree_files(os.path.join(REPO, "cgi-bin"), os.path.join(root, "cgi-bin"),
+                        sys.executable, cgi_paths(sys.executable))
         # the persistent mode: a file named cgi handled by the WSGI application
         with open(os.path.join(root, "cgi-wsgi", "cgi"), "w") as f:
             f.write("served by the mod_wsgi daemon processes (boincpy.wsgi)\n")
@@ -240,6 +238,10 @@ class Project:
         return n
 
     def destroy(self):
+        if self.cxx_dir:
+            # the C++ feeder leaves its System V segment behind when stopped
+            subprocess.run(["ipcrm", "-M", str(self.options["shmem_key"])],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         conn = MySQLdb.connect(**self.params)
         cur = conn.cursor()
         cur.execute("DROP DATABASE IF EXISTS `%s`" % self.db_name)
@@ -344,6 +346,15 @@ class Feeder:
         self.project = project
         self.proc = None
 
+    def cpu_seconds(self):
+        """CPU (user + system) the running feeder has used so far."""
+        import psutil
+        try:
+            t = psutil.Process(self.proc.pid).cpu_times()
+            return t.user + t.system
+        except (psutil.Error, AttributeError):
+            return 0.0
+
     @staticmethod
     def available():
         return os.path.exists(os.path.join(REPO, "bin", "feeder")) and \
@@ -358,10 +369,14 @@ class Feeder:
                 [os.path.join(self.project.cxx_dir, "sched", "feeder"), "-d", "2",
                  "--sleep_interval", "1"], cwd=self.project.root, stdout=log, stderr=log,
                 env=dict(os.environ, BOINC_PROJECT_DIR=self.project.root))
-            time.sleep(2.5)         # it fills its segment on its first pass
-            if self.proc.poll() is not None:
-                raise RuntimeError("the C++ feeder exited (see %s)" % log.name)
-            return
+            # its CGI waits up to 10 s for the ready flag: measure once it is set
+            for _ in range(300):
+                if self.proc.poll() is not None:
+                    raise RuntimeError("the C++ feeder exited (see %s)" % log.name)
+                if self.cxx_present() is not None:
+                    return
+                time.sleep(0.1)
+            raise RuntimeError("the C++ feeder's array never got ready (see %s)" % log.name)
         self.proc = subprocess.Popen(
             [sys.executable, os.path.join(REPO, "bin", "feeder"), "-d", "2",
              "--sleep_interval", "1"], cwd=self.project.root, stdout=log, stderr=log,
@@ -378,8 +393,23 @@ class Feeder:
                 time.sleep(0.1)
         raise RuntimeError("the feeder did not make its job array (see %s)" % log.name)
 
+    def cxx_present(self):
+        """Jobs in the C++ feeder's array (its show_shmem), None until it is ready."""
+        out = subprocess.run([os.path.join(self.project.cxx_dir, "sched", "show_shmem")],
+                             cwd=self.project.root, capture_output=True, text=True,
+                             env=dict(os.environ, BOINC_PROJECT_DIR=self.project.root)).stdout
+        if "\nready: 1" not in out:
+            return None
+        # slot lines: "   N: ---" empty, "   N: PID ...", else a present job
+        return sum(1 for line in out.split("\nready: 1", 1)[1].splitlines()
+                   if re.match(r"\s*\d+ ", line))
+
     def wait_filled(self, n, cxx=False):
         if cxx:
+            for _ in range(300):
+                if (self.cxx_present() or 0) >= n:
+                    return
+                time.sleep(0.1)
             return
         from boincpy import shmem
         from boincpy.config import load_config
@@ -526,8 +556,9 @@ def run_load(port, requests, n, conc, warmup=5, path="/bench_cgi/cgi"):
 def print_row(name, conc, server, r, cxx=None):
     ratio = "%5.2f" % (r["rps"] / cxx["rps"]) if cxx and server != "cxx" else "    -"
     print("%-40s %4d %-10s %7.1f %7.1f %7.1f %7.1f  %s   jobs %d acks %d err %d down %d"
+          "  feeder %.1f ms/RPC"
           % (TITLES[name], conc, server, r["rps"], r["p50"], r["p95"], r["p99"], ratio,
-             r["jobs"], r["acks"], r["errors"], r["down"]))
+             r["jobs"], r["acks"], r["errors"], r["down"], r.get("feeder_cpu", 0.0)))
     sys.stdout.flush()
 
 
@@ -567,10 +598,14 @@ def profile(project, key):
     if Feeder.available():
         imports += ", boincpy.shmem"
     imports += "; boincpy.db.lite._mysql_module()"
-    t_imports = best([py, "-c", imports])
-    t_cgi = best([py, cgi], stdin=req, cwd=os.path.join(project.root, "cgi-bin"))
-    out = subprocess.run([py, "-X", "importtime", "-c", imports], capture_output=True,
-                         text=True, env=env).stderr
+    # as the CGI starts: python -S, site's paths added (make_project.cgi_paths)
+    from boincpy.tools.make_project import cgi_paths
+    imports_cmd = [py, "-S", "-c", "import sys; sys.path += %r; %s; import os; os._exit(0)"
+                   % (cgi_paths(py) or [], imports)]     # and ends as the CGI does
+    t_imports = best(imports_cmd)
+    t_cgi = best([cgi], stdin=req, cwd=os.path.join(project.root, "cgi-bin"))
+    out = subprocess.run(imports_cmd[:1] + ["-X", "importtime"] + imports_cmd[1:],
+                         capture_output=True, text=True, env=env).stderr
     per_module = []
     for line in out.splitlines():
         m = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)", line)
@@ -634,18 +669,18 @@ print(ms(t1 - t0), ms(t3 - t2), ms(t5 - t4), ms(T.get('connect', 0)), ms(T.get('
     runs.sort(key=lambda r: r[2])
     cfg_t, parse_t, handle_t, conn_t, q_t, nq, rep_t, attach_t, choose_t, auth_t = \
         runs[len(runs) // 2]
-    c_cgi = cpu[(py, cgi)]
+    c_cgi = cpu[(cgi,)]
     c_site = cpu[(py, "-c", "pass")]
-    c_imports = cpu[(py, "-c", imports)]
+    c_imports = cpu[tuple(imports_cmd)]
+    c_bare = cpu[(py, "-S", "-c", "pass")]
     print("Profile of one request (work requested, none available; wall medians and "
           "mean CPU, ms):")
     print("                                                     wall    CPU")
-    print("  whole CGI run (python cgi-bin/cgi < request)     %6.1f %6.1f" % (t_cgi, c_cgi))
-    print("  interpreter start-up, no site (-S)               %6.1f %6.1f"
-          % (t_bare, cpu[(py, "-S", "-c", "pass")]))
-    print("  interpreter start-up with site (venv .pth)       %6.1f %6.1f" % (t_site, c_site))
+    print("  whole CGI run (cgi-bin/cgi < request, its #!)    %6.1f %6.1f" % (t_cgi, c_cgi))
+    print("  interpreter start-up, no site (-S, as the CGI)   %6.1f %6.1f" % (t_bare, c_bare))
+    print("  (start-up with site and the venv's .pth hooks    %6.1f %6.1f)" % (t_site, c_site))
     print("  imports the request needs (beyond start-up)      %6.1f %6.1f"
-          % (t_imports - t_site, c_imports - c_site))
+          % (t_imports - t_bare, c_imports - c_bare))
     print("  the rest: configuration, database, request, reply       %6.1f"
           % (c_cgi - c_imports))
     for ms_, name in per_module[:8]:
@@ -676,32 +711,36 @@ def in_process_app(project):
     return app, serve
 
 
-def persistent_profile(project, feeder, key):
-    """cProfile of one persistent request that gets a job (warm process)."""
+def persistent_profile(project, feeder, key, n=200):
+    """cProfile of persistent requests that get a job (warm process), over
+    ``n`` requests so that one slow database round trip does not decide it."""
     import cProfile
     import pstats
-    project.add_jobs(60)
+    project.add_jobs(2 * n + 100)
     feeder.start(100)
     feeder.wait_filled(50)
     app, serve = in_process_app(project)
     reqs = Requests(project, key, want_work=True)
     for _ in range(20):                     # warm: connection, array, caches
         serve(reqs.next())
-    t = time.perf_counter()
-    n = 20
+    t, c = time.perf_counter(), time.process_time()
     for _ in range(n):
         serve(reqs.next())
-    per = (time.perf_counter() - t) / n * 1000
+    wall = (time.perf_counter() - t) / n * 1000
+    cpu = (time.process_time() - c) / n * 1000
     prof = cProfile.Profile()
     prof.enable()
-    out = serve(reqs.next())
+    jobs = 0
+    for _ in range(n):
+        jobs += serve(reqs.next()).count(b"<wu_name>")
     prof.disable()
-    print("\nProfile of one persistent request (work sent, 1 job, 100-slot array; "
-          "in-process, warm; %.2f ms a request without the profiler; jobs in reply: %d):"
-          % (per, out.count(b"<wu_name>")))
+    print("\nProfile of persistent requests (work sent, 1 job each, 100-slot array; "
+          "in-process, warm; without the profiler %.2f ms wall, %.2f ms CPU a request; "
+          "%d requests profiled, %d jobs sent; times below are totals over them):"
+          % (wall, cpu, n, jobs))
     stats = pstats.Stats(prof)
-    stats.sort_stats("cumulative").print_stats(18)
-    stats.sort_stats("tottime").print_stats(12)
+    stats.sort_stats("cumulative").print_stats(25)
+    stats.sort_stats("tottime").print_stats(15)
     app.resident.close()
 
 
@@ -721,11 +760,12 @@ def memory(project, feeder, key, n):
         out = serve(reqs.next())
         if b"</scheduler_reply>" not in out:
             raise RuntimeError(out[:300])
-        if i == 1000 or i % step == 0:
+        if i == min(1000, step) or i % step == 0:
             rss = proc.memory_info().rss / 1048576
-            first = rss if first is None else first
-            print("  after %7d requests: %7.1f MiB (%+.1f since request 1000), %.0f req/s"
-                  % (i, rss, rss - first, i / (time.perf_counter() - t)))
+            if first is None:
+                first = (i, rss)
+            print("  after %7d requests: %7.1f MiB (%+.1f since request %d), %.0f req/s"
+                  % (i, rss, rss - first[1], first[0], i / (time.perf_counter() - t)))
             sys.stdout.flush()
     app.resident.close()
 
@@ -833,8 +873,11 @@ def run_server(project, feeder, apache, key, name, conc, server, n):
         reqs = Requests(project, key, want_work=(name == "none_available"))
     feeder.start(slots, cxx=cxx)
     feeder.wait_filled(min(slots, 100) if name.startswith("sent_") else 0, cxx=cxx)
+    before = feeder.cpu_seconds()
     try:
-        return run_load(apache.port, reqs, n, conc, path=PATHS[server])
+        stats = run_load(apache.port, reqs, n, conc, path=PATHS[server])
+        stats["feeder_cpu"] = (feeder.cpu_seconds() - before) * 1000 / n
+        return stats
     finally:
         feeder.stop()
         if name.startswith("sent_"):

@@ -11,11 +11,10 @@ loads, about ten times faster, else in Python).  The padding is deterministic, s
 is byte for byte the one the C++ tools make with the same key.
 """
 
-import hashlib
 import math
-from dataclasses import dataclass
 
 from boincpy.errors import KeyFileError
+from boincpy.files import md5
 
 KEY_BITS = 1024
 _MODULUS_BYTES = 128          # RSAREF's MAX_RSA_MODULUS_LEN for 1024-bit keys
@@ -25,19 +24,30 @@ PRIVATE_KEY_BYTES = 3 * _MODULUS_BYTES + 5 * _PRIME_BYTES      # n, e, d, p, q, 
 _HEX = frozenset("0123456789abcdefABCDEF")
 
 
-@dataclass
 class RsaKey:
-    """An RSA key as BOINC stores it; ``d`` and the CRT fields are None for public keys."""
+    """An RSA key as BOINC stores it; ``d`` and the CRT fields are None for public keys.
 
-    bits: int
-    n: int
-    e: int
-    d: int = None
-    p: int = None
-    q: int = None
-    dmp1: int = None
-    dmq1: int = None
-    iqmp: int = None
+    A plain class rather than a dataclass: the upload handler CGI imports this
+    module on every request, and importing dataclasses (inspect, ast, re)
+    costs more than the whole certificate check."""
+
+    __slots__ = ("bits", "n", "e", "d", "p", "q", "dmp1", "dmq1", "iqmp")
+
+    def __init__(self, bits, n, e, d=None, p=None, q=None, dmp1=None, dmq1=None, iqmp=None):
+        self.bits, self.n, self.e, self.d = bits, n, e, d
+        self.p, self.q, self.dmp1, self.dmq1, self.iqmp = p, q, dmp1, dmq1, iqmp
+
+    def _fields(self):
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other):
+        return self._fields() == other._fields() if type(other) is RsaKey else NotImplemented
+
+    __hash__ = None             # mutable and compared by value, as the dataclass was
+
+    def __repr__(self):
+        return "RsaKey(%s)" % ", ".join("%s=%r" % (name, getattr(self, name))
+                                         for name in self.__slots__)
 
     @property
     def is_private(self):
@@ -439,7 +449,7 @@ def verify_file(path, signature_text, key):
 
 def _md5_of_text(text):
     data = text.encode("utf-8") if isinstance(text, str) else text
-    return hashlib.md5(data).hexdigest()
+    return md5(data).hexdigest()
 
 
 def sign_string(text, key):

@@ -23,8 +23,8 @@ one per project and ``<shmem_key>``), one FIFO per daemon process, named
 ``DAEMON.PID`` (several ``--mod`` instances each get the ring).  The
 directory and FIFOs get the job array's group and mode, so schedulers
 running as the web server's user can ring.  FIFOs of processes that no
-longer exist are removed by the next daemon of that name to start; the
-last daemon to stop removes the directory.
+longer exist are removed by the next daemon of that name to start, and by
+any daemon that stops; the last daemon to stop removes the directory.
 """
 
 import errno
@@ -110,14 +110,15 @@ class Doorbell:
         os.chmod(self.dir, dir_mode)
 
     @staticmethod
-    def _remove_dead(d, name):
+    def _remove_dead(d, name=None):
+        """Remove the FIFOs of ``name`` (None: any name) whose process is gone."""
         try:
             entries = os.listdir(d)
         except OSError:
             return
         for entry in entries:
             base, _, pid = entry.rpartition(".")
-            if base == name and pid.isdigit() and not pid_alive(int(pid)):
+            if (name is None or base == name) and pid.isdigit() and not pid_alive(int(pid)):
                 try:
                     os.unlink(os.path.join(d, entry))
                 except OSError:
@@ -163,6 +164,7 @@ class Doorbell:
             except OSError:
                 pass
             self.path = None
+            self._remove_dead(self.dir)         # of daemons that were killed
             try:
                 os.rmdir(self.dir)
             except OSError:

@@ -1,10 +1,16 @@
 """Paths in BOINC's fan-out hierarchy, MD5 of files, and atomic writes."""
 
-import hashlib
 import os
-import tempfile
 
 from boincpy.errors import BoincpyError
+
+# Light on purpose: the scheduler and upload handler CGIs import this module on
+# every request, so tempfile (shutil, random, ...) is imported where it is used
+# and MD5 is CPython's own, not hashlib's (which loads OpenSSL, ~3 ms).
+try:
+    from _md5 import md5                # CPython's own MD5
+except ImportError:                     # an interpreter built without it
+    from hashlib import md5
 
 
 def bucket(name, fanout):
@@ -13,7 +19,7 @@ def bucket(name, fanout):
     MD5 of the name, characters 1..7 of its hex read as a number, modulo the
     fan-out, written in lowercase hex without padding.
     """
-    digest = hashlib.md5(name.encode()).hexdigest()
+    digest = md5(name.encode()).hexdigest()
     return format(int(digest[1:8], 16) % fanout, "x")
 
 
@@ -82,22 +88,23 @@ def make_host_log_dir(cfg):
 
 def md5_file(path, chunk_size=1 << 20):
     """Return (md5 hex, size in bytes) of the file at ``path``."""
-    md5 = hashlib.md5()
+    digest = md5()
     size = 0
     with open(path, "rb") as f:
         while True:
             block = f.read(chunk_size)
             if not block:
                 break
-            md5.update(block)
+            digest.update(block)
             size += len(block)
-    return md5.hexdigest(), size
+    return digest.hexdigest(), size
 
 
 def atomic_write(path, data, mode=0o644):
     """Write ``data`` (bytes or str) to ``path`` so readers never see a partial file."""
     if isinstance(data, str):
         data = data.encode()
+    import tempfile
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp_")
     try:

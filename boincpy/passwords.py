@@ -21,11 +21,8 @@ rewritten, exactly as in BOINC.
 
 # Light on purpose: the scheduler CGI imports this module on every request, so
 # hashlib (OpenSSL bindings, ~5 ms), secrets, base64 and hmac are imported
-# only by the functions that need them.
-try:
-    from _md5 import md5 as _md5        # CPython's own MD5
-except ImportError:                     # an interpreter built without it
-    from hashlib import md5 as _md5
+# only by the functions that need them; MD5 is files.md5 (CPython's own).
+from boincpy.files import md5 as _md5
 
 # PHP's PASSWORD_DEFAULT up to PHP 8.3 (the reference server's PHP 8.2).
 BCRYPT_COST = 10

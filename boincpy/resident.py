@@ -12,9 +12,11 @@ is only how long these things live:
   time or inode);
 * key files (``code_sign_public``, ``upload_public``, ...), read again when
   they change;
-* one database connection, pinged before a request reuses it and opened
-  again when the server has dropped it or restarted (BOINC's FastCGI
-  scheduler does the same in open_database());
+* one database connection, opened again when the server has dropped it or
+  restarted: a request's first statement (a SELECT) finds out and is sent
+  again on a new connection (:mod:`boincpy.db.lite`), which saves the round
+  trip of a ping before every request (BOINC's FastCGI scheduler pings in
+  open_database());
 * the feeder's job array, attached once and attached again when the feeder
   has made a new segment (restarted, or shmem_key changed).
 
@@ -49,7 +51,7 @@ class Resident:
         self._files = {}            # path -> (signature, value)
         self._db = None
         self._db_key = None
-        self._db_used = False
+        self._db_cfg = None
         self._array = None
         self._array_path = None
 
@@ -113,28 +115,24 @@ class Resident:
 
     def database(self, cfg, log=None):
         """The project's database (:mod:`boincpy.db.lite`), one connection
-        for the process.  A connection already used by an earlier request is
-        pinged first; if the server dropped it (restart, wait_timeout, KILL)
-        it is opened again, as BOINC's FastCGI scheduler does, and the
-        request goes on.  Raises DatabaseError if it can't be opened."""
+        for the process.  If the server dropped it since the last request
+        (restart, wait_timeout, KILL), the request's first statement opens
+        it again and goes on, writing "lost connection to database - trying
+        to reconnect" to ``log``.  Raises DatabaseError if it can't be
+        opened."""
         from boincpy.db import lite
         from boincpy.db.connection import connect_params
-        key = repr(sorted(connect_params(cfg).items()))
         db = self._db
-        if db is not None and key != self._db_key:
-            self.close_database()           # config.xml names another database
-            db = None
-        if db is not None and self._db_used:
-            if db.ping():
-                return db
-            if log is not None:
-                log.critical("lost connection to database - trying to reconnect")
-            self.close_database()
-            db = None
+        if cfg is not self._db_cfg:         # config.xml read again: the same database?
+            key = repr(sorted(connect_params(cfg).items()))
+            if db is not None and key != self._db_key:
+                self.close_database()
+                db = None
+            self._db_cfg, self._db_key = cfg, key
         if db is None:
-            db = lite.connect(cfg)
-            self._db, self._db_key = db, key
-        self._db_used = True
+            db = self._db = lite.connect(cfg)
+        db.on_reconnect = None if log is None else (
+            lambda: log.critical("lost connection to database - trying to reconnect"))
         return db
 
     def close_database(self):
@@ -142,7 +140,6 @@ class Resident:
         if self._db is not None:
             self._db.close()
         self._db = None
-        self._db_used = False
 
     # -- the feeder's job array ---------------------------------------------
 

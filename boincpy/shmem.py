@@ -22,7 +22,8 @@ operator can't give the file that group, the feeder logs it.
 Layout (little-endian, fixed at creation; ``LAYOUT_VERSION`` bumps on change)::
 
     header   (4096 bytes)  magic, layout version, sizes, capacities, counts,
-                           ready flag, feeder pid, fill time, perf_info
+                           ready flag, feeder pid, fill time, perf_info,
+                           backlog (sendable jobs wait outside the array)
     tables   (capacity fixed at creation, >= 1 MiB)  platforms, apps,
                            app_versions (with xml_doc), assignments: one
                            marshal'd dict, rewritten on reread_db
@@ -58,7 +59,7 @@ from boincpy.errors import ShmemError
 
 SHM_DIR = "/dev/shm"
 MAGIC = b"BPYJOBS\x00"
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2
 
 EMPTY = 0
 PRESENT = 1
@@ -81,7 +82,7 @@ _HEADER_FIELDS = (
     ("create_time", "d"), ("fill_time", "d"), ("tables_time", "d"),
     ("host_fpops_mean", "d"), ("host_fpops_stddev", "d"),
     ("host_fpops_50_percentile", "d"), ("host_fpops_95_percentile", "d"),
-    ("app_weight_sum", "d"),
+    ("app_weight_sum", "d"), ("backlog", "i"),
 )
 
 # The first six slot fields are the "head" a scan reads for every slot.
@@ -285,6 +286,25 @@ class JobArray:
     def n_high_priority(self):
         """Non-empty slots whose result priority is > 0."""
         return self._get("n_high_priority")
+
+    @property
+    def backlog(self):
+        """True when the feeder's last pass left sendable jobs outside the
+        array (it refills as soon as a scheduler empties slots)."""
+        return bool(self._get("backlog"))
+
+    def wait_for_work(self, seconds):
+        """With no unreserved job in the array but a backlog, wait up to
+        ``seconds`` for the feeder's refill (the request that emptied the
+        array rang it); True once a job is there.  Polls the header only."""
+        if not self._get("ready") or not self._get("backlog"):
+            return self._get("n_present") > 0
+        deadline = time.monotonic() + seconds
+        while self._get("n_present") <= 0:
+            if time.monotonic() >= deadline or not self._get("backlog"):
+                return False
+            time.sleep(0.01)
+        return True
 
     @property
     def feeder_pid(self):
@@ -556,7 +576,7 @@ class JobArray:
             "have_apps": b"\0" * 5, "have_nci_app": 0, "create_time": now,
             "fill_time": 0.0, "tables_time": 0.0, "host_fpops_mean": 2.2e9,
             "host_fpops_stddev": 0.7e9, "host_fpops_50_percentile": 3.3e9,
-            "host_fpops_95_percentile": 3.3e9, "app_weight_sum": 0.0,
+            "host_fpops_95_percentile": 3.3e9, "app_weight_sum": 0.0, "backlog": 0,
         }
         HEADER.pack_into(mm, 0, *[values[n] for n in HEADER_NAMES])
         array = cls(path, fd, mm)
@@ -600,6 +620,9 @@ class JobArray:
         self._set("host_fpops_stddev", stddev)
         self._set("host_fpops_50_percentile", p50)
         self._set("host_fpops_95_percentile", p95)
+
+    def set_backlog(self, backlog):
+        self._set("backlog", 1 if backlog else 0)
 
     def set_ready(self, ready=True):
         self._set("ready", 1 if ready else 0)

@@ -34,7 +34,6 @@ Two deliberate differences from the C++ handler, both invisible to the client:
 import errno
 import fcntl
 import os
-import re
 
 from boincpy.cnum import strtod
 from boincpy.errors import BoincpyError
@@ -48,7 +47,21 @@ DEFAULT_INITIAL_PERMISSION = 0o664
 
 TRANSIENT, PERMANENT = 1, -1
 
-_TAG_RE = re.compile(rb"<(\w+)>([^<]*)</\1>")
+
+def _leaf(line):
+    """(tag, value) of a line starting ``<tag>value</tag>`` (tag: word
+    characters, value: no ``<``), else None.  By hand, not with a regular
+    expression: importing re costs the CGI more than parsing the header."""
+    end = line.find(b">")
+    if not line.startswith(b"<") or end < 2:
+        return None
+    tag = line[1:end]
+    if not tag.replace(b"_", b"a").isalnum():
+        return None
+    close = line.find(b"<", end + 1)
+    if close < 0 or not line.startswith(b"</" + tag + b">", close):
+        return None
+    return tag, line[end + 1:close]
 
 
 class UploadError(BoincpyError):
@@ -166,10 +179,10 @@ def parse_upload_header(lines):
                 if rest:
                     sig.append(rest)
             continue
-        m = _TAG_RE.match(line)
-        if not m:
+        leaf = _leaf(line)
+        if leaf is None:
             continue
-        tag, value = m.group(1).decode(), m.group(2)
+        tag, value = leaf[0].decode(), leaf[1]
         if tag == "name":
             info["name"] = value.decode("utf-8", "replace")
         elif tag in ("max_nbytes", "nbytes", "offset"):
@@ -361,8 +374,8 @@ def handle_request(cfg, stream, content_length, log, public_key=None, environ=No
                 receive_file(cfg, info, inp, log)
                 return reply_text(0)
             if s.startswith(b"<get_file_size>"):
-                m = _TAG_RE.match(s)
-                name = m.group(2).decode("utf-8", "replace") if m else ""
+                leaf = _leaf(s)
+                name = leaf[1].decode("utf-8", "replace") if leaf else ""
                 return reply_text(0, extra=get_file_size(cfg, name, log))
         log.normal("handle_request: no command")
         raise UploadError(TRANSIENT, "no command")
@@ -427,7 +440,12 @@ def serve(environ, stream, resident, errors=None):
 def cgi_main():
     """Entry point of cgi-bin/file_upload_handler."""
     import sys
+    from boincpy.cli import exit_now
     from boincpy.resident import Resident
-    out = serve(os.environ, sys.stdin.buffer, Resident(), sys.stderr)
+    resident = Resident()
+    try:
+        out = serve(os.environ, sys.stdin.buffer, resident, sys.stderr)
+    finally:
+        resident.close()
     sys.stdout.buffer.write(out)
-    sys.stdout.buffer.flush()
+    exit_now()

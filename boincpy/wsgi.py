@@ -104,6 +104,11 @@ class Application:
         self.pages = {}
         if preload:
             self.preload()
+            # What the imports made lives as long as the process: out of the
+            # cyclic collector's sight, a full collection no longer walks the
+            # whole program (a tenth of a request's CPU, measured)
+            import gc
+            gc.freeze()
 
     def preload(self):
         """Import what requests need now, so no request pays for it."""

@@ -58,6 +58,34 @@ def test_writes_transactions_and_errors(dbs):
     assert db.insert_many("platform", ("create_time", "name"), [(1, "q1"), (2, "q2")]) == 2
 
 
+def test_a_dropped_connection_is_opened_again_for_a_read_not_inside_a_transaction(
+        dbs, db_root_params):
+    """The server drops the connection (KILL, as a restart or wait_timeout
+    does): a SELECT goes on over a new connection, telling on_reconnect; in a
+    transaction nothing is sent again (what it did is gone with the old
+    connection)."""
+    import MySQLdb
+    _, db = dbs
+    heard = []
+    db.on_reconnect = lambda: heard.append(1)
+
+    def kill():
+        conn_id = db.query_value("SELECT CONNECTION_ID()")
+        root = MySQLdb.connect(**db_root_params)
+        root.cursor().execute("KILL CONNECTION %d" % conn_id)
+        root.close()
+        return conn_id
+
+    old = kill()
+    assert db.query_value("SELECT COUNT(*) FROM platform") == 1
+    assert db.query_value("SELECT CONNECTION_ID()") != old and heard == [1]
+    kill()
+    with pytest.raises(DatabaseError):
+        with db.transaction():
+            db.query("SELECT id FROM platform")
+    assert heard == [1]
+
+
 def test_connect_errors_name_the_database(mini_project):
     from boincpy.config import load_config
     cfg = load_config(str(mini_project))

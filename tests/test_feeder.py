@@ -11,6 +11,7 @@ import pytest
 from boincpy import shmem
 from boincpy.db import connect
 from boincpy.errors import ShmemError
+from boincpy.files import make_host_log_dir
 from jobs_helpers import add_app, add_app_version, add_jobs, make_feeder, project_config
 
 
@@ -77,6 +78,7 @@ def test_fill_tables_and_stop_removes_segment(proj):
 
 def test_segment_permissions_and_name(proj, tmp_path):
     cfg, db = proj
+    make_host_log_dir(cfg)
     os.chmod(cfg.host_log_dir, 0o770)
     feeder = make_feeder(cfg)
     try:
@@ -516,7 +518,7 @@ def test_web_server_user_can_use_the_array(proj):
     cfg, db = proj
     jobs = add_jobs(db, 1)
     www = grp.getgrnam("www-data").gr_gid
-    os.chown(cfg.host_log_dir, -1, www)
+    os.chown(make_host_log_dir(cfg), -1, www)
     feeder = make_feeder(cfg)
     ctx = multiprocessing.get_context("fork")
     try:

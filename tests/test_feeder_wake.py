@@ -94,12 +94,41 @@ def test_feeder_refills_within_a_second_of_the_last_slot_taken(proj):
         # each refill came on the ring, far sooner than --sleep_interval 5
         assert max(gaps) < 1.0, gaps
         assert len(sent) == 20
+        # a request finding the array just emptied waits for the refill
+        # (20 jobs still wait in the database)
+        assert array.backlog
+        _send_all(cfg, array, db)
+        t0 = time.monotonic()
+        assert array.wait_for_work(3)
+        assert time.monotonic() - t0 < 1.0
     finally:
         feeder._stop_signal = 15
         doorbell.ring(cfg, "feeder")
         thread.join(10)
     assert not thread.is_alive()
     assert not os.path.exists(doorbell.bell_dir(cfg))   # its FIFO is gone, and the directory
+
+
+def test_no_backlog_no_wait(proj):
+    """Every job in the array: a request finding it empty doesn't wait."""
+    cfg, db = proj
+    cfg.shmem_work_items = 5
+    add_jobs(db, 3)
+    feeder = _feeder(cfg, [])
+    feeder.initialise()
+    try:
+        feeder.one_pass()
+        array = shmem.open_segment(shmem.segment_path(cfg))
+        assert array.n_present == 3 and not array.backlog
+        _send_all(cfg, array, db, ring=False)
+        t0 = time.monotonic()
+        assert not array.wait_for_work(3)
+        assert time.monotonic() - t0 < 0.1
+        add_jobs(db, 12)
+        feeder.one_pass()
+        assert array.n_present == 5 and array.backlog
+    finally:
+        feeder.shutdown()
 
 
 def test_without_a_ring_the_sleep_interval_holds(proj):

@@ -75,8 +75,21 @@ def test_layout_and_permissions(made_project):
             path = p.path(d, name)
             with open(path) as f:
                 first = f.readline().rstrip("\n")
-            assert first == "#!" + sys.executable, path
+            # the CGIs start without site's hooks (-S), its paths on their third line
+            assert first == "#!" + sys.executable + (" -S" if d == "cgi-bin" else ""), path
             assert _mode(path) == 0o755
+    # ... and import what they need, and no .pth hook or sitecustomize
+    probe = p.path("cgi-bin", "probe_imports")
+    with open(p.path("cgi-bin", "cgi")) as f:
+        head = f.readline() + f.readline() + f.readline()
+    with open(probe, "w") as f:
+        f.write(head + "import sys, boincpy.sched.handler, boincpy.upload, MySQLdb\n"
+                "print(sorted(m for m in ('site', 'sitecustomize', '_distutils_hack')\n"
+                "             if m in sys.modules))\n")
+    os.chmod(probe, 0o755)
+    out = subprocess.run([probe], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0 and out.stdout == "[]\n", out.stdout + out.stderr
+    os.unlink(probe)
     assert os.path.isfile(p.path("cgi-bin", "file_upload_handler"))
 
     # Master page and scheduler list: both forms, flush left, short lines.
@@ -421,7 +434,8 @@ def test_web_only(names, db_root_params):
     assert os.listdir(os.path.join(root, "cgi-bin")) == []
     assert load_config(root).no_computing is True
     assert os.path.isfile(os.path.join(root, "html/user/index.php"))
-    # no computing: the master page lists no scheduler
+    # no computing: no schedulers.txt, so the master page lists no scheduler
+    assert not os.path.exists(os.path.join(root, "html/user/schedulers.txt"))
     assert "scheduler" not in master.page(load_config(root))
 
 

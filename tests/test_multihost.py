@@ -128,7 +128,6 @@ def test_master_page_reads_schedulers_txt_on_each_request(mini_project):
     page = _master_page(mini_project)
     assert "We fold proteins." in page and "attach it" not in page
     assert "Down for maintenance at 18:00 UTC" in page
-    # a project without computing lists no scheduler (BOINC's NO_COMPUTING)
-    cfg = load_config(str(mini_project))
-    write_config(str(mini_project), dict(cfg.as_options(), no_computing=True), [], [])
+    # without schedulers.txt (a web-only project) the page lists no scheduler
+    (user / "schedulers.txt").unlink()
     assert _schedulers(_master_page(mini_project)) == ([], [])

@@ -443,6 +443,7 @@ class Feeder(Daemon):
             action = False
         else:
             action = self.scan_work_array()
+        self.array.set_backlog(not self.cfg.dont_send_jobs and self.has_backlog())
         self.array.set_ready(True)
         now = time.time()
         self.array.set_fill_time(now)
@@ -451,6 +452,12 @@ class Feeder(Daemon):
             self.next_av_update_time = now + AV_UPDATE_PERIOD
         self.check_reread_trigger()
         return action
+
+    def has_backlog(self):
+        """Whether sendable jobs wait outside the array: rows of the last
+        query not placed yet, or a query cut at its LIMIT (schedulers finding
+        the array empty then wait for the refill: boincpy.shmem)."""
+        return any(e.pos < len(e.rows) or len(e.rows) >= e.limit for e in self.enums)
 
     def update_av_scales(self):
         """Credit normalisation (credit.cpp update_av_scales): refresh the cached

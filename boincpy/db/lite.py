@@ -17,6 +17,8 @@ from boincpy.db.connection import Database, connect_error, connect_params
 from boincpy.errors import DatabaseError
 
 _CR_SERVER_GONE = 2006
+_CR_SERVER_LOST = 2013
+_READS = (b"SELECT", b"select")
 
 # MySQL field types -> Python (the C layer's converter table)
 _TEXT = ((128, bytes), (None, str))         # BINARY flag: bytes, else decoded text
@@ -39,7 +41,6 @@ def _mysql_module():
     if "MySQLdb" in sys.modules:
         from MySQLdb import _mysql
         return _mysql
-    import types
     for entry in sys.path:
         directory = os.path.join(entry or ".", "MySQLdb")
         if os.path.isfile(os.path.join(directory, "__init__.py")):
@@ -47,7 +48,7 @@ def _mysql_module():
     else:
         import MySQLdb._mysql         # let the normal import report what is missing
         return MySQLdb._mysql
-    package = types.ModuleType("MySQLdb")
+    package = type(sys)("MySQLdb")      # a bare module (types.ModuleType, not imported)
     package.__path__ = [directory]
     sys.modules["MySQLdb"] = package
     try:
@@ -91,12 +92,16 @@ class LiteDatabase(Database):
         text = sql.encode("utf-8") if isinstance(sql, str) else sql
         return text % tuple(self._literal(p) for p in params)
 
+    # Who hears of a reconnection (a persistent process's log, see
+    # boincpy.resident): None, or a function called with no argument.
+    on_reconnect = None
+
     def _run(self, sql, params):
         text = self._sql(sql, params)
         try:
             self.conn.query(text)
         except Exception as exc:
-            if not self._reopened(exc):
+            if not self._reopened(exc, text):
                 raise self._wrap(exc, sql if isinstance(sql, str) else sql.decode(
                     "utf-8", "replace")) from None
             try:
@@ -105,16 +110,22 @@ class LiteDatabase(Database):
                 raise self._wrap(exc2, sql if isinstance(sql, str) else sql.decode(
                     "utf-8", "replace")) from None
 
-    def _reopened(self, exc):
+    def _reopened(self, exc, text):
         """After "server has gone away" outside a transaction: open a new
         connection (True) so the statement can be sent again.  The statement
         never reached the server (2006 is reported when sending), so sending
         it again does not run it twice; a connection lost while the server ran
-        it (2013) is not retried.  This is what BOINC gets from the client
-        library's MYSQL_OPT_RECONNECT."""
+        a statement (2013) is retried only for a SELECT, which changes nothing.
+        This is what BOINC gets from the client library's MYSQL_OPT_RECONNECT;
+        it is also how a persistent process finds that the server restarted
+        or dropped its idle connection: its first statement is a SELECT."""
         code = exc.args[0] if getattr(exc, "args", None) else 0
-        if code != _CR_SERVER_GONE or self._in_transaction:
+        if self._in_transaction or not (
+                code == _CR_SERVER_GONE
+                or (code == _CR_SERVER_LOST and text.lstrip().startswith(_READS))):
             return False
+        if self.on_reconnect is not None:
+            self.on_reconnect()
         try:
             conn = _open(self.params)
         except DatabaseError:

@@ -35,6 +35,7 @@ DELAY_BAD_CLIENT_VERSION = 86400
 DELAY_PLATFORM_UNSUPPORTED = 86400
 DELAY_BLACKLISTED = 86400
 DELAY_NO_WORK_SKIP = 0
+REFILL_WAIT = 2.0           # seconds a work request waits for the feeder's refill
 NO_TASKS_AVAILABLE = "Project has no tasks available"
 
 
@@ -267,7 +268,14 @@ def _array_has_work(job_array):
     it takes itself)."""
     n_present = getattr(job_array, "n_present", None)
     if n_present is not None:
-        return bool(getattr(job_array, "ready", True)) and n_present > 0
+        if not getattr(job_array, "ready", True):
+            return False
+        if n_present > 0:
+            return True
+        # emptied by other requests a moment ago while jobs wait in the
+        # database: the feeder is refilling it (not in BOINC)
+        wait = getattr(job_array, "wait_for_work", None)
+        return bool(wait is not None and wait(REFILL_WAIT))
     return not job_array.no_work(os.getpid())
 
 
@@ -691,10 +699,11 @@ def cgi_main():
     """Entry point of cgi-bin/cgi: CONTENT_LENGTH bytes of stdin in, reply out."""
     import sys
     from boincpy.resident import Resident
+    from boincpy.cli import exit_now
     resident = Resident()
     try:
         out = serve(os.environ, sys.stdin.buffer, resident, sys.stderr)
     finally:
         resident.close()
     sys.stdout.buffer.write(out)
-    sys.stdout.buffer.flush()
+    exit_now()

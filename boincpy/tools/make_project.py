@@ -60,6 +60,9 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 
 # Repository directories copied file by file into the project.
 COPIED_DIRS = ("bin", "cgi-bin", "html/user", "html/ops")
+# ... of which the CGIs a client calls on every contact start without site's
+# hooks (see cgi_paths)
+FAST_START_DIRS = ("cgi-bin", "html/user")
 _SKIPPED_NAMES = {".keep", ".gitignore", "__pycache__", ".DS_Store",
                   "make_project"}      # a source-tree tool, not a project one
 _ENV_SHEBANG = re.compile(rb"^#!\s*/usr/bin/env\s+python3?\s*$")
@@ -531,12 +534,37 @@ def _write(path, text, mode=0o644):
     os.chmod(path, mode)
 
 
-def copy_tree_files(src_dir, dest_dir, python):
+def cgi_paths(python):
+    """The import paths ``python`` gets from its ``site`` start-up (a venv's
+    site-packages, an editable install's source tree from its ``.pth`` file)
+    beyond those it has with ``-S``; None if they can't be found out.
+
+    A CGI started as ``python -S`` with these paths added by its second line
+    imports the same modules without running site at every request: site
+    reads every ``.pth`` file of the install (setuptools' distutils hook,
+    editable-install hooks) and Debian's sitecustomize, a few ms of CPU on
+    each of the scheduler's and upload handler's requests.  The user's own
+    site directory is left out, as under Apache."""
+    import ast
+    code = "import sys; print(repr(sys.path[1:]))"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    try:
+        full, bare = (ast.literal_eval(subprocess.run(
+            [python] + flags + ["-c", code], capture_output=True, text=True, env=env,
+            cwd="/", timeout=60, check=True).stdout) for flags in (["-s"], ["-s", "-S"]))
+    except (OSError, ValueError, SyntaxError, subprocess.SubprocessError):
+        return None
+    return [p for p in full if p not in bare]
+
+
+def copy_tree_files(src_dir, dest_dir, python, paths=None):
     """Copy every file under ``src_dir`` to ``dest_dir`` (sub-directories too),
     pointing ``#!/usr/bin/env python3`` scripts at ``python``.
 
-    Scripts (a ``#!`` line) and files executable in the source get mode 0755,
-    others 0644.  Returns the relative paths copied.
+    With ``paths`` (:func:`cgi_paths`), those scripts run ``python -S`` and
+    their third line puts ``paths`` on ``sys.path``.  Scripts (a ``#!``
+    line) and files executable in the source get mode 0755, others 0644.
+    Returns the relative paths copied.
     """
     copied = []
     if not os.path.isdir(src_dir):
@@ -554,7 +582,11 @@ def copy_tree_files(src_dir, dest_dir, python):
                 data = f.read()
             first, sep, rest = data.partition(b"\n")
             script = data.startswith(b"#!")
-            if _ENV_SHEBANG.match(first):
+            if _ENV_SHEBANG.match(first) and paths is not None:
+                data = (b"#!%s -S\n# make_project: site's paths, without site's start-up\n"
+                        b"import sys; sys.path += %s\n" % (python.encode(),
+                                                            repr(paths).encode())) + rest
+            elif _ENV_SHEBANG.match(first):
                 data = b"#!" + python.encode() + sep + rest
             executable = script or os.access(src, os.X_OK)
             dest = os.path.join(target_dir, name)
@@ -756,15 +788,19 @@ def build_tree(spec, stage, undo, say):
             perms.group(secret, 0o640)
 
     say(1, "Copying files")
+    paths = cgi_paths(python)
     for d in COPIED_DIRS:
         if spec.web_only and d in ("bin", "cgi-bin"):
             continue
-        copied = copy_tree_files(os.path.join(spec.srcdir, d), S(d), python)
+        copied = copy_tree_files(os.path.join(spec.srcdir, d), S(d), python,
+                                 paths if d in FAST_START_DIRS else None)
         say(2, "  %s: %s" % (d, ", ".join(copied) or "(nothing)"))
 
     say(1, "Writing the scheduler list, project.xml and Apache configuration")
-    # the master page (html/user/index.php) reads schedulers.txt on each request
-    _write(S("html", "user", "schedulers.txt"), schedulers_txt(spec))
+    # the master page (html/user/index.php) reads schedulers.txt on each
+    # request; a web-only project has no scheduler to list
+    if not spec.web_only:
+        _write(S("html", "user", "schedulers.txt"), schedulers_txt(spec))
     _write(S("project.xml"), project_xml(spec))
     # the db_dump task's spec (its command names ../db_dump_spec.xml from tmp_HOST)
     from boincpy.daemons.db_dump import DEFAULT_SPEC

@@ -4,11 +4,13 @@ A client attaching to the project, and every client now and then, reads the
 master page for the scheduler URLs: BOINC's page_head() copies
 ``html/user/schedulers.txt`` into the page's head on every request (unless
 <no_computing>), so an operator adds or removes a scheduler host by editing
-that file, with no rebuild.  boincpy does the same, and reads the project's
-other master-page files at each request too:
+that file, with no rebuild (BOINC leaves it out when project.inc defines
+NO_COMPUTING; boincpy has no project.inc, and a web-only project has no
+schedulers.txt).  boincpy does the same, and reads the project's other
+master-page files at each request too:
 
 * ``html/user/schedulers.txt``: the scheduler declarations, copied as they
-  are (make_project writes both forms, ``<!-- <scheduler>URL</scheduler> -->``
+  are, if the file exists (make_project writes both forms, ``<!-- <scheduler>URL</scheduler> -->``
   and ``<link rel="boinc_scheduler" href="URL">``, one per line);
 * ``html/project/project_description.html``: the page's description (BOINC's
   project_description.php, here an HTML fragment), a default sentence if
@@ -43,10 +45,9 @@ def page(cfg):
     """The master page's HTML, from the project's files as they are now."""
     name = xml_escape(cfg.long_name or "BOINC project", quote=True)
     head = ["<!DOCTYPE html>", "<html>", "<head>", '<meta charset="utf-8">']
-    if not cfg.no_computing:
-        schedulers = _read(cfg.project_path("html", "user", "schedulers.txt"))
-        if schedulers:
-            head.append(schedulers.strip("\n"))
+    schedulers = _read(cfg.project_path("html", "user", "schedulers.txt"))
+    if schedulers:
+        head.append(schedulers.strip("\n"))
     head += ["<title>%s</title>" % name, "</head>", "<body>", "<h1>%s</h1>" % name]
     description = _read(cfg.project_path("html", "project", "project_description.html"))
     if description is None:
