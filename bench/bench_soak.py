@@ -288,6 +288,7 @@ def main():
             verdict = "passed"
         except AssertionError as exc:
             verdict = "FAILED: %s" % str(exc)[:3000]
+            tf.keep_logs(run)
         report(run, ok, verdict)
     finally:
         if run is not None:
