@@ -8,6 +8,7 @@ database holds afterwards, and scheduler.log.
 
 import io
 import os
+import pathlib
 import re
 import time
 import xml.etree.ElementTree as ET
@@ -633,7 +634,8 @@ def test_debug_req_reply_dir(sched_env):
 
 def test_log_lines_have_boincs_shape(sched_env):
     env = sched_env
-    log_path = env.root / "log_test" / "scheduler.log"
+    # BOINC's scheduler logs to log_<its host's name>, whatever <log_dir> says
+    log_path = pathlib.Path(env.cfg.host_log_dir) / "scheduler.log"
     handle_request(env.cfg, body("cycle", "02_sched_initial_hostid0.body.xml"), dict(ENV),
                    job_array=env.job_array())
     lines = log_path.read_text().splitlines()
