@@ -7,6 +7,7 @@ import hashlib
 import os
 import re
 import secrets
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -221,7 +222,13 @@ def run_jobs(site, njobs, seed=1):
     try:
         host = sc.SimHost(sc.discover_scheduler(site.url), volunteer, name="h1", seed=seed,
                           delay_cap=0, work_req_seconds=1e6)
-        for _ in range(10):
+        for k in range(10):
+            if k:
+                # a real client reports no sooner than its jobs ran: the
+                # scheduler caps a reported elapsed time at the turnaround in
+                # whole seconds (as BOINC does), so a report within the second
+                # the job was sent would be worth no credit
+                time.sleep(1.1)
             host.cycle()
             if len(host.acked) == njobs:
                 break
