@@ -20,7 +20,7 @@ from boincpy.testing import simclient as sc
 from boincpy.tools.httpd import PrivateApache
 from conftest import TEST_BASE, make_test_project, remove_test_project
 from hosts_util import Host, write_ssh_exec
-from tests.sched_env import APP_FILE, PLATFORM, SCRIPT_APP, run_tool
+from tests.sched_env import install_script_app, run_tool
 
 PRIMARY_PORT, REPLICA_PORT = 3330, 3331
 WEB = {"web1": "127.0.0.2", "web2": "127.0.0.3"}
@@ -122,13 +122,7 @@ class Cluster:
 
 def make_jobs(c, njobs):
     p = c.p
-    run_tool(p, "xadd")
-    app_dir = p.path("apps", "example_app", "1.0", PLATFORM)
-    os.makedirs(app_dir)
-    with open(os.path.join(app_dir, APP_FILE), "w") as f:
-        f.write(SCRIPT_APP)
-    os.chmod(os.path.join(app_dir, APP_FILE), 0o755)
-    run_tool(p, "update_versions", "--noconfirm")
+    install_script_app(p, "example_app")
     # one output template per data server
     template = open(p.path("templates", "example_app_out")).read()
     for host, address in WEB.items():

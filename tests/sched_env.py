@@ -510,23 +510,27 @@ class Site:
         raise AssertionError("the feeder didn't cache %d jobs" % n)
 
     def install_script_app(self, app="example_app"):
-        """Register the apps of project.xml (xadd) and SCRIPT_APP as ``app``'s
-        version 1.0 for Linux (update_versions)."""
-        p = self.p
-        run_tool(p, "xadd")
-        app_dir = p.path("apps", app, "1.0", PLATFORM)
-        os.makedirs(app_dir)
-        path = os.path.join(app_dir, "%s_1.0_%s" % (app, PLATFORM))
-        with open(path, "w") as f:
-            f.write(SCRIPT_APP)
-        os.chmod(path, 0o755)
-        run_tool(p, "update_versions", "--noconfirm")
+        """See :func:`install_script_app`."""
+        install_script_app(self.p, app)
 
     def stop_feeder(self):
         if self.feeder is not None:
             self.feeder.terminate()
             self.feeder.wait(20)
             self.feeder = None
+
+
+def install_script_app(p, app="example_app"):
+    """Register the apps of project ``p``'s project.xml (xadd) and SCRIPT_APP
+    as ``app``'s version 1.0 for Linux (update_versions)."""
+    run_tool(p, "xadd")
+    app_dir = p.path("apps", app, "1.0", PLATFORM)
+    os.makedirs(app_dir)
+    path = os.path.join(app_dir, "%s_1.0_%s" % (app, PLATFORM))
+    with open(path, "w") as f:
+        f.write(SCRIPT_APP)
+    os.chmod(path, 0o755)
+    run_tool(p, "update_versions", "--noconfirm")
 
 
 @pytest.fixture

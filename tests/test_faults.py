@@ -68,7 +68,7 @@ from boincpy.files import dir_hier_path
 from boincpy.jobfiles import file_infos
 from boincpy.testing import simclient as sc
 from boincpy.tools.control import read_pid
-from tests.sched_env import APP_FILE, PLATFORM, SCRIPT_APP, run_tool
+from tests.sched_env import install_script_app, run_tool
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="Apache's children run as www-data")]
@@ -195,13 +195,7 @@ class Run:
         with open(p.bin("assimilate_test"), "w") as f:
             f.write(ASSIMILATE_SCRIPT)
         os.chmod(p.bin("assimilate_test"), 0o755)
-        run_tool(p, "xadd")
-        app_dir = p.path("apps", APP, "1.0", PLATFORM)
-        os.makedirs(app_dir)
-        with open(os.path.join(app_dir, APP_FILE), "w") as f:
-            f.write(SCRIPT_APP)
-        os.chmod(os.path.join(app_dir, APP_FILE), 0o755)
-        run_tool(p, "update_versions", "--noconfirm")
+        install_script_app(p, APP)
         # the volunteers sign up through the web RPC, as the stock client does
         self.users = [(name, sc.create_account(self.apache.master_url, name + "@example.com",
                                                "pw-" + name, name), nhosts)

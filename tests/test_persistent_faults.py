@@ -35,7 +35,7 @@ from boincpy.states import ClientState, Outcome, ServerState
 from boincpy.testing import simclient as sc
 import mariadb_instance
 from conftest import TEST_BASE, make_test_project, remove_test_project
-from tests.sched_env import APP_FILE, PLATFORM, SCRIPT_APP, run_tool
+from tests.sched_env import install_script_app, run_tool
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not mariadb_instance.available(),
@@ -141,13 +141,7 @@ def test_worker_killed_and_mariadb_restarted_under_load(persistent_site, private
     rng = random.Random(SEED)
     print("seed %d, %d jobs" % (SEED, NJOBS))
     # the app (a script: simulated hosts don't run it), the jobs, the volunteers
-    run_tool(p, "xadd")
-    app_dir = p.path("apps", "example_app", "1.0", PLATFORM)
-    os.makedirs(app_dir)
-    with open(os.path.join(app_dir, APP_FILE), "w") as f:
-        f.write(SCRIPT_APP)
-    os.chmod(os.path.join(app_dir, APP_FILE), 0o755)
-    run_tool(p, "update_versions", "--noconfirm")
+    install_script_app(p, "example_app")
     stage = p.path("fault_inputs")
     os.makedirs(stage)
     expected, lines = {}, []
