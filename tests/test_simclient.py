@@ -273,4 +273,4 @@ def test_lost_replies_cut_uploads_wrong_outputs_and_404s(site):
     row = s.rows("SELECT outcome, client_state, exit_status, stderr_out FROM result "
                  "WHERE name = 'gone_0'")[0]
     assert (row["outcome"], row["client_state"], row["exit_status"]) == (3, 1, -186)
-    assert b"<file_name>in_gone</file_name>" in row["stderr_out"]
+    assert "<file_name>in_gone</file_name>" in row["stderr_out"]

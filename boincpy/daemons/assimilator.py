@@ -43,7 +43,7 @@ from boincpy.daemons.validator import result_from_row
 from boincpy.db.bulk import select_in, update_by_id
 from boincpy.db.rows import App, Result, Workunit
 from boincpy.errors import BoincpyError, ToolError
-from boincpy.jobfiles import as_text, output_file_infos
+from boincpy.jobfiles import output_file_infos
 from boincpy.states import AssimilateState, WuError
 
 DEFER_ASSIMILATION = 123321
@@ -134,7 +134,7 @@ class Assimilator(Daemon):
                              (self.app.id, int(AssimilateState.READY), last_id) + tuple(params))
         wus = []
         for r in rows:
-            r["xml_doc"] = as_text(r["xml_doc"])
+            r["xml_doc"] = r["xml_doc"] or ""         # NULL as ""
             wus.append(Workunit.from_row(r))
         return wus
 
