@@ -44,6 +44,13 @@ TEXT_CONVERTER = ((_BINARY_FLAG, blob_text), (None, str))
 TEXT_CONVERSIONS = dict.fromkeys(_FIELD_TYPES_TEXT, TEXT_CONVERTER)
 
 
+def read_text_as_str(conn):
+    """Make a MySQLdb connection return text and BLOB columns as str (see
+    TEXT_CONVERSIONS); its later results only.  Returns ``conn``."""
+    conn.converter.update(TEXT_CONVERSIONS)
+    return conn
+
+
 def connect_params(cfg, replica=False):
     """MySQLdb keyword arguments for the project's database (or its read replica).
 
@@ -110,9 +117,7 @@ class Database:
     """One database connection with dict rows and explicit transactions."""
 
     def __init__(self, conn, params=None):
-        # every text-bearing column as str, whoever opened the connection
-        conn.converter.update(TEXT_CONVERSIONS)
-        self.conn = conn
+        self.conn = read_text_as_str(conn)     # whoever opened it
         self.params = params or {}
         self._in_transaction = False
 
