@@ -195,7 +195,7 @@ def add_job(s, name, content):
 
 def output_text(s, result_name):
     r = s.rows("SELECT xml_doc_in FROM result WHERE name = %s", (result_name,))[0]
-    out = re.search(rb"<name>(.*?)</name>", r["xml_doc_in"]).group(1).decode()
+    out = re.search(r"<name>(.*?)</name>", r["xml_doc_in"]).group(1)
     with open(dir_hier_path(s.p.cfg.upload_dir, out, s.p.cfg.uldl_dir_fanout)) as f:
         return f.read()
 

@@ -604,9 +604,7 @@ def matched_rows(db, affected):
     """Rows an UPDATE matched (MySQL counts only changed rows without FOUND_ROWS)."""
     if affected:
         return affected
-    info = db.conn.info() or ""
-    if isinstance(info, bytes):
-        info = info.decode("ascii", "replace")
+    info = db.conn.info() or ""              # str ("Rows matched: 1 Changed: 0 ...")
     for part in info.split():
         if part.isdigit():
             return int(part)
