@@ -40,7 +40,8 @@ from boincpy import doorbell
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon
 from boincpy.daemons.validator import result_from_row
-from boincpy.db.bulk import select_in, update_by_id
+from boincpy.db.bulk import select_in
+from boincpy.db.workunit import record_assimilate_states, set_error_mask
 from boincpy.db.rows import App, Result, Workunit
 from boincpy.errors import BoincpyError, ToolError
 from boincpy.jobfiles import as_text, output_file_infos
@@ -165,8 +166,7 @@ class Assimilator(Daemon):
                         self.log.critical("[%s] no canonical result" % wu.name)
                         wu.error_mask = int(WuError.NO_CANONICAL_RESULT)
                         if update_db:
-                            self.db.execute("UPDATE workunit SET error_mask = %s WHERE id = %s",
-                                            (wu.error_mask, wu.id))
+                            set_error_mask(self.db, wu.id, wu.error_mask)
                 retval = self._call_handler(wu, results, canonical)
                 if retval and retval != DEFER_ASSIMILATION:
                     self.log.critical("assimilator [%s] handler error %d; exiting"
@@ -192,9 +192,6 @@ class Assimilator(Daemon):
     def _record(self, new_states):
         """One statement: the new state and transition_time = now (so the
         transitioner moves on to file deletion), only if still READY."""
-        now = int(time.time())
-        update_by_id(self.db, "workunit", ("assimilate_state", "transition_time"),
-                     {i: (state, now) for i, state in new_states.items()},
-                     where="assimilate_state = %s", where_params=(int(AssimilateState.READY),))
+        record_assimilate_states(self.db, new_states, int(time.time()))
         doorbell.ring(self.cfg, doorbell.TRANSITIONER)
         return len(new_states)
