@@ -128,8 +128,8 @@ class MakeWork(Daemon):
 
     def make_new_wu(self, template):
         """Insert one clone of ``template``; return its id."""
-        from boincpy.db import queries
         from boincpy.db.rows import Workunit
+        from boincpy.db.workunit import insert_workunit
         xml = template["xml_doc"] or ""
 
         def new_file_name(old):
@@ -148,7 +148,7 @@ class MakeWork(Daemon):
             row["name"] = "wu_%d_%d" % (self.start_time, self.wu_seqno)
             self.wu_seqno += 1
             try:
-                wu_id = queries.insert_row(self.db, Workunit.from_row(row))
+                wu_id = insert_workunit(self.db, Workunit.from_row(row))
                 break
             except DatabaseError as exc:
                 # a name left by an earlier run started in the same second

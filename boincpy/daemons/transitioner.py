@@ -60,6 +60,8 @@ from boincpy.credit import (HAV_AVG_LIMIT, HAV_AVG_THRESH, HAV_AVG_WEIGHT,
                             average_var_update)
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon, run_daemon
+from boincpy.db.result import insert_results, update_result_if_unchanged
+from boincpy.db.workunit import apply_set_clause, set_transition_times, transition_set_clause
 from boincpy.errors import DatabaseError, TemplateError
 from boincpy.log import CRITICAL, DEBUG, NORMAL
 from boincpy.states import (INT_MAX, AssimilateState, FileDeleteState, Outcome,
@@ -523,14 +525,11 @@ class Transitioner(Daemon):
                 if plan.changes:
                     wu_updates[self._wu_set_clause(plan)].append(plan.wu["id"])
             if new_rows:
-                db.insert_many("result", NEW_RESULT_COLUMNS, new_rows)
+                insert_results(db, NEW_RESULT_COLUMNS, new_rows)
             for (sets, params), ids in wu_updates.items():
-                db.execute("UPDATE workunit SET %s WHERE id IN (%s)"
-                           % (sets, ", ".join(["%s"] * len(ids))), params + tuple(ids))
+                apply_set_clause(db, sets, params, ids)
             if redo:
-                ids = [p.wu["id"] for p in redo]
-                db.execute("UPDATE workunit SET transition_time = %%s WHERE id IN (%s)"
-                           % ", ".join(["%s"] * len(ids)), [int(time.time())] + ids)
+                set_transition_times(db, [p.wu["id"] for p in redo], int(time.time()))
         # committed: wake the daemons that have new work, then say what was done
         skipped = {id(p) for p in redo}
         self._ring([p for p in plans if id(p) not in skipped], bool(new_rows))
@@ -584,27 +583,16 @@ class Transitioner(Daemon):
     def _update_results(self, plan):
         """Write the plan's result changes, each only if the row is as it was read."""
         for before, changed in plan.result_changes:
-            sets = ", ".join("%s = %%s" % c for c in changed)
-            where = " AND ".join("%s = %%s" % c for c in RESULT_STATE_COLUMNS)
-            n = self.db.execute("UPDATE result SET %s WHERE id = %%s AND %s" % (sets, where),
-                                tuple(changed.values()) + (before["id"],)
-                                + tuple(before[c] for c in RESULT_STATE_COLUMNS))
+            n = update_result_if_unchanged(self.db, before["id"], changed, before,
+                                           RESULT_STATE_COLUMNS)
             if n != 1:
                 return False
         return True
 
     def _wu_set_clause(self, plan):
-        """(SET text, parameters) for a workunit's changes; transition_time is
-        compare-and-set: if someone changed it since it was read, make it now."""
-        sets, params = [], []
-        for c, value in plan.changes.items():
-            if c == "transition_time":
-                sets.append("transition_time = IF(transition_time = %s, %s, UNIX_TIMESTAMP())")
-                params += [plan.wu["transition_time"], value]
-            else:
-                sets.append("%s = %%s" % c)
-                params.append(value)
-        return ", ".join(sets), tuple(params)
+        """(SET text, parameters) for a workunit's changes (transition_time
+        compare-and-set against the value read)."""
+        return transition_set_clause(plan.changes, plan.wu["transition_time"])
 
     def _new_result_rows(self, plan, now):
         """Rows (NEW_RESULT_COLUMNS) for the results the plan creates."""
