@@ -127,7 +127,7 @@ def test_reply_urls_replaced_by_nearest_mirrors(sched_env):
             "    <url>http://nz.example.org/dl/1a/in_mirrored.txt</url>\n"
             "    <md5_cksum>") in r.raw
     # the stored documents are untouched
-    assert MARKER in env.row("SELECT xml_doc FROM workunit")["xml_doc"].decode()
+    assert MARKER in env.row("SELECT xml_doc FROM workunit")["xml_doc"]
     assert "Sorted list of URLs follows [host timezone: UTC+3600]" not in r.log  # debug only
 
 

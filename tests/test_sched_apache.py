@@ -72,7 +72,7 @@ def test_attach_gets_a_runnable_job_through_apache(apache_site):
     assert [a.findtext("name") for a in root.findall("result_ack")] == ["wu1_0"]
     res = s.rows("SELECT * FROM result WHERE name = 'wu1_0'")[0]
     assert (res["server_state"], res["outcome"], res["client_state"]) == (5, 1, 5)
-    assert res["xml_doc_out"].startswith(b"<file_info><name>wu1_0_")
+    assert res["xml_doc_out"].startswith("<file_info><name>wu1_0_")
 
 
 def test_no_work_wrong_key_and_feeder_down_through_apache(apache_site):

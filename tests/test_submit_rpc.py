@@ -97,7 +97,7 @@ def test_python_client_session_replayed(submit_site, tmp_path):
     wus = db.query("SELECT * FROM workunit WHERE batch = 1 ORDER BY id")
     assert [w["name"] for w in wus] == ["py_j%d" % i for i in range(6)]
     assert all(w["delay_bound"] == 3600 and w["rsc_fpops_bound"] == 1e13 for w in wus)
-    docs = [w["xml_doc"].decode() for w in wus]
+    docs = [w["xml_doc"] for w in wus]
     assert "<copy_file/>" in docs[0] and "<no_delete/>" in docs[0]
     assert remote_url in docs[5]
     transition(p)

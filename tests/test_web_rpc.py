@@ -530,8 +530,8 @@ def test_am_set_info_when_enabled(mini_project, db):
     assert (row["name"], row["teamid"], row["send_email"], row["venue"], row["email_addr"],
             row["previous_email_addr"]) == ("Renamed", tid, 0, "work", "moved@example.com",
                                             "volunteer@example.com")
-    assert "<project_specific>x=1</project_specific>" in row["project_prefs"].decode()
-    assert "<resource_share>50</resource_share>" in row["project_prefs"].decode()
+    assert "<project_specific>x=1</project_specific>" in row["project_prefs"]
+    assert "<resource_share>50</resource_share>" in row["project_prefs"]
     assert passwords.password_verify(new_hash, row["passwd_hash"])
 
     before = snapshot(db)
