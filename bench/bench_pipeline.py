@@ -80,6 +80,10 @@ DAEMONS = ("feeder", "transitioner", "file_deleter", "sample_trivial_validator",
            "sample_dummy_assimilator")
 CGIS = ("cgi", "file_upload_handler")
 ASSIMILATE_DONE, FILE_DELETE_DONE, VALID, OVER, SUCCESS = 2, 2, 1, 5, 1
+# seconds an emulated host waits after a "project is down" reply (bin/stop
+# during --restart): the hosts ignore <request_delay>, but thousands of real
+# ones would not all come back within the second
+DOWN_BACKOFF = 0.5
 
 
 # ---------------------------------------------------------------------------
@@ -334,13 +338,19 @@ class BenchHost(SimHost):
         super().__init__(*a, **k)
         self.n_rpcs = 0
         self.empty_times = []
+        self.n_down = 0
         self.n_uploads = 0
 
     def rpc(self, want_work=True, abort=None):
         asked = sum(1 for t in self.tasks.values() if not t.ready_to_report) < self.max_tasks
         reply = super().rpc(want_work, abort)
         self.n_rpcs += 1
-        if reply is not None and want_work and asked and not reply.jobs:
+        if reply is not None and reply.project_is_down:
+            # bin/stop disables the scheduler while the daemons restart; a
+            # host that ignored this reply's delay would ask again at once
+            self.n_down += 1
+            self.next_rpc_time = time.time() + DOWN_BACKOFF
+        elif reply is not None and want_work and asked and not reply.jobs:
             self.empty_times.append(time.time())
         return reply
 
@@ -423,11 +433,14 @@ def run(server, args, out):
         done.set()
         for t in threads:
             t.join(60)
-        # the file deleter's last passes
+        # the file deleter's last passes: the workunits' files, then (once the
+        # transitioner has seen each workunit deleted) the results'
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and site.value(
-                "SELECT COUNT(*) FROM workunit WHERE file_delete_state <> %s",
-                (FILE_DELETE_DONE,)):
+        while time.monotonic() < deadline and (
+                site.value("SELECT COUNT(*) FROM workunit WHERE file_delete_state <> %s",
+                           (FILE_DELETE_DONE,))
+                or site.value("SELECT COUNT(*) FROM result WHERE outcome = %s AND "
+                              "file_delete_state <> %s", (SUCCESS, FILE_DELETE_DONE))):
             time.sleep(0.5)
         result.update(measure(site, hosts, monitor, wall, end is not None))
         result["checks"] = check(site, hosts, args.jobs)
@@ -448,9 +461,10 @@ def measure(site, hosts, monitor, wall, finished):
     last_sent = site.value("SELECT MAX(sent_time) FROM result") or 0
     empty = sum(1 for h in hosts for t in h.empty_times if t < last_sent)
     uploads = sum(h.n_uploads for h in hosts)
+    down = sum(h.n_down for h in hosts)
     cpu = monitor.by_kind()
     return {"machine_busy": monitor.machine_busy, "finished": finished, "wall": wall, "jobs_per_s": n / wall if wall else 0.0,
-            "rpcs": rpcs, "empty": empty, "uploads": uploads, "cpu": cpu}
+            "rpcs": rpcs, "empty": empty, "down": down, "uploads": uploads, "cpu": cpu}
 
 
 def bottleneck(r):
@@ -526,9 +540,10 @@ def report(r, say):
         % ("done" if r["finished"] else "NOT DONE", wall, r["jobs_per_s"],
            r["jobs_per_s"] * 86400 / 1e6))
     say("  %.1f RPCs/s (%d; %.0f%% of them asked for work and got none while jobs were "
-        "unsent), %.1f uploads/s\n"
+        "unsent%s), %.1f uploads/s\n"
         % (r["rpcs"] / wall, r["rpcs"], 100.0 * r["empty"] / max(1, r["rpcs"]),
-           r["uploads"] / wall))
+           "; %d answered 'down' while bin/stop had stopped the project" % r["down"]
+           if r.get("down") else "", r["uploads"] / wall))
     cpu = r["cpu"]
     say("  CPU seconds: %s; total %.1f\n"
         % (", ".join("%s %.1f" % kv for kv in sorted(cpu.items(), key=lambda kv: -kv[1])),

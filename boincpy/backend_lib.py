@@ -170,32 +170,29 @@ def existing_names(db, names):
 
 def _insert_bulk(db, rows):
     """Insert unassigned rows with multi-row INSERTs of at most ~1 MB."""
-    from boincpy.db import queries
     from boincpy.db.rows import Workunit
+    from boincpy.db.workunit import insert_workunits
     chunk = []
     size = 0
     for row in rows:
         chunk.append(Workunit(**row))
         size += len(row["xml_doc"]) + 400
         if size > MAX_QUERY_BYTES:
-            queries.insert_workunits(db, chunk)
+            insert_workunits(db, chunk)
             chunk, size = [], 0
     if chunk:
-        queries.insert_workunits(db, chunk)
+        insert_workunits(db, chunk)
 
 
 def _insert_one(db, row, jd):
     """Insert (or with --wu_id update) one workunit; add its assignment row."""
-    from boincpy.db import queries
     from boincpy.db.rows import Workunit
+    from boincpy.db.workunit import insert_workunit, overwrite_workunit
     if jd.wu_id:
-        cols = [c for c in WU_COLUMNS]
-        db.execute("UPDATE workunit SET %s WHERE id=%%s"
-                   % ", ".join("%s=%%s" % c for c in cols),
-                   [row[c] for c in cols] + [jd.wu_id])
+        overwrite_workunit(db, jd.wu_id, {c: row[c] for c in WU_COLUMNS})
         wu_id = jd.wu_id
     else:
-        wu_id = queries.insert_workunit(db, Workunit(**row))
+        wu_id = insert_workunit(db, Workunit(**row))
     if jd.assign_flag:
         db.execute(
             "INSERT INTO assignment (create_time, target_id, target_type, multi, "

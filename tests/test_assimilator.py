@@ -228,3 +228,58 @@ def test_kill_between_handler_and_update_repeats_the_handler(proj):
     assert open(out, "rb").read() == b"kept\n"
     assert row(db, "workunit", w)["assimilate_state"] == 2
     assert os.listdir(os.path.dirname(out)) == ["job_k"]
+
+
+class _LosingAssimilator(DummyAssimilator):
+    """Its database connection is killed (as a server restart does) while
+    the second job's handler runs; counts handler calls per job."""
+
+    calls = []
+
+    def assimilate_handler(self, wu, results, canonical_result):
+        type(self).calls.append(wu.name)
+        if wu.name == "job_lost_1":
+            other = db_of(self.cfg.project_dir)
+            try:
+                other.execute("KILL CONNECTION %s", (self.db.query_value("SELECT CONNECTION_ID()"),))
+            finally:
+                other.close()
+        return super().assimilate_handler(wu, results, canonical_result)
+
+
+def test_database_lost_after_a_handler_never_runs_it_again(proj):
+    """The handler ran, the database went away before its state was written:
+    the job is kept in a journal and recorded at the next start, without a
+    second handler call (a killed process still repeats it: see above)."""
+    from boincpy.errors import DatabaseError
+    db, root = proj["db"], proj["root"]
+    w0, _, _ = done_job(proj, "job_lost_0", [b"x"])
+    w1, _, _ = done_job(proj, "job_lost_1", [b"y"])
+    w2, _, _ = done_job(proj, "job_lost_2", [b"z"])
+    _LosingAssimilator.calls = []
+    with pytest.raises(DatabaseError):
+        run_pass(_LosingAssimilator, root, "--app", "example_app", "--one_pass")
+    assert _LosingAssimilator.calls == ["job_lost_0", "job_lost_1"]
+    assert [row(db, "workunit", w)["assimilate_state"] for w in (w0, w1, w2)] == [2, 1, 1]
+    daemon, _ = run_pass(_LosingAssimilator, root, "--app", "example_app", "--one_pass")
+    journal = daemon.journal_path()
+    assert not os.path.exists(journal)
+    # job_lost_1 recorded from the journal, its handler not called again
+    assert _LosingAssimilator.calls == ["job_lost_0", "job_lost_1", "job_lost_2"]
+    assert [row(db, "workunit", w)["assimilate_state"] for w in (w0, w1, w2)] == [2, 2, 2]
+
+
+def test_a_broken_journal_is_named(proj):
+    root = proj["root"]
+    from backend_rows import make_daemon
+    from boincpy.errors import ToolError
+    d = make_daemon(DummyAssimilator, root, "--app", "example_app", "--one_pass")
+    os.makedirs(os.path.dirname(d.journal_path()), exist_ok=True)
+    with open(d.journal_path(), "w") as f:
+        f.write("12 2\nnonsense\n")
+    try:
+        with pytest.raises(ToolError, match=r"\.handled line 2: expected 'WUID STATE'"):
+            d.initialise()
+    finally:
+        d.shutdown()
+        os.unlink(d.journal_path())

@@ -5,6 +5,7 @@ import pytest
 
 from boincpy.db import Database, connect, schema
 from boincpy.db import queries
+from boincpy.db.workunit import insert_workunits
 from boincpy.db.rows import App, Host, Platform, Workunit
 from boincpy.errors import DatabaseError
 
@@ -53,7 +54,7 @@ def test_insert_and_lookup_rows(db):
 def test_bulk_insert_workunits(db):
     aid = queries.insert_row(db, App(name="uc"))
     wus = [Workunit(appid=aid, name="wu_%d" % i, xml_doc="<workunit/>") for i in range(500)]
-    queries.insert_workunits(db, wus)
+    insert_workunits(db, wus)
     assert db.query_value("SELECT COUNT(*) FROM workunit WHERE appid=%s", (aid,)) == 500
 
 

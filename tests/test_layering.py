@@ -4,6 +4,7 @@ count too: they are how a cycle usually sneaks in."""
 
 import ast
 import pathlib
+import re
 
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "boincpy"
 
@@ -13,7 +14,8 @@ FLOORS = {
     "boincpy.xml": 1, "boincpy.error_numbers": 1, "boincpy.cli": 1, "boincpy.cnum": 1,
     "boincpy.proc_types": 1,
     "boincpy.config": 2, "boincpy.crypto": 2, "boincpy.passwords": 2, "boincpy.files": 2,
-    "boincpy.db": 3, "boincpy.submit.client": 3, "boincpy.submit.gahp": 3,
+    "boincpy.db": 3, "boincpy.db.result": 3, "boincpy.db.workunit": 3, "boincpy.db.host": 3,
+    "boincpy.submit.client": 3, "boincpy.submit.gahp": 3,
     "boincpy.shmem": 4, "boincpy.doorbell": 4, "boincpy.templates": 4, "boincpy.upload": 4, "boincpy.credit": 4,
     "boincpy.jobfiles": 4, "boincpy.sizeclass": 4, "boincpy.backend_lib": 4,
     "boincpy.submit": 4, "boincpy.resident": 4, "boincpy.hrclass": 4,
@@ -86,3 +88,51 @@ def test_no_import_cycles():
 def test_every_module_has_a_floor():
     for module in imports():
         assert floor(module) is not None, module
+
+
+# Tables whose writes all live in their module of boincpy/db/ (docs/design.md,
+# "where a table's writes live"): no other module holds an UPDATE, INSERT,
+# REPLACE or DELETE of them, nor hands their name to a bulk writer.
+HOMED = ("result", "workunit")
+
+WRITE = re.compile(r"\b(?:UPDATE|INSERT\s+(?:IGNORE\s+)?INTO|REPLACE\s+INTO|DELETE\s+FROM)"
+                   r"\s+`?([a-z_]+)`?(?![a-z_])")
+BULK_WRITERS = {"update_by_id", "update_ids", "insert_rows", "insert_many", "insert_row"}
+
+
+def _writes_outside_db():
+    """[(path:line, table)] of statements writing a table, outside boincpy/db/.
+
+    String constants are read whole (ast joins implicitly concatenated and
+    multi-line strings), so a statement split over lines is still seen."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent)
+        if rel.parts[1] == "db":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                for m in WRITE.finditer(node.value):
+                    found.append(("%s:%d" % (rel, node.lineno), m.group(1)))
+            elif isinstance(node, ast.Call):
+                name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+                if name in BULK_WRITERS:
+                    for arg in node.args:
+                        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                            found.append(("%s:%d" % (rel, node.lineno), arg.value))
+    return found
+
+
+def test_homed_tables_are_written_only_in_db():
+    stray = ["%s writes %s" % (where, table) for where, table in _writes_outside_db()
+             if table in HOMED]
+    assert not stray, "\n".join(stray)
+
+
+def test_homed_tables_have_their_module():
+    for table in HOMED:
+        assert (PACKAGE / "db" / (table + ".py")).exists() or table in HOMED_IN, table
+
+
+# homed tables kept in a module named otherwise (a small family of tables)
+HOMED_IN = {}

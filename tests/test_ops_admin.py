@@ -438,7 +438,7 @@ def test_revalidation_lets_a_more_permissive_validator_accept(mini_project):
     left alone."""
     from backend_rows import add_host, add_result, add_user, add_workunit, run_pass
     from boincpy.daemons.sample_validators import BitwiseValidator, TrivialValidator
-    from boincpy.db.queries import revalidate_workunits
+    from boincpy.db.workunit import revalidate_workunits
     d = db(mini_project)
     users = [add_user(d, n) for n in ("u1", "u2", "u3")]
     hosts = [add_host(d, u) for u in users]

@@ -236,6 +236,23 @@ def test_state_values_match_boincpy_states():
     assert reports.ASSIMILATE_DONE == states.AssimilateState.DONE
 
 
+def test_db_write_values_match_boincpy_states():
+    """boincpy.db.result / workunit use literal enum values too (the scheduler loads them)."""
+    from boincpy import states
+    from boincpy.db import result, workunit
+    for name in ("INACTIVE", "UNSENT", "IN_PROGRESS", "OVER"):
+        assert getattr(result, name) == getattr(states.ServerState, name)
+    for name in ("SUCCESS", "COULDNT_SEND", "CLIENT_DETACHED"):
+        assert getattr(result, "OUTCOME_" + name) == getattr(states.Outcome, name)
+    for name in ("INIT", "INVALID", "INCONCLUSIVE"):
+        assert getattr(result, "VALIDATE_" + name) == getattr(states.ValidateState, name)
+    assert workunit.OUTCOME_DIDNT_NEED == states.Outcome.DIDNT_NEED
+    assert workunit.FILE_DELETE_DONE == states.FileDeleteState.DONE
+    assert workunit.FILE_DELETE_ERROR == states.FileDeleteState.ERROR
+    assert workunit.ASSIMILATE_READY == states.AssimilateState.READY
+    assert workunit.WU_ERROR_CANCELLED == states.WuError.CANCELLED
+
+
 def test_request_path_imports_stay_light():
     """The modules a no-work request loads must not pull in dataclasses, re,
     enum or lxml (tens of ms per CGI start)."""
@@ -243,7 +260,7 @@ def test_request_path_imports_stay_light():
     import sys
     code = ("import sys; import boincpy.sched.handler, boincpy.sched.request, boincpy.db.lite, "
             "boincpy.sched.hosts, boincpy.sched.reports, boincpy.sched.reply, "
-            "boincpy.config, boincpy.db, boincpy.log; "
+            "boincpy.config, boincpy.db, boincpy.log, boincpy.db.result, boincpy.db.workunit; "
             "print(' '.join(m for m in ('dataclasses', 're', 'enum', 'lxml', 'inspect', 'hashlib', "
             "'contextlib', 'decimal', 'datetime') "
             "if m in sys.modules))")

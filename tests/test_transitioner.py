@@ -615,6 +615,42 @@ def test_report_meanwhile_is_not_lost_when_it_wrote_the_same_transition_time(pro
     assert wu_row(db, wuid)["need_validate"] == 1
 
 
+def test_assimilation_in_the_same_second_is_not_overwritten(proj, monkeypatch):
+    """Bug found by the 10,000-job soak: the assimilator recorded a job
+    (assimilate_state DONE, transition_time = now) in the second in which the
+    transitioner had read it READY with transition_time = now; the
+    compare-and-set on transition_time saw the same value and wrote "never"
+    (INT_MAX), so the job's files were never deleted.  A workunit whose own
+    row changed since it was read is transitioned again."""
+    project, db = proj
+    now = int(time.time())
+    wuid = make_wu(db, "wu_same_second", target_nresults=2, min_quorum=2,
+                   assimilate_state=1, transition_time=now)
+    canon = make_result(db, wuid, "wu_same_second_0", server_state=OVER, outcome=SUCCESS,
+                        validate_state=V_VALID)
+    make_result(db, wuid, "wu_same_second_1", server_state=OVER, outcome=SUCCESS,
+                validate_state=V_VALID)
+    db.execute("UPDATE workunit SET canonical_resultid = %s WHERE id = %s", (canon, wuid))
+    real = tr.Transitioner.enumerate
+
+    def enumerate_then_assimilate(self, when):
+        batch = real(self, when)
+        if batch:   # the assimilator records it, in the very second read
+            self.db.execute("UPDATE workunit SET assimilate_state = 2, transition_time = %s "
+                            "WHERE id = %s", (now, wuid))
+        return batch
+    monkeypatch.setattr(tr.Transitioner, "enumerate", enumerate_then_assimilate)
+    log = one_pass(project, "--wu_id", str(wuid))
+    wu = wu_row(db, wuid)
+    assert wu["assimilate_state"] == 2
+    assert wu["transition_time"] <= int(time.time()), log       # due again, not "never"
+    assert "will transition again" in log
+    monkeypatch.setattr(tr.Transitioner, "enumerate", real)
+    time.sleep(1.1)
+    one_pass(project)
+    assert wu_row(db, wuid)["file_delete_state"] == 1          # its files go
+
+
 def test_transition_time_changed_meanwhile_makes_it_due_now(proj, monkeypatch):
     project, db = proj
     wuid = make_wu(db, "wu_cas")

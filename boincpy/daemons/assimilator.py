@@ -27,22 +27,29 @@ pass.  ``--record_interval S`` trades that window for speed: handled
 workunits are recorded together at most every S seconds (each UPDATE is a
 disk flush, so one per job caps the rate at the disk's flushes per
 second), and a kill repeats up to S seconds of handler work.
-**Handlers must therefore be idempotent**:
+If instead the *database* fails at that moment (the server restarting,
+the connection lost), the daemon writes the handled workunits' new states
+to a journal, PID_DIR/assimilator_APP[_mod_N_I].handled, before it exits,
+and the next start records them (still only where READY) before its first
+pass: a lost database never makes a handler run twice.
+**Handlers must nevertheless be idempotent**:
 write outputs under names derived from the workunit (not appended to),
 through a temporary file renamed into place, and check before inserting
 rows elsewhere (e.g. a unique key on the workunit name).  The stock
 ``sample_assimilator`` does exactly that.
 """
 
+import os
 import time
 
 from boincpy import doorbell
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon
 from boincpy.daemons.validator import result_from_row
-from boincpy.db.bulk import select_in, update_by_id
+from boincpy.db.bulk import select_in
+from boincpy.db.workunit import record_assimilate_states, set_error_mask
 from boincpy.db.rows import App, Result, Workunit
-from boincpy.errors import BoincpyError, ToolError
+from boincpy.errors import BoincpyError, DatabaseError, ToolError
 from boincpy.jobfiles import as_text, output_file_infos
 from boincpy.states import AssimilateState, WuError
 
@@ -100,6 +107,7 @@ class Assimilator(Daemon):
         if getattr(self.args, "mod", None):
             self.log.debug("Using mod'ed WU enumeration.  modulus = %d  remainder = %d"
                            % tuple(self.args.mod))
+        self._replay_journal()
         self.log.normal("Starting assimilator handler")
 
     def one_pass(self):
@@ -150,8 +158,8 @@ class Assimilator(Daemon):
             for wu in wus:
                 if new_states and update_db and \
                         time.monotonic() - first_pending >= self.args.record_interval:
-                    recorded += self._record(new_states)
-                    new_states = {}
+                    pending, new_states = new_states, {}
+                    recorded += self._record_or_journal(pending)
                 if not new_states:
                     first_pending = time.monotonic()
                 self.log.debug("[%s] assimilating WU %d; state=%d"
@@ -165,8 +173,7 @@ class Assimilator(Daemon):
                         self.log.critical("[%s] no canonical result" % wu.name)
                         wu.error_mask = int(WuError.NO_CANONICAL_RESULT)
                         if update_db:
-                            self.db.execute("UPDATE workunit SET error_mask = %s WHERE id = %s",
-                                            (wu.error_mask, wu.id))
+                            set_error_mask(self.db, wu.id, wu.error_mask)
                 retval = self._call_handler(wu, results, canonical)
                 if retval and retval != DEFER_ASSIMILATION:
                     self.log.critical("assimilator [%s] handler error %d; exiting"
@@ -179,7 +186,7 @@ class Assimilator(Daemon):
         finally:
             # what was handled is recorded even when a later handler failed
             if update_db and new_states:
-                recorded += self._record(new_states)
+                recorded += self._record_or_journal(new_states)
         return recorded if update_db else len(new_states)
 
     def _call_handler(self, wu, results, canonical):
@@ -192,9 +199,69 @@ class Assimilator(Daemon):
     def _record(self, new_states):
         """One statement: the new state and transition_time = now (so the
         transitioner moves on to file deletion), only if still READY."""
-        now = int(time.time())
-        update_by_id(self.db, "workunit", ("assimilate_state", "transition_time"),
-                     {i: (state, now) for i, state in new_states.items()},
-                     where="assimilate_state = %s", where_params=(int(AssimilateState.READY),))
+        record_assimilate_states(self.db, new_states, int(time.time()))
         doorbell.ring(self.cfg, doorbell.TRANSITIONER)
         return len(new_states)
+
+    # -- the journal of handled workunits the database did not take ------------
+
+    def journal_path(self):
+        """Where handled but unrecorded workunits wait for the next start."""
+        name = "assimilator_%s" % self.args.app
+        if getattr(self.args, "mod", None):
+            name += "_mod_%d_%d" % tuple(self.args.mod)
+        return os.path.join(self.cfg.pid_dir, name + ".handled")
+
+    def _record_or_journal(self, new_states):
+        """Record ``new_states``; if the database fails, keep them in the
+        journal (so their handlers are not run again) and re-raise."""
+        try:
+            return self._record(new_states)
+        except DatabaseError:
+            self._write_journal(new_states)
+            raise
+
+    def _write_journal(self, new_states):
+        path = self.journal_path()
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        states = self._read_journal()
+        states.update(new_states)
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            f.writelines("%d %d\n" % item for item in sorted(states.items()))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        self.log.critical("database lost after %d handled workunits; kept in %s for the "
+                          "next start" % (len(new_states), path))
+
+    def _read_journal(self):
+        path = self.journal_path()
+        try:
+            with open(path) as f:
+                lines = f.read().split("\n")
+        except FileNotFoundError:
+            return {}
+        states = {}
+        for lineno, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                wuid, state = (int(x) for x in line.split())
+            except ValueError:
+                # a torn last line cannot happen (written whole, then renamed)
+                raise ToolError("%s line %d: expected 'WUID STATE', got %r"
+                                % (path, lineno, line)) from None
+            states[wuid] = state
+        return states
+
+    def _replay_journal(self):
+        """Record what a previous run handled but could not record."""
+        states = self._read_journal()
+        if not states:
+            return
+        if not self.args.dont_update_db:
+            self._record(states)
+        os.unlink(self.journal_path())
+        self.log.normal("recorded %d workunits handled before the database was lost (%s)"
+                        % (len(states), self.journal_path()))

@@ -38,6 +38,8 @@ import zlib
 from boincpy.cli import group_flag, option
 from boincpy.daemons.base import Daemon
 from boincpy.db.bulk import chunks, placeholders, select_in
+from boincpy.db.result import delete_results
+from boincpy.db.workunit import delete_purged_workunits
 from boincpy.errors import ToolError
 from boincpy.xml import xml_escape
 from boincpy.states import BatchState, FileDeleteState
@@ -340,19 +342,16 @@ class DbPurge(Daemon):
         result_ids = [r["id"] for rs in results_by_wu.values() for r in rs]
         wu_ids = [w["id"] for w in wus]
         with self.db.transaction():
-            for part in chunks(result_ids):
-                self.db.execute("DELETE FROM result WHERE id IN (%s)" % placeholders(len(part)),
-                                part)
+            delete_results(self.db, result_ids)
             # a workunit that gained a result since it was read keeps its row
             kept = {r["workunitid"] for r in select_in(
                 self.db, "SELECT DISTINCT workunitid FROM result WHERE workunitid IN ({ids})",
                 wu_ids)}
             purged = [w for w in wus if w["id"] not in kept]
             pids = [w["id"] for w in purged]
-            for part in chunks(pids):
-                self.db.execute("DELETE FROM workunit WHERE id IN (%s) AND file_delete_state = %%s"
-                                % placeholders(len(part)), part + [int(FileDeleteState.DONE)])
-                if self.cfg.enable_assignment:
+            delete_purged_workunits(self.db, pids)
+            if self.cfg.enable_assignment:
+                for part in chunks(pids):
                     self.db.execute("DELETE FROM assignment WHERE workunitid IN (%s)"
                                     % placeholders(len(part)), part)
         for w in wus:

@@ -74,7 +74,9 @@ import time
 from boincpy.credit import app_version_scales
 from boincpy.cli import group_flag, option
 from boincpy.daemons.base import Daemon
-from boincpy.db.queries import ACTIVE_HOST_WHERE, host_fpops_percentile
+from boincpy.db.host import ACTIVE_HOST_WHERE, host_fpops_percentile
+from boincpy.db.result import mark_result_didnt_need
+from boincpy.db.workunit import release_hr_class
 from boincpy.errors import ToolError
 from boincpy.hrclass import HR_INFO_FILE, HR_NCLASSES, HR_NTYPES, HrInfo, HrInfoError
 from boincpy.sizeclass import CensusFileError, census_file_name, read_census
@@ -707,14 +709,11 @@ class Feeder(Daemon):
                     dead.append((i, state))
 
         for rid in errors:
-            self.db.execute("UPDATE result SET server_state = 5, outcome = 5 "
-                            "WHERE id = %s AND server_state = 2", (rid,))
+            mark_result_didnt_need(self.db, rid)
             self.log.normal("[RESULT#%d] WU had error, marking as DIDNT_NEED" % rid)
         for slot in purges:
             if slot.wu["hr_class"]:
-                self.db.execute("UPDATE workunit SET hr_class = 0, target_nresults = "
-                                "target_nresults + 1, transition_time = %s WHERE id = %s",
-                                (int(now), slot.wu["id"]))
+                release_hr_class(self.db, slot.wu["id"], int(now))
 
         applied = []
         with array.lock():

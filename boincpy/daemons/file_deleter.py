@@ -43,7 +43,9 @@ import time
 
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon
-from boincpy.db.bulk import select_in, update_ids
+from boincpy.db.bulk import select_in
+from boincpy.db.result import set_results_file_delete_state
+from boincpy.db.workunit import set_workunits_file_delete_state
 from boincpy.errors import ToolError
 from boincpy.jobfiles import (ERR_NOT_FOUND, ERR_OPENDIR, ERR_UNLINK, as_text, file_infos,
                               locate_in_hierarchy)
@@ -250,8 +252,9 @@ class FileDeleter(Daemon):
             if self.args.no_db_update:
                 changed = True
                 continue
-            n = update_ids(self.db, table, "file_delete_state = %s", ids, params=(int(new),),
-                           where="file_delete_state = %s", where_params=(int(old_state),))
+            record = (set_results_file_delete_state if table == "result"
+                      else set_workunits_file_delete_state)
+            n = record(self.db, ids, int(new), int(old_state))
             if n:
                 changed = True
                 for i in ids:

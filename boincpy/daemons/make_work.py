@@ -128,8 +128,8 @@ class MakeWork(Daemon):
 
     def make_new_wu(self, template):
         """Insert one clone of ``template``; return its id."""
-        from boincpy.db import queries
         from boincpy.db.rows import Workunit
+        from boincpy.db.workunit import insert_workunit
         raw = template["xml_doc"]
         xml = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else raw or ""
 
@@ -150,7 +150,7 @@ class MakeWork(Daemon):
             row["name"] = "wu_%d_%d" % (self.start_time, self.wu_seqno)
             self.wu_seqno += 1
             try:
-                wu_id = queries.insert_row(self.db, Workunit.from_row(row))
+                wu_id = insert_workunit(self.db, Workunit.from_row(row))
                 break
             except DatabaseError as exc:
                 # a name left by an earlier run started in the same second

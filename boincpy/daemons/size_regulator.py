@@ -25,10 +25,11 @@ negative LIMIT, or release 0 results in a loop that never sleeps).
 
 from boincpy.cli import group_flag, option
 from boincpy.daemons.base import Daemon
+from boincpy.db.result import activate_results
 from boincpy.errors import ToolError
 from boincpy.states import ServerState
 
-UNSENT, INACTIVE = int(ServerState.UNSENT), int(ServerState.INACTIVE)
+UNSENT = int(ServerState.UNSENT)
 MAX_SLEEP_TIME = 1000000            # size_regulator.cpp clamps --sleep_time to this
 
 # the release order options (size_regulator.cpp); none: the database's order
@@ -101,10 +102,7 @@ class SizeRegulator(Daemon):
 
     def make_unsent(self, size_class, n):
         """Turn up to ``n`` INACTIVE results of the class UNSENT; how many changed."""
-        return self.db.execute(
-            "UPDATE result SET server_state = %s WHERE appid = %s AND server_state = %s "
-            "AND size_class = %s " + self.order_clause + " LIMIT %s",
-            (UNSENT, self.app["id"], INACTIVE, size_class, n))
+        return activate_results(self.db, self.app["id"], size_class, n, self.order_clause)
 
     def one_pass(self):
         """do_pass(): True if some class got every result it asked for."""

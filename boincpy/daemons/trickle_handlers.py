@@ -37,7 +37,8 @@ from boincpy.cnum import atof, atoi
 from boincpy.credit import CREDIT_HALF_LIFE, fpops_to_credit, update_average
 from boincpy.cli import option
 from boincpy.daemons.trickle_handler import TrickleHandler
-from boincpy.db.queries import host_fpops_percentile
+from boincpy.db.host import host_fpops_percentile
+from boincpy.db.result import set_result_report_deadline
 from boincpy.error_numbers import error_code
 from boincpy.errors import ToolError
 from boincpy.sched.request import MSG_FROM_HOST_MAX_XML
@@ -189,8 +190,7 @@ class TrickleDeadline(TrickleHandler):
                            % (task["id"], msg.hostid))
             return 0
         deadline = int(task["report_deadline"] + self.args.extension_period)
-        self.db.execute("UPDATE result SET report_deadline = %s WHERE id = %s",
-                        (deadline, task["id"]))
+        set_result_report_deadline(self.db, task["id"], deadline)
         self.log.debug("[RESULT#%d][HOST#%d] report deadline extended to %d"
                        % (task["id"], msg.hostid, deadline))
         return 0

@@ -55,6 +55,7 @@ from boincpy import credit as creditlib
 from boincpy import doorbell
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon
+from boincpy.db import result as result_table, workunit as workunit_table
 from boincpy.db.bulk import insert_rows, select_in, update_by_id
 from boincpy.db.rows import App, HostAppVersion, Result, Workunit
 from boincpy.errors import BoincpyError, DatabaseError, ToolError
@@ -891,9 +892,7 @@ class Validator(Daemon):
     def _write(self, batch):
         db = self.db
         if batch.result_updates:
-            update_by_id(db, "result", ("validate_state", "granted_credit", "server_state",
-                                        "outcome", "opaque", "runtime_outlier"),
-                         batch.result_updates)
+            result_table.record_validation(db, batch.result_updates)
         credit_cols = ("total_credit", "expavg_credit", "expavg_time")
         for table, holders, extra in (("host", batch.hosts, ("avg_turnaround",)),
                                       ("user", batch.users, ()), ("team", batch.teams, ())):
@@ -928,10 +927,7 @@ class Validator(Daemon):
             insert_rows(db, "credited_job", ("userid", "workunitid"),
                         sorted(batch.credited_jobs), ignore=True)
         if batch.wu_updates:
-            update_by_id(db, "workunit", ("need_validate", "error_mask", "assimilate_state",
-                                          "transition_time", "target_nresults",
-                                          "canonical_resultid", "canonical_credit"),
-                         batch.wu_updates)
+            workunit_table.record_validation(db, batch.wu_updates)
 
     def _flush_app_versions(self):
         """Fold the pass's samples into app_version rows (write_modified_app_versions)."""

@@ -6,6 +6,8 @@
 
 import random
 import time
+from boincpy.db.result import insert_result
+from boincpy.db.workunit import set_timeout_transition_time
 from boincpy.sched.choose import (
     SERVER_STATE_IN_PROGRESS, SERVER_STATE_UNSENT, as_text, add_result_to_reply, work_needed)
 from boincpy.sched.prefs import app_not_selected
@@ -94,12 +96,8 @@ def _create_result(work, wu):
     if size_class is None:
         size_class = -1
     state = SERVER_STATE_UNSENT if size_class < 0 else SERVER_STATE_INACTIVE
-    rid = work.db.insert(
-        "INSERT INTO result (create_time, workunitid, server_state, name, xml_doc_in, "
-        "xml_doc_out, stderr_out, batch, random, appid, priority, size_class) "
-        "VALUES (%s, %s, %s, %s, %s, '', '', %s, %s, %s, %s, %s)",
-        (int(time.time()), wu["id"], state, name, xml, wu["batch"], random.getrandbits(31),
-         wu["appid"], wu["priority"], size_class))
+    rid = insert_result(work.db, int(time.time()), wu["id"], state, name, xml, wu["batch"],
+                        random.getrandbits(31), wu["appid"], wu["priority"], size_class)
     return work.db.query_one("SELECT * FROM result WHERE id = %s", (rid,))
 
 
@@ -157,10 +155,7 @@ def _send_jobs(work, assign_type, target_id):
             continue
         sent = True
         # time the job out if it doesn't come back (no grace period here, as BOINC)
-        db.execute("UPDATE workunit SET transition_time = %s WHERE id = %s "
-                   "AND transition_time > %s",
-                   (int(time.time()) + wu["delay_bound"], wu["id"],
-                    int(time.time()) + wu["delay_bound"]))
+        set_timeout_transition_time(db, wu["id"], int(time.time()) + wu["delay_bound"])
     return sent
 
 

@@ -43,6 +43,8 @@ import random
 import time
 
 from boincpy import shmem
+from boincpy.db.result import mark_result_sent
+from boincpy.db.workunit import commit_on_send, replicate_workunit
 from boincpy.proc_types import NPROC_TYPES, PROC_TYPE_NAMES, PROC_TYPE_XML
 from boincpy.sched import hr
 from boincpy.sched.context import SentJob
@@ -636,12 +638,9 @@ def add_result_to_reply(work, result, wu, app, bav, resend=False):
     if committed is None:
         return None
     old_state = result["server_state"]
-    n = db.execute(
-        "UPDATE result SET server_state = %s, hostid = %s, userid = %s, sent_time = %s, "
-        "report_deadline = %s, flops_estimate = %s, app_version_id = %s "
-        "WHERE id = %s AND server_state = %s",
-        (SERVER_STATE_IN_PROGRESS, work.hostid, work.userid, now, deadline + grace,
-         usage.peak_flops, bav.app_version_id(), result["id"], old_state))
+    n = mark_result_sent(db, result["id"], old_state, SERVER_STATE_IN_PROGRESS, work.hostid,
+                         work.userid, now, deadline + grace, usage.peak_flops,
+                         bav.app_version_id())
     if matched_rows(db, n) != 1:
         work.log.critical("[RESULT#%d] [HOST#%d]: CAN'T SEND, already sent to another host"
                           % (result["id"], work.hostid))
@@ -715,9 +714,7 @@ def add_result_to_reply(work, result, wu, app, bav, resend=False):
             if cfg.debug_send:
                 work.log.normal("[send] [WU#%d] sending to untrusted host, replicating"
                                 % wu["id"])
-            db.execute("UPDATE workunit SET target_nresults = %s, min_quorum = %s, "
-                       "transition_time = %s WHERE id = %s",
-                       (app["target_nresults"], app["target_nresults"], now, wu["id"]))
+            replicate_workunit(db, wu["id"], app["target_nresults"], now)
     if app.get("locality_scheduling") == LOCALITY_SCHED_LITE:
         add_job_files_to_host(work, wu)
     return job
@@ -729,27 +726,13 @@ def _update_wu_on_send(work, wu, app, bav, transition_time):
     version / HR class -- only if it is uncommitted or committed to the same
     (the transitioner may have reset it meanwhile).  Returns the committed
     fields, or None when the UPDATE matched no row (committed elsewhere)."""
-    sets = ["transition_time = LEAST(transition_time, %s)"]
-    params = [transition_time]
-    where, where_params = [], []
     committed = {}
     if app.get("homogeneous_app_version") and bav.av:
-        sets.append("app_version_id = %s")
-        params.append(bav.av["id"])
-        where.append("(app_version_id = 0 OR app_version_id = %s)")
-        where_params.append(bav.av["id"])
         committed["app_version_id"] = bav.av["id"]
     hr_type = hr.app_hr_type(work.cfg, app)
     if hr_type:
-        mine = host_hr_class(work, hr_type)
-        sets.append("hr_class = %s")
-        params.append(mine)
-        where.append("(hr_class = 0 OR hr_class = %s)")
-        where_params.append(mine)
-        committed["hr_class"] = mine
-    n = work.db.execute("UPDATE workunit SET %s WHERE id = %%s%s"
-                        % (", ".join(sets), "".join(" AND " + w for w in where)),
-                        params + [wu["id"]] + where_params)
+        committed["hr_class"] = host_hr_class(work, hr_type)
+    n = commit_on_send(work.db, wu["id"], transition_time, **committed)
     if matched_rows(work.db, n) != 1:
         work.log.normal("add_result_to_reply: WU already sent to other HR class or app version")
         work.reason("hr_committed", "[WU#%d] was committed to another HR class or app "

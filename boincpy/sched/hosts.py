@@ -18,6 +18,8 @@ handle_global_prefs (sched/handle_request.cpp), scheduler-protocol.md §7:
 import time
 
 from boincpy import passwords
+from boincpy.db.result import mark_result_over
+from boincpy.db.workunit import set_transition_time
 from boincpy.passwords import md5_hex
 from boincpy.sched.request import parse_global_prefs, prefs_mod_time
 
@@ -123,11 +125,8 @@ def mark_results_over(ctx, host):
                     "AND server_state = %s", (host["id"], RESULT_IN_PROGRESS))
     for r in rows:
         with db.transaction():
-            db.execute("UPDATE result SET server_state = %s, outcome = %s, received_time = %s "
-                       "WHERE id = %s AND server_state = %s",
-                       (RESULT_OVER, OUTCOME_CLIENT_DETACHED, now, r["id"], RESULT_IN_PROGRESS))
-            db.execute("UPDATE workunit SET transition_time = %s WHERE id = %s",
-                       (now, r["workunitid"]))
+            mark_result_over(db, r["id"], OUTCOME_CLIENT_DETACHED, now)
+            set_transition_time(db, r["workunitid"], now)
         ctx.log.critical("[HOST#%d] [RESULT#%d] [WU#%d] changed CPID: marking in-progress "
                          "result %s as client error!" % (host["id"], r["id"], r["workunitid"],
                                                          r["name"]))

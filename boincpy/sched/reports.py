@@ -15,6 +15,9 @@ accepted report.
 
 import time
 
+from boincpy.db.result import record_reported_results
+from boincpy.db.workunit import set_transition_times
+
 # Values of boincpy.states (ServerState, Outcome, ValidateState, ClientState),
 # literal because importing enum costs every CGI request ~4 ms; a test checks
 # they agree.
@@ -248,8 +251,7 @@ def _write_reports(ctx, accepted):
                 _update_rows(db, columns, rows)
             wu_ids = sorted({row["workunitid"] for row, _ in written})
             if wu_ids:
-                db.execute("UPDATE workunit SET transition_time = %s WHERE id IN (%s)"
-                           % ("%s", ", ".join(["%s"] * len(wu_ids))), [ctx.now] + wu_ids)
+                set_transition_times(db, wu_ids, ctx.now)
     except Exception as exc:
         # not acknowledged: the client reports them again next time
         log.critical("[HOST#%d] can't update results: %s" % (hostid, exc))
@@ -284,8 +286,8 @@ def _lock_unchanged(ctx, accepted):
 
 
 def _update_rows(db, columns, rows):
-    """UPDATE result rows [(id, values of ``columns``)], as few statements as
-    the text allows: a join with the new values as a derived table."""
+    """Write result rows [(id, values of ``columns``)] in as few statements as
+    the text allows (record_reported_results: a join with a derived table)."""
     chunk, size = [], 0
     for rid, values in rows:
         n = sum(len(x) for x in values if isinstance(x, (str, bytes)))
@@ -299,15 +301,7 @@ def _update_rows(db, columns, rows):
 
 
 def _update_chunk(db, columns, rows):
-    first = "SELECT %%s AS id, %s" % ", ".join("%%s AS %s" % c for c in columns)
-    more = " UNION ALL SELECT %s" % ", ".join(["%s"] * (len(columns) + 1))
-    params = []
-    for rid, values in rows:
-        params.append(rid)
-        params.extend(values)
-    n = db.execute("UPDATE result r JOIN (%s%s) v ON r.id = v.id SET %s"
-                   % (first, more * (len(rows) - 1),
-                      ", ".join("r.%s = v.%s" % (c, c) for c in columns)), params)
+    n = record_reported_results(db, columns, rows)
     if n != len(rows):
         # the rows are locked and were checked: this would be a bug; roll back
         raise RuntimeError("result update changed %d rows of %d" % (n, len(rows)))

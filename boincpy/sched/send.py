@@ -49,6 +49,8 @@ import math
 import random
 
 from boincpy import shmem
+from boincpy.db.result import expire_result
+from boincpy.db.workunit import lower_transition_time
 from boincpy.proc_types import NPROC_TYPES, PROC_TYPE_NAMES
 from boincpy.sched import plan_class
 from boincpy.sched.assign import send_broadcast_jobs, send_targeted_jobs
@@ -753,13 +755,10 @@ def _expire_lost_result(work, result, wu):
     transitioner times it out."""
     grace = work.cfg.report_grace_period
     deadline = work.now - 1
-    n = work.db.execute("UPDATE result SET report_deadline = %s WHERE id = %s "
-                        "AND server_state = %s",
-                        (deadline + grace, result["id"], SERVER_STATE_IN_PROGRESS))
+    n = expire_result(work.db, result["id"], deadline + grace)
     if not matched_rows(work.db, n):
         return
     if wu is not None:
-        work.db.execute("UPDATE workunit SET transition_time = LEAST(transition_time, %s) "
-                        "WHERE id = %s", (deadline + grace, wu["id"]))
+        lower_transition_time(work.db, wu["id"], deadline + grace)
     work.ctx.reply.add_message("Didn't resend lost task %s (expired)" % result["name"],
                                PRIORITY_LOW)

@@ -10,7 +10,7 @@ way), and also keeps the two figures BOINC leaves at 0: the credit estimate
 estimate (the batch's pace so far, extrapolated).
 
 Aborting and retiring cancel workunits the way the ops pages cancel them
-(:func:`boincpy.db.queries.cancel_workunits_by_id`): unsent results become
+(:func:`boincpy.db.workunit.cancel_workunits_by_id`): unsent results become
 "didn't need", the workunit gets the CANCELLED error bit and goes to the
 transitioner, and hosts holding its results are told to abort them on their
 next request (``send_result_abort``).
@@ -21,7 +21,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 
-from boincpy.db.queries import cancel_workunits_by_id
+from boincpy.db.workunit import cancel_workunits_by_id
 from boincpy.db.rows import Batch
 from boincpy.errors import SubmitError
 from boincpy.states import BatchState, ServerState

@@ -7,7 +7,7 @@ As BOINC's cancel_jobs: unsent results become OVER / DIDNT_NEED, the
 workunit gets error_mask CANCELLED and transition_time now (the
 transitioner finishes it, hosts running its results are told to abort them
 with <send_result_abort/>).  The same as the ops pages' "Cancel jobs"
-(boincpy.db.queries.cancel_workunits_by_id).  Unlike BOINC's it says what it
+(boincpy.db.workunit.cancel_workunits_by_id).  Unlike BOINC's it says what it
 did, and refuses (changing nothing) a range with no workunit or a name that
 is not one.
 """
@@ -34,7 +34,7 @@ def cancel_jobs_cmd(ids, wu_name, project_dir):
     import time
     from boincpy.config import load_config
     from boincpy.db import connect
-    from boincpy.db.queries import cancel_workunits_by_id
+    from boincpy.db.workunit import cancel_workunits_by_id
     if wu_name is not None:
         if ids:
             raise click.UsageError("give either MIN_ID MAX_ID or --name WU_NAME")

@@ -219,6 +219,7 @@ def submit(cfg, db, job_dir, program, args=(), infiles=(), outfiles=(), stdin_fi
     from boincpy.backend_lib import Creator, JobDesc, insert_jobs
     from boincpy.db import queries
     from boincpy.db.rows import Workunit
+    from boincpy.db.workunit import delete_workunit, insert_workunit
     from boincpy.states import INT_MAX
     platform = platform or server_platform()
     bounds = dict(dict(rsc_fpops_est=DEFAULT_FPOPS_EST, rsc_fpops_bound=DEFAULT_FPOPS_BOUND,
@@ -238,9 +239,8 @@ def submit(cfg, db, job_dir, program, args=(), infiles=(), outfiles=(), stdin_fi
 
     # The workunit's id names its files, so the row comes first (as BOINC's
     # script does), never transitioned until create_work's update fills it.
-    wuid = queries.insert_row(db, Workunit(name=uuid.uuid4().hex, appid=app.id,
-                                           transition_time=INT_MAX,
-                                           create_time=int(time.time())))
+    wuid = insert_workunit(db, Workunit(name=uuid.uuid4().hex, appid=app.id,
+                                        transition_time=INT_MAX, create_time=int(time.time())))
     fanout = cfg.uldl_dir_fanout
     written = []
 
@@ -281,7 +281,7 @@ def submit(cfg, db, job_dir, program, args=(), infiles=(), outfiles=(), stdin_fi
         creator = Creator(cfg, app.id)
         insert_jobs(db, [(jd, creator.row(jd))])
     except BaseException:
-        db.execute("DELETE FROM workunit WHERE id = %s", (wuid,))
+        delete_workunit(db, wuid)
         for path in written:
             try:
                 os.unlink(path)
@@ -311,7 +311,7 @@ def abort(db, wuid, out):
     """Cancel single job ``wuid`` as BOINC's boinc_submit --abort does (its
     unsent instance not needed, the workunit cancelled; a host running it is
     told to abort it)."""
-    from boincpy.db.queries import cancel_workunits_by_id
+    from boincpy.db.workunit import cancel_workunits_by_id
     wu = single_job_of(db, wuid)
     if wu.error_mask:
         out.write("Job %d has already been aborted.\n" % wu.id)

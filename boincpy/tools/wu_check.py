@@ -30,6 +30,8 @@ import time
 import click
 
 from boincpy.cli import boinc_option, click_main, project_dir_option, usage_help_option
+from boincpy.db.result import mark_result_couldnt_send
+from boincpy.db.workunit import set_transition_time
 from boincpy.errors import BoincpyError
 from boincpy.states import Outcome, ServerState
 
@@ -119,14 +121,8 @@ class Checker:
             self.say("no file %s for result %d" % (path, row["id"]))
         if self.repair and state == ServerState.UNSENT:
             with self.db.transaction():
-                changed = self.db.execute(
-                    "UPDATE result SET server_state = %s, outcome = %s "
-                    "WHERE id = %s AND server_state = %s",
-                    (int(ServerState.OVER), int(Outcome.COULDNT_SEND), row["id"],
-                     int(ServerState.UNSENT)))
-                if changed:
-                    self.db.execute("UPDATE workunit SET transition_time = %s WHERE id = %s",
-                                    (int(time.time()), row["wu_id"]))
+                if mark_result_couldnt_send(self.db, row["id"]):
+                    set_transition_time(self.db, row["wu_id"], int(time.time()))
         return False
 
     def canonical_results(self):

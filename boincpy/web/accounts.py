@@ -464,7 +464,9 @@ def delete_account(db, user, now=None):
     * BOINC's message boards, private messages, friends and badges have no
       tables here: there is nothing of them to delete.
     """
-    from boincpy.states import Outcome, ServerState, ValidateState
+    from boincpy.db.result import (UNFINISHED_OF_USER, cancel_user_results,
+                                   unfinished_of_user_params, unlink_user_results)
+    from boincpy.db.workunit import set_transition_time
     now = int(time.time() if now is None else now)
     uid = user.id
     done = {}
@@ -499,21 +501,12 @@ def delete_account(db, user, now=None):
 
         # Results: unfinished work goes back to the transitioner.
         wus = [r["workunitid"] for r in db.query(
-            "SELECT workunitid FROM result WHERE userid = %s AND (server_state = %s OR "
-            "(server_state = %s AND outcome = %s AND validate_state IN (%s, %s))) FOR UPDATE",
-            (uid, int(ServerState.IN_PROGRESS), int(ServerState.OVER), int(Outcome.SUCCESS),
-             int(ValidateState.INIT), int(ValidateState.INCONCLUSIVE)))]
-        done["results cancelled"] = db.execute(
-            "UPDATE result SET server_state = %s, outcome = %s, validate_state = %s "
-            "WHERE userid = %s AND (server_state = %s OR (server_state = %s AND outcome = %s "
-            "AND validate_state IN (%s, %s)))",
-            (int(ServerState.OVER), int(Outcome.CLIENT_DETACHED), int(ValidateState.INVALID),
-             uid, int(ServerState.IN_PROGRESS), int(ServerState.OVER), int(Outcome.SUCCESS),
-             int(ValidateState.INIT), int(ValidateState.INCONCLUSIVE)))
-        done["results unlinked"] = db.execute(
-            "UPDATE result SET userid = 0, hostid = 0 WHERE userid = %s", (uid,))
+            "SELECT workunitid FROM result WHERE " + UNFINISHED_OF_USER + " FOR UPDATE",
+            unfinished_of_user_params(uid))]
+        done["results cancelled"] = cancel_user_results(db, uid)
+        done["results unlinked"] = unlink_user_results(db, uid)
         for wuid in sorted(set(wus)):
-            db.execute("UPDATE workunit SET transition_time = %s WHERE id = %s", (now, wuid))
+            set_transition_time(db, wuid, now)
 
         for hid in hosts:
             delete("host app versions", "DELETE FROM host_app_version WHERE host_id = %s",

@@ -10,6 +10,7 @@ workunits uncommitted again (``hr_class`` 0), as BOINC's reset page does:
 for jobs that went to a class of hosts that has stopped asking for work.
 """
 
+from boincpy.db.workunit import reset_hr_class
 from boincpy.hrclass import HR_INFO_FILE, HR_NAMES, HR_NTYPES, HrInfo, HrInfoError, class_name
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.ops.page import PageError, kv_table, notice, num, render, table
@@ -91,7 +92,7 @@ def reset_hrclass(ctx):
         raise PageError("hr_class: give a class number (1 or more)")
     title = "Reset HR class %d (%s)" % (c, class_name(c))
     if post:
-        n = ctx.db.execute("UPDATE workunit SET hr_class = 0 WHERE hr_class = %s", (c,))
+        n = reset_hr_class(ctx.db, c)
         return render(ctx, title, fmt("{}<p>{}</p>", notice(
             "ok", "%d workunit(s) of class %d are uncommitted again." % (n, c)),
             link("hrclass_summary.php", "HR classes")))

@@ -17,7 +17,8 @@ only" variant bumps transition_time too (BOINC's does not, leaving the
 cancelled workunit unassimilated until something else touches it).
 """
 
-from boincpy.db.queries import cancel_workunits_by_id, revalidate_workunits
+from boincpy.db.workunit import (cancel_workunits_by_id, revalidate_workunits,
+                                 transition_all_workunits)
 from boincpy.states import ClientState, FileDeleteState, Outcome, ServerState, ValidateState
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.ops import names as N
@@ -183,7 +184,7 @@ def transition_all(ctx):
     """``transition_all.php``: make the transitioner look at every workunit again."""
     if ctx.req.method == "POST":
         ctx.require_action()
-        n = ctx.db.execute("UPDATE workunit SET transition_time = %s", (ctx.now,))
+        n = transition_all_workunits(ctx.db, ctx.now)
         return render(ctx, "Transition jobs",
                       notice("ok", "transition_time set to now for %d workunit(s)." % n))
     n = ctx.db.query_value("SELECT COUNT(*) FROM workunit", None, 0)
