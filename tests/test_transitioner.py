@@ -67,7 +67,7 @@ def test_result_xml_has_outfile_names_and_valid_upload_certificates(proj):
     project, db = proj
     wuid = make_wu(db, "wu_cert")
     one_pass(project)
-    xml = results_of(db, wuid)[0]["xml_doc_in"].decode()
+    xml = results_of(db, wuid)[0]["xml_doc_in"]
     name = re.search(r"<name>(wu_cert_0_r\d+_0)</name>", xml).group(1)
     assert "<file_name>%s</file_name>" % name in xml
     assert "<url>http://127.0.0.1/test_cgi/file_upload_handler</url>" in xml
@@ -84,7 +84,7 @@ def test_no_certificates_when_disabled_and_no_key_needed(proj):
     os.unlink(project / "keys" / "upload_private")
     wuid = make_wu(db, "wu_nocert")
     one_pass(project)
-    xml = results_of(db, wuid)[0]["xml_doc_in"].decode()
+    xml = results_of(db, wuid)[0]["xml_doc_in"]
     assert "<xml_signature>" not in xml and "wu_nocert_0_r" in xml
 
 
