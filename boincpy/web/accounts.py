@@ -466,6 +466,7 @@ def delete_account(db, user, now=None):
     """
     from boincpy.db.result import (UNFINISHED_OF_USER, cancel_user_results,
                                    unfinished_of_user_params, unlink_user_results)
+    from boincpy.db.submit import delete_submit_rights
     from boincpy.db.workunit import set_transition_time
     now = int(time.time() if now is None else now)
     uid = user.id
@@ -516,8 +517,7 @@ def delete_account(db, user, now=None):
             delete("messages to and from hosts", "DELETE FROM msg_to_host WHERE hostid = %s",
                    (hid,))
         delete("hosts", "DELETE FROM host WHERE userid = %s")
-        delete("job submission rights", "DELETE FROM user_submit_app WHERE user_id = %s")
-        delete("job submission rights", "DELETE FROM user_submit WHERE user_id = %s")
+        done["job submission rights"] = delete_submit_rights(db, uid)
         for what, table in (("credit by app", "credit_user"), ("credited jobs", "credited_job"),
                             ("consent records", "consent"), ("tokens", "token"),
                             ("profile", "profile"), ("sent e-mail records", "sent_email")):
