@@ -37,6 +37,7 @@ from boincpy.cnum import atof, atoi
 from boincpy.credit import CREDIT_HALF_LIFE, fpops_to_credit, update_average
 from boincpy.cli import option
 from boincpy.daemons.trickle_handler import TrickleHandler
+from boincpy.db.credit import grant_credit
 from boincpy.db.host import host_fpops_percentile
 from boincpy.db.result import set_result_report_deadline
 from boincpy.error_numbers import error_code
@@ -135,9 +136,7 @@ class TrickleCredit(TrickleHandler):
     def _add_credit(self, table, row, start_time, credit, now):
         avg, avg_time = update_average(now, start_time, credit, CREDIT_HALF_LIFE,
                                        row["expavg_credit"], row["expavg_time"])
-        self.db.execute("UPDATE %s SET total_credit = total_credit + %%s, expavg_credit = %%s, "
-                        "expavg_time = %%s WHERE id = %%s" % table,
-                        (credit, avg, avg_time, row["id"]))
+        grant_credit(self.db, table, row["id"], credit, avg, avg_time)
 
 
 class TrickleDeadline(TrickleHandler):

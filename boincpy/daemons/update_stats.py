@@ -34,6 +34,7 @@ from boincpy.credit import CREDIT_HALF_LIFE, update_average
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon, progress
 from boincpy.db.bulk import placeholders, update_by_id
+from boincpy.db.credit import decay_averages
 from boincpy.errors import ToolError
 
 BATCH = 1000
@@ -118,8 +119,7 @@ class UpdateStats(Daemon):
             new[(r["id"], r["expavg_time"])] = (avg, avg_time)
             self.log.debug("[%s#%d] expavg_credit %f -> %f"
                            % (table.upper(), r["id"], r["expavg_credit"], avg))
-        n = update_by_id(self.db, table, ("expavg_credit", "expavg_time"), new,
-                         key=("id", "expavg_time"))
+        n = decay_averages(self.db, table, new)
         if n < len(rows):
             self.log.debug("%d %s rows were credited meanwhile and left alone"
                            % (len(rows) - n, table))

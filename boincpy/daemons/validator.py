@@ -55,8 +55,9 @@ from boincpy import credit as creditlib
 from boincpy import doorbell
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon
-from boincpy.db import result as result_table, workunit as workunit_table
+from boincpy.db import host_app_version, result as result_table, workunit as workunit_table
 from boincpy.db.bulk import insert_rows, select_in, update_by_id
+from boincpy.db.credit import grant_credits
 from boincpy.db.rows import App, HostAppVersion, Result, Workunit
 from boincpy.errors import BoincpyError, DatabaseError, ToolError
 from boincpy.jobfiles import ERR_OPENDIR, OutputFilesError, as_text, output_file_infos
@@ -631,15 +632,12 @@ class Validator(Daemon):
                     if best_av is None or av2["version_num"] > best_av["version_num"]:
                         best, best_av = others[av2["id"]], av2
             if best is not None:
-                self.db.execute("UPDATE host_app_version SET app_version_id = %s"
-                                " WHERE host_id = %s AND app_version_id = %s",
-                                (gavid, host_id, best.app_version_id))
+                host_app_version.move_to_app_version(self.db, host_id, best.app_version_id, gavid)
                 batch.havs.pop((host_id, best.app_version_id), None)
                 best.app_version_id = gavid
                 batch.havs[key] = best
                 return
-        self.db.execute("INSERT INTO host_app_version (host_id, app_version_id) VALUES (%s, %s)",
-                        (host_id, gavid))
+        host_app_version.insert_host_app_version(self.db, host_id, gavid)
         batch.havs[key] = HostAppVersion(host_id=host_id, app_version_id=gavid)
 
     def _av_lookup(self, av_id):
@@ -902,17 +900,16 @@ class Validator(Daemon):
                     + tuple(getattr(h, c) for c in extra)
                     for h in holders.values() if h.changed}
             if rows:
-                update_by_id(db, table, cols, rows, relative=("total_credit",))
+                grant_credits(db, table, cols, rows)
         changed_havs = [h for k, h in batch.havs.items()
                         if _hav_tuple(h) != batch.havs_orig.get(k)]
         if changed_havs:
             # the rows exist: _load_holders locked them or inserted the missing ones
-            update_by_id(db, "host_app_version", _HAV_STATS,
-                         {(h.host_id, h.app_version_id): _hav_tuple(h) for h in changed_havs},
-                         key=("host_id", "app_version_id"))
+            host_app_version.record_statistics(
+                db, _HAV_STATS,
+                {(h.host_id, h.app_version_id): _hav_tuple(h) for h in changed_havs})
         for (hostid, avid) in sorted(batch.punish):
-            db.execute("UPDATE host_app_version SET max_jobs_per_day = 1, n_jobs_today = 1"
-                       " WHERE host_id = %s AND app_version_id = %s", (hostid, avid))
+            host_app_version.punish(db, hostid, avid)
         for table, column, cache in (("credit_user", "userid", batch.credit_users),
                                      ("credit_team", "teamid", batch.credit_teams)):
             if cache:

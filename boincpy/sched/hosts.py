@@ -18,6 +18,7 @@ handle_global_prefs (sched/handle_request.cpp), scheduler-protocol.md §7:
 import time
 
 from boincpy import passwords
+from boincpy.db.host import insert_host, update_host_columns
 from boincpy.db.result import mark_result_over
 from boincpy.db.workunit import set_transition_time
 from boincpy.passwords import md5_hex
@@ -272,9 +273,7 @@ def create_host(ctx, user):
         "misc": "",
     }
     row = ctx.fitted("host", row, "new host")
-    cols = list(row)
-    hostid = ctx.db.insert("INSERT INTO host (%s) VALUES (%s)" % (
-        ", ".join(cols), ", ".join(["%s"] * len(cols))), [row[c] for c in cols])
+    hostid = insert_host(ctx.db, row)
     host = _host_by_id(ctx.db, hostid)
     ctx.log.debug("[HOST#%d] created host record for [USER#%d]" % (hostid, user["id"]))
     return host
@@ -402,9 +401,7 @@ def write_host(ctx, orig):
     changed = ctx.fitted("host", changed, "[HOST#%d]" % host["id"])
     if not changed:
         return 0
-    values = list(changed.values()) + [host["id"]]
-    return ctx.db.execute("UPDATE host SET %s WHERE id = %%s"
-                          % ", ".join("%s = %%s" % col for col in changed), values)
+    return update_host_columns(ctx.db, host["id"], changed)
 
 
 def rpc_day_offset(hostid):

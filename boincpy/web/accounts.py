@@ -466,6 +466,8 @@ def delete_account(db, user, now=None):
     """
     from boincpy.db.result import (UNFINISHED_OF_USER, cancel_user_results,
                                    unfinished_of_user_params, unlink_user_results)
+    from boincpy.db.host import delete_hosts_of_user
+    from boincpy.db.host_app_version import delete_host_app_versions
     from boincpy.db.submit import delete_submit_rights
     from boincpy.db.workunit import set_transition_time
     now = int(time.time() if now is None else now)
@@ -510,13 +512,13 @@ def delete_account(db, user, now=None):
             set_transition_time(db, wuid, now)
 
         for hid in hosts:
-            delete("host app versions", "DELETE FROM host_app_version WHERE host_id = %s",
-                   (hid,))
+            done["host app versions"] = (done.get("host app versions", 0)
+                                         + delete_host_app_versions(db, hid))
             delete("messages to and from hosts", "DELETE FROM msg_from_host WHERE hostid = %s",
                    (hid,))
             delete("messages to and from hosts", "DELETE FROM msg_to_host WHERE hostid = %s",
                    (hid,))
-        delete("hosts", "DELETE FROM host WHERE userid = %s")
+        done["hosts"] = delete_hosts_of_user(db, uid)
         done["job submission rights"] = delete_submit_rights(db, uid)
         for what, table in (("credit by app", "credit_user"), ("credited jobs", "credited_job"),
                             ("consent records", "consent"), ("tokens", "token"),
