@@ -56,6 +56,7 @@ from boincpy import doorbell
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon
 from boincpy.db import host_app_version, result as result_table, workunit as workunit_table
+from boincpy.db.app_version import record_pfc_and_credit
 from boincpy.db.bulk import insert_rows, select_in, update_by_id
 from boincpy.db.credit import grant_credits
 from boincpy.db.rows import App, HostAppVersion, Result, Workunit
@@ -947,9 +948,8 @@ class Validator(Daemon):
                 av.pfc_n, av.pfc_avg, av.pfc_scale = row["pfc_n"], row["pfc_avg"], row["pfc_scale"]
                 av.expavg_credit, av.expavg_time = row["expavg_credit"], row["expavg_time"]
                 av.apply_samples(now)
-                self.db.execute("UPDATE app_version SET pfc_n = %s, pfc_avg = %s,"
-                                " expavg_credit = %s, expavg_time = %s WHERE id = %s",
-                                (av.pfc_n, av.pfc_avg, av.expavg_credit, av.expavg_time, av.id))
+                record_pfc_and_credit(self.db, av.id, av.pfc_n, av.pfc_avg, av.expavg_credit,
+                                      av.expavg_time)
         for av in pending:
             av.pfc_samples.clear()
             av.credit_samples.clear()
