@@ -17,6 +17,7 @@ FLOORS = {
     "boincpy.db": 3, "boincpy.db.result": 3, "boincpy.db.workunit": 3, "boincpy.db.host": 3,
     "boincpy.db.batch": 3, "boincpy.db.submit": 3, "boincpy.db.host_app_version": 3,
     "boincpy.db.credit": 3, "boincpy.db.app": 3, "boincpy.db.app_version": 3,
+    "boincpy.db.user": 3, "boincpy.db.team": 3, "boincpy.db.msg": 3, "boincpy.db.assignment": 3,
     "boincpy.submit.client": 3, "boincpy.submit.gahp": 3,
     "boincpy.shmem": 4, "boincpy.doorbell": 4, "boincpy.templates": 4, "boincpy.upload": 4, "boincpy.credit": 4,
     "boincpy.jobfiles": 4, "boincpy.sizeclass": 4, "boincpy.backend_lib": 4,
@@ -96,7 +97,10 @@ def test_every_module_has_a_floor():
 # "where a table's writes live"): no other module holds an UPDATE, INSERT,
 # REPLACE or DELETE of them, nor hands their name to a bulk writer.
 HOMED = ("result", "workunit", "batch", "host", "host_app_version", "app_version", "app",
-         "platform", "user_submit", "user_submit_app", "job_file", "batch_file_assoc")
+         "platform", "user", "team", "msg_from_host", "msg_to_host", "assignment",
+         "user_submit", "user_submit_app", "job_file", "batch_file_assoc",
+         "team_admin", "team_delta", "user_deleted", "host_deleted", "login_failure",
+         "forum_preferences", "consent", "credited_job", "credit_user", "credit_team")
 
 WRITE = re.compile(r"\b(?:UPDATE|INSERT\s+(?:IGNORE\s+)?INTO|REPLACE\s+INTO|DELETE\s+FROM)"
                    r"\s+`?([a-z_]+)`?(?![a-z_])")
@@ -138,5 +142,9 @@ def test_homed_tables_have_their_module():
 
 
 # homed tables kept in a module named otherwise (a small family of tables)
-HOMED_IN = {"platform": "app", "user_submit": "submit", "user_submit_app": "submit", "job_file": "submit",
+HOMED_IN = {"platform": "app", "msg_from_host": "msg", "msg_to_host": "msg",
+            "team_admin": "team", "team_delta": "team", "user_deleted": "user",
+            "host_deleted": "host", "login_failure": "user", "forum_preferences": "user",
+            "consent": "user", "credited_job": "user", "credit_user": "credit",
+            "credit_team": "credit", "user_submit": "submit", "user_submit_app": "submit", "job_file": "submit",
             "batch_file_assoc": "submit"}

@@ -50,6 +50,7 @@ import traceback
 
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon
+from boincpy.db.msg import set_msg_from_host_handled
 from boincpy.db.rows import MsgFromHost
 from boincpy.error_numbers import exit_status_text
 from boincpy.jobfiles import as_text
@@ -143,5 +144,4 @@ class TrickleHandler(Daemon):
         return msg
 
     def _mark(self, msg_id, handled):
-        self.db.execute("UPDATE msg_from_host SET handled = %s WHERE id = %s",
-                        (handled, msg_id))
+        set_msg_from_host_handled(self.db, msg_id, handled)

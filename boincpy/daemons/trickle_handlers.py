@@ -39,6 +39,7 @@ from boincpy.cli import option
 from boincpy.daemons.trickle_handler import TrickleHandler
 from boincpy.db.credit import grant_credit
 from boincpy.db.host import host_fpops_percentile
+from boincpy.db.msg import insert_msg_to_host
 from boincpy.db.result import set_result_report_deadline
 from boincpy.error_numbers import error_code
 from boincpy.errors import ToolError
@@ -206,7 +207,5 @@ class TrickleEcho(TrickleHandler):
         # tag: the host's own text must not end it early.
         body = msg.xml.replace("</trickle_down>", "&lt;/trickle_down&gt;")
         xml = ("<trickle_down>\n%s</trickle_down>\n" % body)[:MSG_FROM_HOST_MAX_XML]
-        self.db.execute("INSERT INTO msg_to_host (create_time, hostid, variety, handled, xml) "
-                        "VALUES (%s, %s, %s, 0, %s)",
-                        (int(time.time()), msg.hostid, msg.variety, xml))
+        insert_msg_to_host(self.db, int(time.time()), msg.hostid, msg.variety, xml)
         return 0

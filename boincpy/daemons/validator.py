@@ -57,8 +57,9 @@ from boincpy.cli import option
 from boincpy.daemons.base import Daemon
 from boincpy.db import host_app_version, result as result_table, workunit as workunit_table
 from boincpy.db.app_version import record_pfc_and_credit
-from boincpy.db.bulk import insert_rows, select_in, update_by_id
-from boincpy.db.credit import grant_credits
+from boincpy.db.bulk import select_in
+from boincpy.db.user import record_credited_jobs
+from boincpy.db.credit import add_credit_by_app, grant_credits
 from boincpy.db.rows import App, HostAppVersion, Result, Workunit
 from boincpy.errors import BoincpyError, DatabaseError, ToolError
 from boincpy.jobfiles import ERR_OPENDIR, OutputFilesError, as_text, output_file_infos
@@ -914,16 +915,12 @@ class Validator(Daemon):
         for table, column, cache in (("credit_user", "userid", batch.credit_users),
                                      ("credit_team", "teamid", batch.credit_teams)):
             if cache:
-                insert_rows(
-                    db, table, (column, "appid", "credit_type", "njobs", "total", "expavg",
-                            "expavg_time"),
+                add_credit_by_app(
+                    db, table, column,
                     [(owner, appid, 0, h.njobs_added, h.total_added, h.expavg_credit,
-                      h.expavg_time) for (owner, appid), h in cache.items()],
-                    on_duplicate="njobs = njobs + VALUES(njobs), total = total + VALUES(total),"
-                                 " expavg = VALUES(expavg), expavg_time = VALUES(expavg_time)")
+                      h.expavg_time) for (owner, appid), h in cache.items()])
         if batch.credited_jobs:
-            insert_rows(db, "credited_job", ("userid", "workunitid"),
-                        sorted(batch.credited_jobs), ignore=True)
+            record_credited_jobs(db, sorted(batch.credited_jobs))
         if batch.wu_updates:
             workunit_table.record_validation(db, batch.wu_updates)
 

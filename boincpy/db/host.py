@@ -42,3 +42,10 @@ def clear_rpc_time(db, host_id):
 def delete_hosts_of_user(db, userid):
     """DELETE a user's hosts; return the rowcount."""
     return db.execute("DELETE FROM host WHERE userid = %s", (userid,))
+
+
+def record_hosts_deleted(db, userid, now):
+    """host_deleted rows for every host of the user (db_dump tells other projects)."""
+    return db.execute("INSERT IGNORE INTO host_deleted (hostid, public_cross_project_id, "
+                      "create_time) SELECT id, COALESCE(host_cpid, ''), %s FROM host "
+                      "WHERE userid = %s", (now, userid))

@@ -20,6 +20,7 @@ import time
 from boincpy import passwords
 from boincpy.db.host import insert_host, update_host_columns
 from boincpy.db.result import mark_result_over
+from boincpy.db.user import set_cross_project_id, set_global_prefs
 from boincpy.db.workunit import set_transition_time
 from boincpy.passwords import md5_hex
 from boincpy.sched.request import parse_global_prefs, prefs_mod_time
@@ -240,8 +241,7 @@ def authenticate(ctx):
         row = ctx.fitted("user", {"cross_project_id": req.cross_project_id},
                      "[USER#%d]" % user["id"])
         if row:
-            db.execute("UPDATE user SET cross_project_id = %s WHERE id = %s",
-                       (row["cross_project_id"], user["id"]))
+            set_cross_project_id(db, user["id"], row["cross_project_id"])
             user["cross_project_id"] = row["cross_project_id"]
     return True
 
@@ -463,8 +463,7 @@ def handle_global_prefs(ctx):
             # buffer refuses them)
             if log:
                 log("[prefs] updating db prefs")
-            ctx.db.execute("UPDATE user SET global_prefs = %s WHERE id = %s",
-                           (master, user["id"]))
+            set_global_prefs(ctx.db, user["id"], master)
             user["global_prefs"] = master
             db_prefs = master
             db_mod = master_mod
