@@ -34,8 +34,8 @@ def grant_credits(db, table, columns, rows):
 
 
 def decay_averages(db, table, rows):
-    """update_stats' decay of ``table`` (one of AVERAGE_HOLDERS): ``rows`` maps (id, expavg_time as read) to the new
-    (expavg_credit, expavg_time); a row credited since it was read no longer
+    """update_stats' decay of ``table`` (one of AVERAGE_HOLDERS): ``rows`` maps
+    (id, expavg_time as read) to the new (expavg_credit, expavg_time); a row credited since it was read no longer
     matches and is left alone.  Return rows changed."""
     return update_by_id(db, _holder(table, AVERAGE_HOLDERS), ("expavg_credit", "expavg_time"),
                         rows, key=("id", "expavg_time"))

@@ -146,8 +146,9 @@ def _apps_post(ctx):
     update_app(db, appid, {
         "weight": weight, "homogeneous_redundancy": hr, "target_nresults": target,
         "homogeneous_app_version": _flag(ctx, "homogeneous_app_version"),
-        "deprecated": _flag(ctx, "deprecated"), "non_cpu_intensive": _flag(ctx, "non_cpu_intensive"),
-        "beta": _flag(ctx, "beta"), "fraction_done_exact": _flag(ctx, "fraction_done_exact")})
+        "deprecated": _flag(ctx, "deprecated"),
+        "non_cpu_intensive": _flag(ctx, "non_cpu_intensive"), "beta": _flag(ctx, "beta"),
+        "fraction_done_exact": _flag(ctx, "fraction_done_exact")})
     return _changed(ctx, "Application %s updated." % app["name"])
 
 
