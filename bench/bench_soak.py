@@ -215,7 +215,7 @@ def lost_results(run):
 
 
 def double_assimilations(run):
-    killed = {k[2] for k in run.kills if k[1] == "script_assimilator"}
+    killed = tf.killed_assimilators(run)
     runs = tf.assimilations(run)
     doubles = {n: pids for n, pids in runs.items()
                if len(pids) > 1 and not set(pids[:-1]) <= killed}

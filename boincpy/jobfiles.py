@@ -55,15 +55,6 @@ def _flag(body, tag):
     return bool(m and int(m.group(1)))
 
 
-def as_text(value):
-    """A blob column (bytes from MySQLdb) as text; None as ""."""
-    if value is None:
-        return ""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return value
-
-
 @dataclass(slots=True)
 class OutputFileInfo:
     """One output file of a result (BOINC's OUTPUT_FILE_INFO)."""
@@ -86,7 +77,7 @@ def output_file_infos(xml_doc_in, upload_dir, fanout):
     Raises :class:`OutputFilesError` when a ``<file_ref>`` lacks a file or
     open name, as BOINC returns ERR_XML_PARSE.
     """
-    xml = as_text(xml_doc_in)
+    xml = xml_doc_in or ""
     infos = []
     for m in _FILE_REF_RE.finditer(xml):
         body = m.group(1)
@@ -118,7 +109,7 @@ def file_infos(xml_doc):
     Entries without a ``<name>`` are returned with name "" so callers can
     report the document as malformed, as BOINC's file deleter does.
     """
-    xml = as_text(xml_doc)
+    xml = xml_doc or ""
     return [FileInfo(_text(m.group(1), "name"), _flag(m.group(1), "no_delete"),
                      _flag(m.group(1), "sticky"))
             for m in _FILE_INFO_RE.finditer(xml)]
@@ -137,7 +128,7 @@ def input_file_refs(xml_doc):
     """A workunit's input files in ``<file_ref>`` order (the open name is the
     physical name when there is none; URL and size "" when no ``<file_info>``
     names the file)."""
-    xml = as_text(xml_doc)
+    xml = xml_doc or ""
     infos = {}
     for m in _FILE_INFO_RE.finditer(xml):
         infos.setdefault(_text(m.group(1), "name"), (_text(m.group(1), "url"),

@@ -14,6 +14,7 @@ import MySQLdb
 import MySQLdb.cursors
 import pytest
 
+from boincpy.db.connection import read_text_as_str
 from tests.shared_fixtures import FIXTURES, fixture_text  # noqa: F401  (re-exported)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -67,8 +68,9 @@ class SchedEnv:
         self.root = root
         self.db_root_params = db_root_params
         self.cfg = load_config(str(root))
-        self.conn = MySQLdb.connect(db=self.cfg.db_name, autocommit=True, charset="utf8mb4",
-                                    **db_root_params)
+        # rows as the scheduler reads them: text and BLOB columns as str
+        self.conn = read_text_as_str(MySQLdb.connect(
+            db=self.cfg.db_name, autocommit=True, charset="utf8mb4", **db_root_params))
 
     def reload(self):
         from boincpy.config import load_config

@@ -27,7 +27,6 @@ from boincpy import shmem
 from boincpy.daemons.sample_validators import BitwiseValidator
 from boincpy.daemons.transitioner import Transitioner
 from boincpy.db import connect
-from boincpy.jobfiles import as_text
 from boincpy.log import SchedLog
 from boincpy.sched.handler import handle_request
 from boincpy.testing import simclient as sc
@@ -132,7 +131,7 @@ class Project:
 
     def compute(self, result, host, wrong=False):
         """Upload the output (right or wrong), then report it."""
-        name = re.search(r"<name>([^<]+)</name>", as_text(result["xml_doc_in"])).group(1)
+        name = re.search(r"<name>([^<]+)</name>", result["xml_doc_in"]).group(1)
         with open(upload_path(self.root, name), "w") as f:
             f.write("wrong\n" if wrong else "output of workunit %d\n" % result["workunitid"])
         self.rpc(host, report=[result["name"]])

@@ -314,7 +314,7 @@ def test_update_versions_installs_three_platforms(project, boinc_crypt):
     def sig(p):
         return signature_of(project, p)
 
-    assert avs[(LINUX, "")]["xml_doc"].decode() == (
+    assert avs[(LINUX, "")]["xml_doc"] == (
         "<file_info>\n"
         "    <name>example_app_1.0_x86_64-pc-linux-gnu</name>\n"
         "    <url>%s/example_app_1.0_x86_64-pc-linux-gnu</url>\n"
@@ -332,7 +332,7 @@ def test_update_versions_installs_three_platforms(project, boinc_crypt):
         "    <main_program/>\n"
         "</file_ref>\n"
         "</app_version>\n" % (DL, sig(linux), linux.stat().st_size))
-    assert avs[("windows_x86_64", "")]["xml_doc"].decode() == (
+    assert avs[("windows_x86_64", "")]["xml_doc"] == (
         "<file_info>\n"
         "    <name>example_app_1.0_windows_x86_64.exe</name>\n"
         "    <url>%s/example_app_1.0_windows_x86_64.exe</url>\n"
@@ -364,7 +364,7 @@ def test_update_versions_installs_three_platforms(project, boinc_crypt):
         "</app_version>\n" % (DL, sig(exe), exe.stat().st_size, DL, sig(dll),
                               dll.stat().st_size))
     gz = project / "download" / "example_data_1.0.txt.gz"
-    assert avs[(LINUX, "mt")]["xml_doc"].decode() == (
+    assert avs[(LINUX, "mt")]["xml_doc"] == (
         "<file_info>\n"
         "    <name>example_app_1.0_x86_64-pc-linux-gnu__mt</name>\n"
         "    <url>http://mirror.example.org/a/example_app_1.0_x86_64-pc-linux-gnu__mt</url>\n"
@@ -418,7 +418,7 @@ def test_update_versions_installs_three_platforms(project, boinc_crypt):
     # every signature verifies with code_sign_public, by boincpy and by BOINC's C++ code
     public = crypto.read_public_key(str(project / "keys" / "code_sign_public"))
     for r in avs.values():
-        doc = r["xml_doc"].decode()
+        doc = r["xml_doc"]
         for name, sigtext in re.findall(r"<name>(.*?)</name>.*?<file_signature>\n(.*?)    "
                                         r"</file_signature>", doc, re.S):
             path = project / "download" / name
@@ -443,7 +443,7 @@ def test_xml_doc_matches_the_reference_servers_app_version(project):
               "example_app_1.0_x86_64-pc-linux-gnu",
               os.urandom(3000) + b"\x00API_VERSION_8.3.0\x00" + os.urandom(3000), 0o755)
     assert run_update(project, "--noconfirm").returncode == 0
-    doc = app_versions(project)[0]["xml_doc"].decode()
+    doc = app_versions(project)[0]["xml_doc"]
     sig = signature_of(project, app)
     expected = re.sub(r"<file_signature>\n.*?    </file_signature>",
                       "<file_signature>\n%s    </file_signature>" % sig.replace("\\", r"\\"),
@@ -717,7 +717,7 @@ def test_subdirectory_files_listed_in_version_xml(project):
     proc = run_update(project, "--noconfirm")
     assert proc.returncode == 0, proc.stderr
     assert (project / "download" / "lib" / "helper_1.0.so").read_bytes() == b"h"
-    doc = app_versions(project)[0]["xml_doc"].decode()
+    doc = app_versions(project)[0]["xml_doc"]
     assert "<url>%s/lib/helper_1.0.so</url>" % DL in doc
 
 
@@ -764,7 +764,7 @@ def test_wrapper_version_is_installed_with_its_warnings(project):
     assert "no API version in wrapper_1.0 and none in version.xml" in out
     assert ("job_1.0.xml line 5: <stdout_file> in <task> is not a wrapper element; the "
             "wrapper ignores it") in out
-    doc = app_versions(project)[0]["xml_doc"].decode()
+    doc = app_versions(project)[0]["xml_doc"]
     assert "    <file_name>job_1.0.xml</file_name>\n    <open_name>job.xml</open_name>\n" in doc
     assert ("    <file_name>table_1.0.txt</file_name>\n    <open_name>table.txt</open_name>\n"
             "    <copy_file/>\n") in doc

@@ -149,5 +149,5 @@ def test_insert_many_quotes_like_the_driver_and_splits_statements(db):
     assert n == 200
     got = db.query("SELECT name, xml_doc, rsc_fpops_est, opaque FROM workunit ORDER BY id")
     assert [g["name"] for g in got] == [r[2] for r in rows]
-    assert got[0]["xml_doc"] == b"<x>&'\"</x>" and got[0]["rsc_fpops_est"] == 1.5e12
+    assert got[0]["xml_doc"] == "<x>&'\"</x>" and got[0]["rsc_fpops_est"] == 1.5e12
     assert got[0]["opaque"] == 0.25

@@ -20,6 +20,7 @@ import MySQLdb
 import MySQLdb.cursors
 import pytest
 
+from boincpy.db import Database
 from boincpy.files import dir_hier_path
 from boincpy.states import (AssimilateState, ClientState, FileDeleteState, Outcome,
                             ServerState, ValidateState)
@@ -87,13 +88,9 @@ class FullRun:
         return MySQLdb.connect(cursorclass=MySQLdb.cursors.DictCursor, **params)
 
     def rows(self, sql, args=()):
-        conn = self.db()
-        try:
-            cur = conn.cursor()
-            cur.execute(sql, args)
-            return list(cur.fetchall())
-        finally:
-            conn.close()
+        """Rows as boincpy reads them (text and BLOB columns as str)."""
+        with Database(self.db()) as db:
+            return db.query(sql, args)
 
     def client_logs(self):
         """{volunteer number: event log text}"""
@@ -129,9 +126,7 @@ def _batch_results(run, batch):
 
 
 def _output_name(result):
-    xml = result["xml_doc_in"]
-    xml = xml.decode() if isinstance(xml, bytes) else xml
-    return re.search(r"<file_name>([^<]+)</file_name>", xml).group(1)
+    return re.search(r"<file_name>([^<]+)</file_name>", result["xml_doc_in"]).group(1)
 
 
 def _http_status(url, user, password):
@@ -184,8 +179,7 @@ def test_scheduler_five_jobs_through_one_stock_client(fullrun, persistent):
                                                              r["elapsed_time"])
         assert (r["hostid"], r["userid"]) == (hostid, v.userid), r["name"]
         assert r["app_version_id"] > 0 and r["validate_state"] == ValidateState.INIT
-        assert b"<stderr_txt>" in (r["stderr_out"] if isinstance(r["stderr_out"], bytes)
-                                   else r["stderr_out"].encode())
+        assert "<stderr_txt>" in r["stderr_out"]
         # the uploaded output, in upload/ under its fan-out directory
         name = _output_name(r)
         path = dir_hier_path(cfg.upload_dir, name, cfg.uldl_dir_fanout)
@@ -195,7 +189,6 @@ def test_scheduler_five_jobs_through_one_stock_client(fullrun, persistent):
             assert f.read() == expected_output(demo.batch, i)
         # what the client reported of it
         out_xml = r["xml_doc_out"]
-        out_xml = out_xml.decode() if isinstance(out_xml, bytes) else out_xml
         assert "<name>%s</name>" % name in out_xml
         nbytes = float(re.search(r"<nbytes>([^<]+)</nbytes>", out_xml).group(1))
         assert nbytes == len(expected_output(demo.batch, i)) == os.path.getsize(path)
@@ -297,7 +290,6 @@ def test_backend_quorum_credit_assimilation_deletion_and_a_wrong_host(fullrun):
     # the app ran with app_info.xml's --wrong there, and only there (its stderr)
     for r in results:
         stderr = r["stderr_out"]
-        stderr = stderr.decode() if isinstance(stderr, bytes) else stderr
         assert ("(wrong mode)" in stderr) == (r["userid"] == wrong.userid), r["name"]
 
 

@@ -20,7 +20,6 @@ import re
 import pytest
 
 from boincpy.files import dir_hier_path
-from boincpy.jobfiles import as_text
 from boincpy.states import Outcome, ServerState
 from boincpy.testing.client import project_dir_name
 from boincpy.tools.demo import APP, RSC_FPOPS_BOUND, rewrite_config
@@ -78,7 +77,7 @@ def _tool(demo, *argv, input=None):
 
 
 def _stderr(r):
-    return as_text(r["stderr_out"])
+    return r["stderr_out"] or ""
 
 
 def _volunteers(demo):
@@ -184,8 +183,8 @@ def test_trickle_up_credit_while_running_and_trickle_down_to_the_app(fullrun):
                       "two trickle-ups stored")
     ups = {r["variety"]: r for r in rows("SELECT * FROM msg_from_host")}
     assert set(ups) == {"runtime", "echo"}
-    assert "<result_name>trickler_0</result_name>" in as_text(ups["runtime"]["xml"])
-    assert "<runtime>" in as_text(ups["runtime"]["xml"])
+    assert "<result_name>trickler_0</result_name>" in ups["runtime"]["xml"]
+    assert "<runtime>" in ups["runtime"]["xml"]
     # trickle_credit grants credit while the job is still running
     v.client.wait_for(lambda: rows("SELECT total_credit FROM host")[0]["total_credit"] > 0,
                       60, "credit from the trickle")
@@ -208,7 +207,7 @@ def test_trickle_up_credit_while_running_and_trickle_down_to_the_app(fullrun):
     assert [r["handled"] for r in rows("SELECT handled FROM msg_to_host")] == [1]
     assert sorted(r["handled"] for r in rows("SELECT handled FROM msg_from_host")) == [1, 1]
     # the output holds the trickle-down the app received
-    out = re.search(r"<name>([^<]+)</name>", as_text(result["xml_doc_in"]))
+    out = re.search(r"<name>([^<]+)</name>", result["xml_doc_in"])
     with open(dir_hier_path(cfg.upload_dir, out.group(1), cfg.uldl_dir_fanout)) as f:
         assert "<echo_text>hello from example_app</echo_text>" in f.read()
     _check_client_logs(run)

@@ -506,6 +506,13 @@ def assimilations(run):
     return runs
 
 
+def killed_assimilators(run):
+    """Pids of the script_assimilators the run killed.  A handler script whose
+    assimilator was killed between fork and the script's start finds itself
+    an orphan: its $PPID is 1 (init took it over), so 1 stands for "killed"."""
+    return {k[2] for k in run.kills if k[1] == "script_assimilator"} | {1}
+
+
 def log_lines(run, *names):
     """Lines of the daemon and scheduler logs naming any of these results."""
     out = []
@@ -606,7 +613,7 @@ def check_outcome(run):
     assert not leftovers, leftovers
 
     # the handler ran again only where the assimilator that ran it was killed
-    killed = {k[2] for k in run.kills if k[1] == "script_assimilator"}
+    killed = killed_assimilators(run)
     runs = assimilations(run)
     assert set(runs) == set(wus), (set(wus) - set(runs), why())
     twice = {n: pids for n, pids in runs.items()

@@ -69,14 +69,14 @@ def test_make_work_clones_until_the_cushion_is_filled(proj):
     start = int(re.match(r"wu_(\d+)_0$", clones[0]["name"]).group(1))
     assert [c["name"] for c in clones] == ["wu_%d_%d" % (start, k) for k in range(3)]
     for k, c in enumerate(clones):
-        xml = c["xml_doc"].decode()
+        xml = c["xml_doc"]
         new_name = "in_a.txt__%d_%d" % (start, k)
         assert "<name>%s</name>" % new_name in xml
         assert "<file_name>%s</file_name>" % new_name in xml
         assert xml.count(new_name) == 2
         # same URL: clients download the template's file under the new name
         assert re.search(r"<url>http://127.0.0.1/test/download/[0-9a-f]+/in_a.txt</url>", xml)
-        assert xml.replace(new_name, "in_a.txt") == template["xml_doc"].decode()
+        assert xml.replace(new_name, "in_a.txt") == template["xml_doc"]
         assert (c["need_validate"], c["canonical_resultid"], c["canonical_credit"],
                 c["hr_class"], c["error_mask"], c["file_delete_state"],
                 c["assimilate_state"]) == (0, 0, 0, 0, 0, 0, 0)

@@ -275,8 +275,7 @@ def test_worker_killed_and_mariadb_restarted_under_load(persistent_site, private
         assert len(done) == 1 and len(results) == 1, (wu, results)
         r = done[0]
         assert r["client_state"] == ClientState.FILES_UPLOADED, r
-        out = r["xml_doc_out"].decode() if isinstance(r["xml_doc_out"], bytes) \
-            else r["xml_doc_out"]
+        out = r["xml_doc_out"]
         name = out.split("<name>", 1)[1].split("</name>", 1)[0]
         with open(dir_hier_path(p.cfg.upload_dir, name, p.cfg.uldl_dir_fanout), "rb") as f:
             assert f.read() == expected[wu], wu

@@ -114,7 +114,7 @@ def test_job_targeted_at_a_host_goes_only_to_that_host(proj):
     assert (r["server_state"], r["hostid"], r["userid"], r["outcome"]) == (IN_PROGRESS, 2, 1, 0)
     assert before <= r["sent_time"] <= time.time()
     assert r["report_deadline"] == r["sent_time"] + 7200 + 3600
-    assert r["app_version_id"] == 1 and r["xml_doc_in"].startswith(b"<file_info>")
+    assert r["app_version_id"] == 1 and r["xml_doc_in"].startswith("<file_info>")
     assert ctx.reply.jobs[0].workunit["name"] == "job1"
     assert "[assign] [HOST#2] sent assigned jobs" in log
     assert "sending targeted job: job1" in log

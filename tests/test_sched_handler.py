@@ -417,8 +417,8 @@ def test_successful_report(sched_env):
     assert abs(res["received_time"] - time.time()) < 5
     assert res["elapsed_time"] == pytest.approx(4.014778)
     assert res["cpu_time"] == pytest.approx(0.007259)
-    assert res["stderr_out"].startswith(b"\n<core_client_version>7.20.5</core_client_version>")
-    assert res["xml_doc_out"].startswith(b"<file_info><name>wu1_0_")
+    assert res["stderr_out"].startswith("\n<core_client_version>7.20.5</core_client_version>")
+    assert res["xml_doc_out"].startswith("<file_info><name>wu1_0_")
     assert res["peak_working_set_size"] > 0
     assert abs(env.row("SELECT transition_time FROM workunit WHERE id = %s",
                        (wuid,))["transition_time"] - time.time()) < 5
@@ -614,7 +614,7 @@ def test_preferences(sched_env):
         "</global_prefs_source_email_hash>\n<cross_project_id>" % md5_hex("tester@example.com"))
     r = call(env, data.encode())
     assert "<max_ncpus_pct>25</max_ncpus_pct>" in env.row("SELECT global_prefs FROM user")[
-        "global_prefs"].decode()
+        "global_prefs"]
     assert r.root.find("global_preferences") is None
 
 

@@ -25,7 +25,7 @@ def test_a_venue_the_prefs_lack_reads_them_without_any_venue_block():
         assert prefs.dont_use_proc_type == [False] + [True] * 4
 
 
-def test_no_prefs_and_bytes():
-    assert prefs_body(None, "home") == "" and prefs_body(b"<a/>", "") == "<a/>"
+def test_no_prefs():
+    assert prefs_body(None, "home") == "" and prefs_body("<a/>", "") == "<a/>"
     prefs = parse_project_prefs("", "")
     assert prefs.selected_apps == {} and prefs.max_cpus == 0

@@ -89,9 +89,9 @@ def test_report_reply_and_rows_match_reference(ref_env):
     assert r["elapsed_time"] == pytest.approx(31.070408)
     assert abs(r["received_time"] - time.time()) < 5
     assert r["app_version_num"] == 100 and r["exit_status"] == 0
-    assert r["stderr_out"].startswith(b"\n<core_client_version>7.20.5</core_client_version>\n"
-                                      b"<![CDATA[\n<stderr_txt>")
-    assert r["xml_doc_out"].startswith(b"<file_info><name>uc_init_3_0_r2044626421_0</name>")
+    assert r["stderr_out"].startswith("\n<core_client_version>7.20.5</core_client_version>\n"
+                                      "<![CDATA[\n<stderr_txt>")
+    assert r["xml_doc_out"].startswith("<file_info><name>uc_init_3_0_r2044626421_0</name>")
     wu = env.row("SELECT * FROM workunit WHERE id = 3")
     assert abs(wu["transition_time"] - time.time()) < 5
     # the others were not touched

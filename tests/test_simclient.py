@@ -195,7 +195,7 @@ def add_job(s, name, content):
 
 def output_text(s, result_name):
     r = s.rows("SELECT xml_doc_in FROM result WHERE name = %s", (result_name,))[0]
-    out = re.search(rb"<name>(.*?)</name>", r["xml_doc_in"]).group(1).decode()
+    out = re.search(r"<name>(.*?)</name>", r["xml_doc_in"]).group(1)
     with open(dir_hier_path(s.p.cfg.upload_dir, out, s.p.cfg.uldl_dir_fanout)) as f:
         return f.read()
 
@@ -273,4 +273,4 @@ def test_lost_replies_cut_uploads_wrong_outputs_and_404s(site):
     row = s.rows("SELECT outcome, client_state, exit_status, stderr_out FROM result "
                  "WHERE name = 'gone_0'")[0]
     assert (row["outcome"], row["client_state"], row["exit_status"]) == (3, 1, -186)
-    assert b"<file_name>in_gone</file_name>" in row["stderr_out"]
+    assert "<file_name>in_gone</file_name>" in row["stderr_out"]

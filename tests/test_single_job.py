@@ -146,7 +146,7 @@ def test_a_single_job_from_submission_to_its_directory(sj):
     assert wu["name"] == "sj_%d" % wuid and wu["min_quorum"] == 1
     assert wu["target_nresults"] == 1
     assert wu["appid"] == db.query_value("SELECT id FROM app WHERE name = %s", (APP,))
-    xml = wu["xml_doc"].decode() if isinstance(wu["xml_doc"], bytes) else wu["xml_doc"]
+    xml = wu["xml_doc"]
     prog = re.search(r"<name>(prog\.sh_%s_[0-9a-f]{8})</name>" % PLATFORM, xml).group(1)
     # the program: executable and sticky; the inputs under the job's id
     block = xml[xml.rindex("<file_info>", 0, xml.index(prog)):xml.index("</file_info>",
@@ -170,8 +170,7 @@ def test_a_single_job_from_submission_to_its_directory(sj):
     # the pipeline: the transitioner makes the one instance ...
     _transition(root, db, wuid)
     (res,) = db.query("SELECT * FROM result WHERE workunitid = %s", (wuid,))
-    doc = res["xml_doc_in"].decode() if isinstance(res["xml_doc_in"], bytes) \
-        else res["xml_doc_in"]
+    doc = res["xml_doc_in"]
     names = re.findall(r"<file_name>([^<]+)</file_name>", doc)
     assert len(names) == 2 and re.findall(r"<open_name>([^<]+)</open_name>", doc) \
         == ["out.txt", "log.txt"]

@@ -67,7 +67,7 @@ def test_result_xml_has_outfile_names_and_valid_upload_certificates(proj):
     project, db = proj
     wuid = make_wu(db, "wu_cert")
     one_pass(project)
-    xml = results_of(db, wuid)[0]["xml_doc_in"].decode()
+    xml = results_of(db, wuid)[0]["xml_doc_in"]
     name = re.search(r"<name>(wu_cert_0_r\d+_0)</name>", xml).group(1)
     assert "<file_name>%s</file_name>" % name in xml
     assert "<url>http://127.0.0.1/test_cgi/file_upload_handler</url>" in xml
@@ -84,7 +84,7 @@ def test_no_certificates_when_disabled_and_no_key_needed(proj):
     os.unlink(project / "keys" / "upload_private")
     wuid = make_wu(db, "wu_nocert")
     one_pass(project)
-    xml = results_of(db, wuid)[0]["xml_doc_in"].decode()
+    xml = results_of(db, wuid)[0]["xml_doc_in"]
     assert "<xml_signature>" not in xml and "wu_nocert_0_r" in xml
 
 
@@ -613,6 +613,42 @@ def test_report_meanwhile_is_not_lost_when_it_wrote_the_same_transition_time(pro
     time.sleep(1.1)
     one_pass(project)
     assert wu_row(db, wuid)["need_validate"] == 1
+
+
+def test_assimilation_in_the_same_second_is_not_overwritten(proj, monkeypatch):
+    """Bug found by the 10,000-job soak: the assimilator recorded a job
+    (assimilate_state DONE, transition_time = now) in the second in which the
+    transitioner had read it READY with transition_time = now; the
+    compare-and-set on transition_time saw the same value and wrote "never"
+    (INT_MAX), so the job's files were never deleted.  A workunit whose own
+    row changed since it was read is transitioned again."""
+    project, db = proj
+    now = int(time.time())
+    wuid = make_wu(db, "wu_same_second", target_nresults=2, min_quorum=2,
+                   assimilate_state=1, transition_time=now)
+    canon = make_result(db, wuid, "wu_same_second_0", server_state=OVER, outcome=SUCCESS,
+                        validate_state=V_VALID)
+    make_result(db, wuid, "wu_same_second_1", server_state=OVER, outcome=SUCCESS,
+                validate_state=V_VALID)
+    db.execute("UPDATE workunit SET canonical_resultid = %s WHERE id = %s", (canon, wuid))
+    real = tr.Transitioner.enumerate
+
+    def enumerate_then_assimilate(self, when):
+        batch = real(self, when)
+        if batch:   # the assimilator records it, in the very second read
+            self.db.execute("UPDATE workunit SET assimilate_state = 2, transition_time = %s "
+                            "WHERE id = %s", (now, wuid))
+        return batch
+    monkeypatch.setattr(tr.Transitioner, "enumerate", enumerate_then_assimilate)
+    log = one_pass(project, "--wu_id", str(wuid))
+    wu = wu_row(db, wuid)
+    assert wu["assimilate_state"] == 2
+    assert wu["transition_time"] <= int(time.time()), log       # due again, not "never"
+    assert "will transition again" in log
+    monkeypatch.setattr(tr.Transitioner, "enumerate", real)
+    time.sleep(1.1)
+    one_pass(project)
+    assert wu_row(db, wuid)["file_delete_state"] == 1          # its files go
 
 
 def test_transition_time_changed_meanwhile_makes_it_due_now(proj, monkeypatch):

@@ -158,10 +158,6 @@ def _submit(demo, batch, app, jobs):
                   cwd=demo.root, input="\n".join(lines) + "\n")
 
 
-def _text(value):
-    return value.decode() if isinstance(value, bytes) else value
-
-
 def _fetch_now(demo, njobs):
     """Once the feeder offers ``njobs`` jobs, have the client ask for them (a
     client told "no work" otherwise waits before asking again)."""
@@ -182,11 +178,11 @@ def _results(demo, batch):
                         "ON w.id = r.workunitid WHERE w.batch = %s", (batch,))
     finally:
         db.close()
-    return {r["wu_name"]: dict(r, stderr_out=_text(r["stderr_out"])) for r in rows}
+    return {r["wu_name"]: r for r in rows}
 
 
 def _output(demo, result):
-    xml = _text(result["xml_doc_in"])
+    xml = result["xml_doc_in"]
     name = re.search(r"<file_name>([^<]+)</file_name>", xml).group(1)
     with open(dir_hier_path(demo.cfg.upload_dir, name, demo.cfg.uldl_dir_fanout)) as f:
         return f.read()

@@ -50,7 +50,7 @@ from boincpy.db.bulk import select_in
 from boincpy.db.workunit import record_assimilate_states, set_error_mask
 from boincpy.db.rows import App, Result, Workunit
 from boincpy.errors import BoincpyError, DatabaseError, ToolError
-from boincpy.jobfiles import as_text, output_file_infos
+from boincpy.jobfiles import output_file_infos
 from boincpy.states import AssimilateState, WuError
 
 DEFER_ASSIMILATION = 123321
@@ -142,7 +142,7 @@ class Assimilator(Daemon):
                              (self.app.id, int(AssimilateState.READY), last_id) + tuple(params))
         wus = []
         for r in rows:
-            r["xml_doc"] = as_text(r["xml_doc"])
+            r["xml_doc"] = r["xml_doc"] or ""         # NULL as ""
             wus.append(Workunit.from_row(r))
         return wus
 

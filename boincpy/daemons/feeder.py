@@ -126,14 +126,12 @@ BATCH_STATE_ABORTED = 3         # boincpy.states.BatchState.ABORTED
 
 
 def _plain(row):
-    """A row with values marshal can store: bytes -> str, no timestamps."""
+    """A row with values marshal can store: no timestamps, no Decimals."""
     out = {}
     for k, v in row.items():
         if k == "mod_time":
             continue
-        if isinstance(v, (bytes, bytearray)):
-            v = v.decode("utf-8", "replace")
-        elif v is not None and not isinstance(v, (int, float, str)):
+        if v is not None and not isinstance(v, (int, float, str)):
             v = float(v)           # Decimal
         out[k] = v
     return out

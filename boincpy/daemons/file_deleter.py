@@ -47,7 +47,7 @@ from boincpy.db.bulk import select_in
 from boincpy.db.result import set_results_file_delete_state
 from boincpy.db.workunit import set_workunits_file_delete_state
 from boincpy.errors import ToolError
-from boincpy.jobfiles import (ERR_NOT_FOUND, ERR_OPENDIR, ERR_UNLINK, as_text, file_infos,
+from boincpy.jobfiles import (ERR_NOT_FOUND, ERR_OPENDIR, ERR_UNLINK, file_infos,
                               locate_in_hierarchy)
 from boincpy.states import BatchState, FileDeleteState, Outcome
 
@@ -269,7 +269,7 @@ class FileDeleter(Daemon):
         count = 0
         for fi in file_infos(r["xml_doc_in"]):
             if not fi.name:
-                self.log.critical("bad result XML: %s" % as_text(r["xml_doc_in"]))
+                self.log.critical("bad result XML: %s" % r["xml_doc_in"])
                 continue
             if fi.no_delete:
                 continue
@@ -315,7 +315,7 @@ class FileDeleter(Daemon):
         count = 0
         for fi in file_infos(w["xml_doc"]):
             if not fi.name:
-                self.log.critical("bad WU XML: %s" % as_text(w["xml_doc"]))
+                self.log.critical("bad WU XML: %s" % w["xml_doc"])
                 continue
             if fi.no_delete:
                 continue
@@ -395,7 +395,7 @@ class FileDeleter(Daemon):
                  int(FileDeleteState.ERROR), "%nodelete%"] + deleting + params)
             hit = set()
             for r in rows_in_use:
-                doc = as_text(r["xml_doc"])
+                doc = r["xml_doc"] or ""
                 for n in remaining:
                     if "<name>%s</name>" % n in doc:
                         hit.add(n)

@@ -130,8 +130,7 @@ class MakeWork(Daemon):
         """Insert one clone of ``template``; return its id."""
         from boincpy.db.rows import Workunit
         from boincpy.db.workunit import insert_workunit
-        raw = template["xml_doc"]
-        xml = raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else raw or ""
+        xml = template["xml_doc"] or ""
 
         def new_file_name(old):
             name = "%s__%d_%d" % (old, self.start_time, self.file_seqno)
@@ -139,8 +138,7 @@ class MakeWork(Daemon):
             return name
         row = dict(template)
         now = int(time.time())
-        row.update(xml_doc=rename_input_files(xml, new_file_name).encode("utf-8",
-                                                                        "surrogateescape"),
+        row.update(xml_doc=rename_input_files(xml, new_file_name),
                    create_time=now, need_validate=0, canonical_resultid=0,
                    canonical_credit=template["canonical_credit"] if self.args.credit_from_wu
                    else 0.0,

@@ -35,8 +35,9 @@ results, and the transitioner decides, in this order:
 :class:`Transitioner` daemon reads due workunits in batches (one query for
 the workunits, one for all their results), and writes the plans of a group
 of workunits in one transaction: the group's results are locked first and
-compared with what was read (a workunit whose results changed meanwhile - a
-report, a send, a validation - is left as it is and made due again at once),
+compared with what was read, and so are the workunits' rows (a workunit
+whose results or own state changed meanwhile - a report, a send, a
+validation, an assimilation - is left as it is and made due again at once),
 result updates conditional on the row being unchanged, new results in one
 multi-row INSERT, workunit updates grouped by identical change sets, with
 ``transition_time`` compare-and-set as BOINC does. A kill at any moment
@@ -61,6 +62,7 @@ from boincpy.credit import (HAV_AVG_LIMIT, HAV_AVG_THRESH, HAV_AVG_WEIGHT,
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon, run_daemon
 from boincpy.db import host_app_version
+from boincpy.db.bulk import placeholders
 from boincpy.db.result import insert_results, update_result_if_unchanged
 from boincpy.db.workunit import apply_set_clause, set_transition_times, transition_set_clause
 from boincpy.errors import DatabaseError, TemplateError
@@ -89,6 +91,12 @@ RESULT_STATE_COLUMNS = ("server_state", "outcome", "validate_state", "file_delet
 # Workunit columns the transitioner may change (BOINC's update_workunit).
 WU_STATE_COLUMNS = ("need_validate", "error_mask", "assimilate_state", "file_delete_state",
                     "transition_time", "hr_class", "app_version_id")
+# Workunit columns others write while a group is planned: a change to any of
+# them sends the workunit round again (see Transitioner._changed_meanwhile);
+# transition_time alone is compare-and-set instead (the plan goes through,
+# due again now).
+WU_WATCHED_COLUMNS = tuple(c for c in WU_STATE_COLUMNS if c != "transition_time") + (
+    "canonical_resultid",)
 NEW_RESULT_COLUMNS = ("create_time", "workunitid", "server_state", "name", "xml_doc_in",
                       "xml_doc_out", "stderr_out", "batch", "random", "appid", "priority",
                       "size_class")
@@ -508,7 +516,7 @@ class Transitioner(Daemon):
         redo = []                        # workunits changed under us: transition again
         penalties = []
         with db.transaction():
-            changed = self._results_changed(group)
+            changed = self._changed_meanwhile(group)
             for plan in plans:
                 if plan.wu["id"] in changed:
                     redo.append(plan)
@@ -566,20 +574,31 @@ class Transitioner(Daemon):
         if names:
             doorbell.ring(self.cfg, *sorted(names))
 
-    def _results_changed(self, group):
-        """Ids of the group's workunits whose results are not as they were read
-        (a report, a send, the validator, since).  The results are locked, so
-        they stay as they are until this transaction ends; the compare-and-set
-        on transition_time alone misses a change that wrote the same time."""
+    def _changed_meanwhile(self, group):
+        """Ids of the group's workunits that are not as they were read: their
+        results (a report, a send, the validator) or the workunit's own
+        columns that other programs write (the validator, the assimilator,
+        the file deleter, a cancellation).  Both are locked, so they stay as
+        they are until this transaction ends.  Compare-and-set on
+        transition_time alone misses a change that wrote the same second: an
+        assimilator recording a job in the second the transitioner read it
+        had its transition_time overwritten with "never", and the job's
+        files were never deleted."""
         key = ("id",) + RESULT_STATE_COLUMNS
         ids = [wu["id"] for wu, _ in group]
         now = defaultdict(set)
         for r in self.db.query("SELECT %s, workunitid FROM result WHERE workunitid IN (%s) "
-                               "FOR UPDATE" % (", ".join(key), ", ".join(["%s"] * len(ids))),
-                               ids):
+                               "FOR UPDATE" % (", ".join(key), placeholders(len(ids))), ids):
             now[r["workunitid"]].add(tuple(r[c] for c in key))
-        return {wu["id"] for wu, results in group
-                if now.get(wu["id"], set()) != {tuple(r[c] for c in key) for r in results}}
+        changed = {wu["id"] for wu, results in group
+                   if now.get(wu["id"], set()) != {tuple(r[c] for c in key) for r in results}}
+        wu_key = WU_WATCHED_COLUMNS
+        rows = {w["id"]: tuple(w[c] for c in wu_key) for w in self.db.query(
+            "SELECT id, %s FROM workunit WHERE id IN (%s) FOR UPDATE"
+            % (", ".join(wu_key), placeholders(len(ids))), ids)}
+        changed.update(wu["id"] for wu, _ in group
+                       if rows.get(wu["id"]) != tuple(wu[c] for c in wu_key))
+        return changed
 
     def _update_results(self, plan):
         """Write the plan's result changes, each only if the row is as it was read."""

@@ -53,7 +53,6 @@ from boincpy.daemons.base import Daemon
 from boincpy.db.msg import set_msg_from_host_handled
 from boincpy.db.rows import MsgFromHost
 from boincpy.error_numbers import exit_status_text
-from boincpy.jobfiles import as_text
 
 BATCH = 100             # messages read per query
 
@@ -140,7 +139,7 @@ class TrickleHandler(Daemon):
         if row is None:
             return None
         msg = MsgFromHost.from_row(row)
-        msg.xml, msg.variety = as_text(msg.xml), as_text(msg.variety)
+        msg.xml = msg.xml or ""                     # NULL as ""
         return msg
 
     def _mark(self, msg_id, handled):

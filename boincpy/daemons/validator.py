@@ -62,7 +62,7 @@ from boincpy.db.user import record_credited_jobs
 from boincpy.db.credit import add_credit_by_app, grant_credits
 from boincpy.db.rows import App, HostAppVersion, Result, Workunit
 from boincpy.errors import BoincpyError, DatabaseError, ToolError
-from boincpy.jobfiles import ERR_OPENDIR, OutputFilesError, as_text, output_file_infos
+from boincpy.jobfiles import ERR_OPENDIR, OutputFilesError, output_file_infos
 from boincpy.states import INT_MAX, AssimilateState, Outcome, ServerState, ValidateState
 
 # Return values of init_result / compare_results besides 0 and error codes
@@ -96,10 +96,10 @@ NEVER, DELAYED, IMMEDIATE, NO_CHANGE = "never", "delayed", "immediate", "no_chan
 
 
 def result_from_row(row):
-    """A Result dataclass from a query row, blob columns as text."""
+    """A Result dataclass from a query row, NULL blob columns as ""."""
     for name in _BLOBS:
-        if name in row:
-            row[name] = as_text(row[name])
+        if name in row and row[name] is None:
+            row[name] = ""
     try:
         return Result(**row)            # the validator's own column list: all known
     except TypeError:

@@ -16,6 +16,40 @@ _CR_CONN_HOST_ERROR = 2003
 _CR_SERVER_GONE = 2006
 _CR_SERVER_LOST = 2013
 
+# Text columns come back as str, decoded once here rather than by each caller.
+# BOINC's schema keeps most text in BLOB columns (xml_doc, stderr_out,
+# global_prefs ...), which the server sends with the binary character set and
+# MySQLdb would return as bytes.  They hold what clients and tools wrote, which
+# is meant to be UTF-8 but is not checked by BOINC, so they are decoded with
+# errors="replace": a bad byte becomes U+FFFD and nothing downstream (XML
+# replies, web pages, logs, writing the value back) can fail on it.
+# ("surrogateescape" would keep such bytes for a write-back, but every later
+# encode without that handler -- the driver's quoting, a page, a reply --
+# would raise on them.)  boincpy itself only ever writes valid UTF-8: the
+# scheduler decodes client text with "replace" before storing it.
+# Text (non-binary) columns are already valid UTF-8 (the server converts them
+# to the connection's utf8mb4), so they keep the driver's fast str path.
+# The schema has no column of binary data; one added later would need its
+# own converter (or SELECT HEX(column)), not this one.
+_FIELD_TYPES_TEXT = (15, 249, 250, 251, 252, 253, 254)   # VARCHAR, *BLOB, VAR_STRING, STRING
+_BINARY_FLAG = 128
+
+
+def blob_text(data):
+    """A binary-charset column value (bytes) as text: UTF-8, bad bytes as U+FFFD."""
+    return data.decode("utf-8", "replace")
+
+
+TEXT_CONVERTER = ((_BINARY_FLAG, blob_text), (None, str))
+TEXT_CONVERSIONS = dict.fromkeys(_FIELD_TYPES_TEXT, TEXT_CONVERTER)
+
+
+def read_text_as_str(conn):
+    """Make a MySQLdb connection return text and BLOB columns as str (see
+    TEXT_CONVERSIONS); its later results only.  Returns ``conn``."""
+    conn.converter.update(TEXT_CONVERSIONS)
+    return conn
+
 
 def connect_params(cfg, replica=False):
     """MySQLdb keyword arguments for the project's database (or its read replica).
@@ -83,7 +117,7 @@ class Database:
     """One database connection with dict rows and explicit transactions."""
 
     def __init__(self, conn, params=None):
-        self.conn = conn
+        self.conn = read_text_as_str(conn)     # whoever opened it
         self.params = params or {}
         self._in_transaction = False
 

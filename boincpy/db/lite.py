@@ -5,7 +5,7 @@ Python layer, whose first connection imports ``re``, ``enum``, ``decimal``
 and ``datetime``: about 15 ms, a third of what a scheduler request may cost.
 This module talks to ``MySQLdb._mysql`` directly (loaded without the
 package's ``__init__``), converts column values itself (integers, doubles,
-text as str, binary columns as bytes, as the full layer does) and quotes
+text and BLOB columns as str, with the full layer's TEXT_CONVERTER) and quotes
 ``%s`` parameters with the server connection's own escaping.  The methods
 are those of :class:`~boincpy.db.connection.Database`, which it subclasses.
 """
@@ -13,7 +13,7 @@ are those of :class:`~boincpy.db.connection.Database`, which it subclasses.
 import os
 import sys
 
-from boincpy.db.connection import Database, connect_error, connect_params
+from boincpy.db.connection import TEXT_CONVERSIONS, Database, connect_error, connect_params
 from boincpy.errors import DatabaseError
 
 _CR_SERVER_GONE = 2006
@@ -21,11 +21,9 @@ _CR_SERVER_LOST = 2013
 _READS = (b"SELECT", b"select")
 
 # MySQL field types -> Python (the C layer's converter table)
-_TEXT = ((128, bytes), (None, str))         # BINARY flag: bytes, else decoded text
 _CONV = {1: int, 2: int, 3: int, 8: int, 9: int, 13: int, 16: int,
-         0: float, 4: float, 5: float, 246: float,
-         15: _TEXT, 253: _TEXT, 254: _TEXT, 249: _TEXT, 250: _TEXT, 251: _TEXT, 252: _TEXT,
-         245: str}
+         0: float, 4: float, 5: float, 246: float, 245: str}
+_CONV.update(TEXT_CONVERSIONS)
 
 
 def _mysql_module():

@@ -10,7 +10,7 @@ from boincpy.db.assignment import delete_assignment
 from boincpy.db.result import insert_result
 from boincpy.db.workunit import set_timeout_transition_time
 from boincpy.sched.choose import (
-    SERVER_STATE_IN_PROGRESS, SERVER_STATE_UNSENT, as_text, add_result_to_reply, work_needed)
+    SERVER_STATE_IN_PROGRESS, SERVER_STATE_UNSENT, add_result_to_reply, work_needed)
 from boincpy.sched.prefs import app_not_selected
 from boincpy.sched.version import get_app_version
 
@@ -82,7 +82,7 @@ def _create_result(work, wu):
     global _result_seqno
     name = "%s_%d_%d_%d" % (wu["name"], work.pid, int(time.time()), _result_seqno)
     _result_seqno += 1
-    template_file = as_text(wu["result_template_file"])
+    template_file = wu["result_template_file"]
     path = work.cfg.project_path(template_file)
     try:
         with open(path, encoding="utf-8", errors="replace") as f:

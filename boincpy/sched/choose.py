@@ -594,17 +594,11 @@ def matched_rows(db, affected):
     """Rows an UPDATE matched (MySQL counts only changed rows without FOUND_ROWS)."""
     if affected:
         return affected
-    info = db.conn.info() or ""
-    if isinstance(info, bytes):
-        info = info.decode("ascii", "replace")
+    info = db.conn.info() or ""              # str ("Rows matched: 1 Changed: 0 ...")
     for part in info.split():
         if part.isdigit():
             return int(part)
     return 0
-
-
-def as_text(v):
-    return v.decode("utf-8", "replace") if isinstance(v, (bytes, bytearray)) else v
 
 
 def add_result_to_reply(work, result, wu, app, bav, resend=False):
@@ -639,12 +633,9 @@ def add_result_to_reply(work, result, wu, app, bav, resend=False):
     result.update(server_state=SERVER_STATE_IN_PROGRESS, hostid=work.hostid,
                   userid=work.userid, sent_time=now, report_deadline=deadline + grace,
                   flops_estimate=usage.peak_flops, app_version_id=bav.app_version_id())
-    for k in ("xml_doc_in", "xml_doc_out", "stderr_out"):
-        if k in result:
-            result[k] = as_text(result[k])
     wu = dict(wu)
     wu.update(committed)
-    wu["xml_doc"] = as_text(wu.get("xml_doc"))
+    wu.setdefault("xml_doc", None)
     if usage.mem_usage:
         wu["rsc_memory_bound"] = usage.mem_usage
     if bav.rsc_fpops_scale != 1.0:

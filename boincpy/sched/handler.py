@@ -296,8 +296,6 @@ def _lookup_platforms(ctx, job_array):
     by_name = {}
     for row in rows:
         name = row["name"] if isinstance(row, dict) else getattr(row, "name", "")
-        if isinstance(name, bytes):
-            name = name.decode()
         if isinstance(row, dict) and row.get("deprecated"):
             continue
         by_name[name] = row

@@ -39,12 +39,8 @@ OUTCOME_CLIENT_DETACHED = 7
 
 
 def _s(value):
-    """A text column as str ("" for NULL, bytes decoded)."""
-    if value is None:
-        return ""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return value
+    """A text column as str ("" for NULL)."""
+    return "" if value is None else value
 
 
 def weak_auth(user):
@@ -392,7 +388,7 @@ def write_host(ctx, orig):
     for col in _UPDATE_COLUMNS:
         new = host.get(col)
         old = orig.get(col)
-        if isinstance(new, str) or isinstance(old, (str, bytes)) or old is None:
+        if isinstance(new, str) or isinstance(old, str) or old is None:
             if _s(new) == _s(old):
                 continue
         elif new == old:

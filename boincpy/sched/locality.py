@@ -51,7 +51,7 @@ import time
 from boincpy.db import triggers
 from boincpy.error_numbers import error_code
 from boincpy.sched.check import infeasible_fast
-from boincpy.sched.choose import SERVER_STATE_UNSENT, add_result_to_reply, as_text, work_needed
+from boincpy.sched.choose import SERVER_STATE_UNSENT, add_result_to_reply, work_needed
 from boincpy.sched.context import PRIORITY_LOW, PRIORITY_NOTICE
 from boincpy.sched.prefs import app_not_selected
 from boincpy.sched.version import get_app_version
@@ -116,7 +116,6 @@ def possibly_send_result(work, result):
     wu = db.query_one("SELECT * FROM workunit WHERE id = %s", (result["workunitid"],))
     if wu is None:
         return ERR_DB_NOT_FOUND
-    wu["name"] = as_text(wu["name"])
     if app_not_selected(work, wu["appid"]):
         return ERR_NO_APP_VERSION
     app = work.ja.lookup_app(wu["appid"])
@@ -270,7 +269,6 @@ def send_results_for_file(work, name):
             time.sleep(work.cfg.locality_scheduling_wait_period)
             slept = True
             continue
-        result["name"] = as_text(result["name"])
         retval = possibly_send_result(work, result)
         if _is_fatal(retval):
             return retval, nsent
@@ -301,7 +299,6 @@ def send_old_work(work, t_min, t_max):
     now = work.now
     retval = -1
     if result is not None:
-        result["name"] = as_text(result["name"])
         retval = possibly_send_result(work, result)
         if retval == 0:
             _log(work, "send_old_work(%s) sent result created %.1f hours ago [RESULT#%d]"
@@ -337,7 +334,7 @@ def _deterministic_seeded(work, start, end):
                                 "LIMIT 1", (lowest,))
         if row is None:
             break
-        name = extract_filename(as_text(row["name"]))
+        name = extract_filename(row["name"])
         if name is None:
             return -1, nsent            # a result that isn't locality-named
         _log(work, "send_new_file_work_deterministic will try filename %s" % name)

@@ -31,8 +31,6 @@ def prefs_body(xml, venue):
     the venue's block if the prefs have one, else the prefs without any)."""
     if not xml:
         return ""
-    if isinstance(xml, bytes):
-        xml = xml.decode("utf-8", "replace")
     return extract_venue(xml, venue)
 
 

@@ -24,16 +24,12 @@ SCHEDULER_VERSION = 803     # major*100+minor of the BOINC server this one match
 def _x(value):
     """A value as it goes into the reply: escaped as BOINC's xml_escape does,
     whatever its origin (client, volunteer, operator), so that no text can
-    end an element early or add one (str, bytes from a BLOB, or None)."""
+    end an element early or add one (str or None)."""
     return xml_escape(_s(value), boinc=True)
 
 
 def _s(value):
-    if value is None:
-        return ""
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return value
+    return "" if value is None else value
 
 
 def down_reply(message, delay, ended=False):

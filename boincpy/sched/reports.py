@@ -445,7 +445,4 @@ def handle_msgs_to_host(ctx):
         n = claim_msg_to_host(ctx.db, row["id"])
         if n != 1:
             continue
-        xml = row["xml"]
-        if isinstance(xml, bytes):
-            xml = xml.decode("utf-8", "replace")
-        ctx.reply.msgs_to_host.append(xml)
+        ctx.reply.msgs_to_host.append(row["xml"])

@@ -7,7 +7,7 @@ A new term is one more function called from :func:`job_score`.
 """
 from boincpy.cnum import atoi
 from boincpy.sched.choose import (
-    LOCALITY_SCHED_LITE, available_frac, host_sticky_files, sticky_input_files, as_text)
+    LOCALITY_SCHED_LITE, available_frac, host_sticky_files, sticky_input_files)
 from boincpy.sched.prefs import app_not_selected
 
 
@@ -74,8 +74,8 @@ def batch_accel_score(work, slot, app):
 def _slot_xml_doc(work, slot):
     doc = work.ja.read_xml_doc(slot.index)
     if doc is None:                     # too big for the array: the row has it
-        doc = as_text(work.db.query_value("SELECT xml_doc FROM workunit WHERE id = %s",
-                                        (slot.wu["id"],), default=""))
+        doc = work.db.query_value("SELECT xml_doc FROM workunit WHERE id = %s",
+                                  (slot.wu["id"],), default="")
     return doc
 
 

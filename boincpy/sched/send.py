@@ -58,7 +58,7 @@ from boincpy.sched.check import (
     CHECK_NO_ANY, CHECK_NO_HOST, slow_check_and_read, infeasible_fast)
 from boincpy.sched.choose import (
     LOCALITY_SCHED_LITE, SERVER_STATE_IN_PROGRESS, app_label,
-    host_sticky_files, matched_rows, setup_work, as_text, write_host_app_versions,
+    host_sticky_files, matched_rows, setup_work, write_host_app_versions,
     add_result_to_reply, daily_quota_exceeded, estimate_duration,
     work_needed)
 from boincpy.sched.context import PRIORITY_LOW, PRIORITY_NOTICE
@@ -231,7 +231,7 @@ def _apps_with_jobs(work, appids):
     for part in chunks(names):
         for row in work.db.query("SELECT name, appid FROM result WHERE name IN (%s)"
                                  % placeholders(len(part)), part):
-            found.add(as_text(row["name"]))
+            found.add(row["name"])
             if row["appid"] in appids:
                 have.add(row["appid"])
     for name in names:

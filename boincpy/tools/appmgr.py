@@ -169,8 +169,6 @@ def _version_dirs(cfg, app_name, av, platform_name):
 
 
 def _file_names(xml_doc):
-    if isinstance(xml_doc, bytes):
-        xml_doc = xml_doc.decode("utf-8", "replace")
     return set(re.findall(r"<file_info>\s*<name>([^<]+)</name>", xml_doc or ""))
 
 

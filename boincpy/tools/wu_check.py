@@ -55,8 +55,6 @@ _URL_RE = re.compile(r"<(?:gzipped_)?url>\s*(.*?)\s*</(?:gzipped_)?url>", re.S)
 def input_file_paths(xml_doc, cfg):
     """Local paths of the files a workunit's XML has clients download from
     this project's download hierarchy."""
-    if isinstance(xml_doc, bytes):
-        xml_doc = xml_doc.decode("utf-8", "replace")
     base = cfg.download_url.rstrip("/") + "/"
     paths = []
     for info in _FILE_INFO_RE.findall(xml_doc or ""):

@@ -129,16 +129,12 @@ def _team(row):
 
 
 def _clean(row):
-    """NULL text columns as '' and blobs as str, like PHP's string rows."""
+    """NULL columns as '', like PHP's string rows."""
     if row is None:
         return None
     out = {}
     for key, value in row.items():
-        if value is None:
-            value = ""
-        elif isinstance(value, (bytes, bytearray)):
-            value = value.decode("utf-8", "replace")
-        out[key] = value
+        out[key] = "" if value is None else value
     return out
 
 

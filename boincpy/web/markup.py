@@ -32,8 +32,6 @@ def esc(value):
         return value
     if value is None:
         return Markup("")
-    if isinstance(value, (bytes, bytearray)):
-        value = bytes(value).decode("utf-8", "replace")
     return Markup(xml_escape(str(value), quote=True))
 
 
@@ -74,9 +72,7 @@ def link(href, text, **attrs):
 
 
 def text_of(value):
-    """A database value as text: BLOB bytes decoded as UTF-8, None as ""."""
+    """A database value as text: None as "", numbers as str."""
     if value is None:
         return ""
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value).decode("utf-8", "replace")
     return str(value)

@@ -635,7 +635,6 @@ def completed_instance(db, wu):
 
 
 def query_completed_job(ctx, r):
-    from boincpy.jobfiles import as_text
     user = authenticate(ctx, r)
     db = ctx.db()
     wu = db.query_one("SELECT id, batch, error_mask, canonical_resultid FROM workunit "
@@ -655,7 +654,7 @@ def query_completed_job(ctx, r):
         out.append("   <exit_status>%d</exit_status>\n   <elapsed_time>%s</elapsed_time>\n"
                    "   <cpu_time>%s</cpu_time>\n   <stderr_out><![CDATA[\n%s   ]]></stderr_out>\n"
                    % (res["exit_status"], format_number(res["elapsed_time"]),
-                      format_number(res["cpu_time"]), xml_escape(as_text(res["stderr_out"]), quote=True)))
+                      format_number(res["cpu_time"]), xml_escape(res["stderr_out"], quote=True)))
     out.append("</completed_job>\n        </query_completed_job>\n    ")
     return "".join(out)
 
