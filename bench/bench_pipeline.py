@@ -72,6 +72,7 @@ from boincpy.testing.simclient import SimHost  # noqa: E402
 
 SERVERS = {
     "boincpy": "boincpy",
+    "persistent": "boincpy, persistent mode",
     "cxx": "C++, make_project settings",
     "cxx1": "C++, feeder --sleep_interval 1",
 }
@@ -108,7 +109,8 @@ class Site:
         self.settings = Settings(
             project_root=os.path.join(self.base, "bp" + token), short_name="bp" + token,
             db_name="bpp_" + token, db_user="bpp_" + token, njobs=args.jobs, min_quorum=2,
-            volunteers=0, persistent=(server == "boincpy" and args.mode == "persistent"),
+            volunteers=0, persistent=(server == "persistent" or (
+                server == "boincpy" and args.mode == "persistent")),
             **db)
         self.demo = Demo(self.settings, out=out, tty=False)
         self.root = self.settings.project_root
@@ -392,7 +394,7 @@ def run(server, args, out):
     say = out.write
     site = Site(server, args, open(os.devnull, "w") if not args.verbose else out)
     say("\n== %s: %d jobs, quorum 2, %d hosts (project %s)\n"
-        % (SERVERS[server] + ("" if server != "boincpy" else " (%s mode)" % args.mode),
+        % (SERVERS[server] + (" (%s mode)" % args.mode if server == "boincpy" else ""),
            args.jobs, args.hosts, site.root))
     result = {"server": server}
     try:
@@ -563,8 +565,9 @@ def main(argv=None):
     ap.add_argument("--mode", choices=("cgi", "persistent"), default="cgi")
     ap.add_argument("--cxx_dir", help="BOINC source tree with the C++ server built")
     ap.add_argument("--servers", default=None,
-                    help="comma-separated, of boincpy,cxx,cxx1 (default: boincpy, and "
-                         "cxx,cxx1 with --cxx_dir)")
+                    help="comma-separated, of boincpy (in --mode), persistent (boincpy in "
+                         "persistent mode whatever --mode says), cxx, cxx1 (default: "
+                         "boincpy, and cxx,cxx1 with --cxx_dir)")
     ap.add_argument("--rounds", type=int, default=1, help="alternations of the servers")
     ap.add_argument("--restart", type=int, default=0,
                     help="bin/stop + bin/start the daemons N times during each run")
@@ -583,7 +586,7 @@ def main(argv=None):
     for s in servers:
         if s not in SERVERS:
             ap.error("unknown server %r" % s)
-        if s != "boincpy" and not args.cxx_dir:
+        if s in ("cxx", "cxx1") and not args.cxx_dir:
             ap.error("%s needs --cxx_dir" % s)
     out = sys.stdout
     results = []
@@ -603,12 +606,14 @@ def summary(results, say):
     say("\n== summary (jobs/s, each run)\n")
     for s, v in best.items():
         say("  %-34s %s\n" % (SERVERS[s], " ".join("%.1f" % x for x in v)))
-    if "boincpy" in best:
-        mine = sum(best["boincpy"]) / len(best["boincpy"])
+    for ours in ("boincpy", "persistent"):
+        if ours not in best:
+            continue
+        mine = sum(best[ours]) / len(best[ours])
         for s in ("cxx", "cxx1"):
             if s in best and sum(best[s]):
-                say("  boincpy / %-24s %.2fx\n"
-                    % (SERVERS[s], mine / (sum(best[s]) / len(best[s]))))
+                say("  %s / %s: %.2fx\n"
+                    % (SERVERS[ours], SERVERS[s], mine / (sum(best[s]) / len(best[s]))))
 
 
 if __name__ == "__main__":

@@ -3,21 +3,31 @@
     create_work --appname NAME [options] infile1 infile2 ...
     create_work --appname NAME --stdin [options] < jobs.txt
 
-Options are accepted as ``-opt`` or ``--opt``.  Defaults are BOINC's; values
-given as options are applied first and the input template's values override
-them.  Everything is checked before anything is written: a bad job means an
-error message, exit status 1 and no rows at all (with --continue_on_error bad
---stdin lines are reported and skipped).  All rows of one run are inserted in
-one transaction, unassigned ones with multi-row INSERTs.
+Options are accepted as ``-opt`` or ``--opt``.  The command line and each
+--stdin line are parsed by click from one set of option declarations (the
+job options a line may give are the first of the command line's);
+``--remote_file URL NBYTES MD5`` entries keep their place among the input
+file names (cli.placed_option), as their order is the job's file order.
+At most one of --target_* and --broadcast* may be given (BOINC takes the
+last).  Defaults are BOINC's; values given as options are applied first and
+the input template's values override them.  Everything is checked before
+anything is written: a bad job means an error message, exit status 1 and no
+rows at all (with --continue_on_error bad --stdin lines are reported and
+skipped).  All rows of one run are inserted in one transaction, unassigned
+ones with multi-row INSERTs.
 """
 
+import functools
 import os
 import re
 import sys
 import time
 from dataclasses import dataclass, field
 
+import click
+
 from boincpy.backend_lib import Creator, JobDesc, insert_jobs
+from boincpy.cli import LineParser, Placed, option, placed_option, resolve_groups
 from boincpy.errors import BoincpyError, DatabaseError, ToolError
 from boincpy.states import AssignType
 from boincpy.templates import InputFile
@@ -63,26 +73,6 @@ Options:
    [ --wu_template filename ]      default: templates/appname_in
 """
 
-# options taking one value that set a DB column: name -> (column, kind)
-_VALUE_OPTIONS = {
-    "batch": ("batch", "int"),
-    "priority": ("priority", "int"),
-    "credit": ("canonical_credit", "float"),
-    "rsc_fpops_est": ("rsc_fpops_est", "float"),
-    "rsc_fpops_bound": ("rsc_fpops_bound", "float"),
-    "rsc_memory_bound": ("rsc_memory_bound", "float"),
-    "rsc_disk_bound": ("rsc_disk_bound", "float"),
-    "size_class": ("size_class", "int"),
-    "app_version_num": ("app_version_num", "int"),
-    "delay_bound": ("delay_bound", "int"),
-    "hr_class": ("hr_class", "int"),
-    "min_quorum": ("min_quorum", "int"),
-    "target_nresults": ("target_nresults", "int"),
-    "max_error_results": ("max_error_results", "int"),
-    "max_total_results": ("max_total_results", "int"),
-    "max_success_results": ("max_success_results", "int"),
-}
-
 @dataclass
 class RunOptions:
     appname: str = ""
@@ -92,112 +82,215 @@ class RunOptions:
     verbose: bool = False
     continue_on_error: bool = False
     debug_level: int = 3
-    keywords: str = ""
     job: JobDesc = field(default_factory=JobDesc)
 
 
-def _opt_name(token):
-    """'--x' / '-x' -> 'x' (None for non-options)."""
-    if token.startswith("--"):
-        return token[2:]
-    if token.startswith("-") and len(token) > 1:
-        return token[1:]
-    return None
+class _Help(BoincpyError):
+    """--help was given: run() prints the usage."""
 
 
-def _number(text, kind, opt):
+class _Number(click.ParamType):
+    """An option's number (``kind`` int or float), named as BOINC names its
+    options when it is bad; ``nonzero``: a database ID assigning jobs."""
+
+    name = "number"
+
+    def __init__(self, kind, nonzero=False):
+        self.kind = kind
+        self.nonzero = nonzero
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return value
+        try:
+            number = int(value.strip(), 10) if self.kind is int else float(value)
+        except ValueError:
+            self.fail("bad value for --%s: '%s'" % (param.name, value), param, ctx)
+        if self.nonzero and number == 0:
+            self.fail("you must specify a nonzero database ID for assigning jobs "
+                      "to users, teams, or hosts (--%s)" % param.name, param, ctx)
+        return number
+
+
+_INT = _Number(int)
+_FLOAT = _Number(float)
+_ASSIGN_ID = _Number(int, nonzero=True)
+
+# options that set a workunit column: BOINC's name -> (column, type)
+_COLUMN_OPTIONS = {
+    "batch": ("batch", _INT),
+    "priority": ("priority", _INT),
+    "credit": ("canonical_credit", _FLOAT),
+    "rsc_fpops_est": ("rsc_fpops_est", _FLOAT),
+    "rsc_fpops_bound": ("rsc_fpops_bound", _FLOAT),
+    "rsc_memory_bound": ("rsc_memory_bound", _FLOAT),
+    "rsc_disk_bound": ("rsc_disk_bound", _FLOAT),
+    "size_class": ("size_class", _INT),
+    "app_version_num": ("app_version_num", _INT),
+    "delay_bound": ("delay_bound", _INT),
+    "hr_class": ("hr_class", _INT),
+    "min_quorum": ("min_quorum", _INT),
+    "target_nresults": ("target_nresults", _INT),
+    "max_error_results": ("max_error_results", _INT),
+    "max_total_results": ("max_total_results", _INT),
+    "max_success_results": ("max_success_results", _INT),
+}
+
+# options assigning the job: name -> (assign type, to every host of the target)
+_ASSIGN_OPTIONS = {
+    "target_host": (AssignType.HOST, False),
+    "target_user": (AssignType.USER, False),
+    "target_team": (AssignType.TEAM, False),
+    "broadcast_user": (AssignType.USER, True),
+    "broadcast_team": (AssignType.TEAM, True),
+}
+
+
+class _InputFileType(click.ParamType):
+    """An input file of the job: a name given as an argument, or a
+    --remote_file entry placed among them (placed_option)."""
+
+    name = "file"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, Placed):
+            url, nbytes, md5 = value.convert(ctx)
+            return InputFile(is_remote=True, url=url, nbytes=nbytes, md5=md5)
+        if isinstance(value, str):
+            return InputFile(name=value)
+        return value
+
+
+def _job_params():
+    """What a --stdin line may give as well as the command line (BOINC's
+    JOB_DESC::parse_stdin_line): these options and input files."""
+    return [
+        option("command_line", metavar='"X"'),
+        option("wu_name", metavar="NAME"),
+        option("wu_template", metavar="FILE"),
+        option("result_template", metavar="FILE"),
+        placed_option("remote_file", nargs=3, type=(str, _FLOAT, str),
+                      metavar="URL NBYTES MD5"),
+        option("target_host", type=_ASSIGN_ID, group="assign", metavar="ID"),
+        option("target_user", type=_ASSIGN_ID, group="assign", metavar="ID"),
+        option("priority", type=_INT, metavar="N"),
+        click.Argument(["infiles"], nargs=-1, type=_InputFileType()),
+    ]
+
+
+def _show_usage(ctx, param, value):
+    if value and not ctx.resilient_parsing:
+        raise _Help()
+
+
+@functools.lru_cache(maxsize=None)
+def _command():
+    """create_work's command line; invoking it returns the values by name
+    (input files as InputFiles) and raises _Help for --help."""
+    params = _job_params()
+    given = {p.name for p in params}
+    params += [option(name, type=kind, metavar="N")
+               for name, (_, kind) in _COLUMN_OPTIONS.items() if name not in given]
+    params += [option(name, type=_ASSIGN_ID, group="assign", metavar="ID")
+               for name in _ASSIGN_OPTIONS if name not in given]
+    params += [
+        option("appname", default="", metavar="NAME"),
+        option("d", type=_INT, default=3, metavar="N"),
+        option("project_dir", "--config_dir", "-config_dir", dest="config_dir",
+               default="", metavar="DIR"),
+        option("wu_id", type=_INT, default=0, metavar="ID"),
+        option("broadcast", is_flag=True, group="assign"),
+        option("stdin", is_flag=True),
+        option("verbose", is_flag=True),
+        option("continue_on_error", is_flag=True),
+        option("keywords", metavar="'N1 N2 ...'"),
+        option("sub_appname", default="", metavar="NAME"),
+        option("help", is_flag=True, is_eager=True, expose_value=False,
+               callback=_show_usage),
+    ]
+    return click.Command("create_work", params=params, add_help_option=False,
+                         callback=lambda **values: resolve_groups(params, values))
+
+
+@functools.lru_cache(maxsize=None)
+def _line_parser():
+    """The parser of --stdin lines: a click command of the job options."""
+    return LineParser(click.Command("create_work --stdin", params=_job_params(),
+                                    add_help_option=False))
+
+
+def _main_values(args):
+    command = _command()
+    with command.make_context(command.name, args) as ctx:
+        return command.invoke(ctx)
+
+
+def _parse(parse, args, bad_argument):
+    """``parse(args)``, the values of a command line parsed by click; a bad
+    argument is a ToolError naming it (``bad_argument``: BOINC's words for
+    an unknown option)."""
     try:
-        if kind == "int":
-            return int(text.strip(), 10)
-        return float(text)
-    except ValueError:
-        raise ToolError("bad value for --%s: '%s'" % (opt, text)) from None
+        return parse(list(args))
+    except click.NoSuchOption as exc:
+        # click reports "-xyz" as its first letter "-x": name the whole word
+        token = next((a for a in args if a == exc.option_name), None) or next(
+            (a for a in args if a.startswith(exc.option_name)), exc.option_name)
+        raise ToolError("%s '%s'" % (bad_argument, token)) from None
+    except click.BadParameter as exc:
+        raise ToolError(exc.message) from None      # _Number's own words
+    except click.UsageError as exc:
+        raise ToolError(exc.format_message()) from None
 
 
-def _assign_id(text, opt):
-    value = _number(text, "int", opt)
-    if value == 0:
-        raise ToolError("you must specify a nonzero database ID for assigning jobs "
-                        "to users, teams, or hosts (--%s)" % opt)
-    return value
+def _apply(jd, values, add_command_line=False):
+    """Put the job values of one command line into ``jd``; with
+    ``add_command_line`` (a --stdin line) --command_line is appended to
+    the run's."""
+    if values["command_line"] is not None:
+        if add_command_line and jd.command_line:
+            jd.command_line += " " + values["command_line"]
+        else:
+            jd.command_line = values["command_line"]
+    if values["wu_name"] is not None:
+        jd.name = values["wu_name"]
+    if values["wu_template"] is not None:
+        jd.wu_template_file = values["wu_template"]
+    if values["result_template"] is not None:
+        jd.result_template_file = values["result_template"]
+    jd.infiles.extend(values["infiles"])
+    if values.get("broadcast"):
+        jd.assign_flag = jd.assign_multi = True
+        jd.assign_type = AssignType.NONE
+    for name, value in values.items():
+        if value is None:
+            continue
+        if name in _COLUMN_OPTIONS:
+            jd.options[_COLUMN_OPTIONS[name][0]] = value
+        elif name in _ASSIGN_OPTIONS:
+            jd.assign_type, multi = _ASSIGN_OPTIONS[name]
+            jd.assign_flag = True
+            if multi:
+                # not cleared by a --stdin line's --target_*, as in BOINC
+                jd.assign_multi = True
+            jd.assign_id = value
 
 
 def parse_args(argv):
-    """Parse create_work's command line (BOINC spellings) into RunOptions."""
-    ro = RunOptions()
+    """Parse create_work's command line (BOINC spellings) into RunOptions;
+    ToolError for a bad argument, _Help for --help."""
+    values = _parse(_main_values, argv, "bad argument")
+    ro = RunOptions(appname=values["appname"], config_dir=values["config_dir"],
+                    use_stdin=values["stdin"], show_wu_name=values["wu_name"] is None,
+                    verbose=values["verbose"],
+                    continue_on_error=values["continue_on_error"],
+                    debug_level=values["d"])
     jd = ro.job
-    i = 0
-    n = len(argv)
-
-    def value(k=1):
-        nonlocal i
-        if i + k >= n:
-            raise ToolError("option %s needs %d value%s" % (argv[i], k, "s" if k > 1 else ""))
-        vals = argv[i + 1:i + 1 + k]
-        i += k
-        return vals[0] if k == 1 else vals
-
-    while i < n:
-        tok = argv[i]
-        name = _opt_name(tok)
-        if name is None or tok == "-":
-            jd.infiles.append(InputFile(name=tok))
-        elif name in _VALUE_OPTIONS:
-            column, kind = _VALUE_OPTIONS[name]
-            jd.options[column] = _number(value(), kind, name)
-        elif name == "appname":
-            ro.appname = value()
-        elif name == "d":
-            ro.debug_level = _number(value(), "int", "d")
-        elif name == "wu_name":
-            ro.show_wu_name = False
-            jd.name = value()
-        elif name == "wu_template":
-            jd.wu_template_file = value()
-        elif name == "result_template":
-            jd.result_template_file = value()
-        elif name in ("config_dir", "project_dir"):
-            ro.config_dir = value()
-        elif name == "command_line":
-            jd.command_line = value()
-        elif name == "wu_id":
-            jd.wu_id = _number(value(), "int", name)
-        elif name == "broadcast":
-            jd.assign_flag = jd.assign_multi = True
-            jd.assign_type = AssignType.NONE
-        elif name in ("broadcast_user", "broadcast_team"):
-            jd.assign_flag = jd.assign_multi = True
-            jd.assign_type = AssignType.USER if name.endswith("user") else AssignType.TEAM
-            jd.assign_id = _assign_id(value(), name)
-        elif name in ("target_host", "target_user", "target_team"):
-            jd.assign_flag = True
-            jd.assign_type = {"target_host": AssignType.HOST, "target_user": AssignType.USER,
-                              "target_team": AssignType.TEAM}[name]
-            jd.assign_id = _assign_id(value(), name)
-        elif name == "help":
-            raise _Help()
-        elif name == "stdin":
-            ro.use_stdin = True
-        elif name == "remote_file":
-            url, nbytes, md5 = value(3)
-            jd.infiles.append(InputFile(is_remote=True, url=url,
-                                        nbytes=_number(nbytes, "float", name), md5=md5))
-        elif name == "verbose":
-            ro.verbose = True
-        elif name == "continue_on_error":
-            ro.continue_on_error = True
-        elif name == "keywords":
-            jd.options["keywords"] = value()
-        elif name == "sub_appname":
-            jd.sub_appname = value()
-        else:
-            raise ToolError("bad argument '%s'" % tok)
-        i += 1
+    _apply(jd, values)
+    jd.wu_id = values["wu_id"]
+    jd.sub_appname = values["sub_appname"]
+    if values["keywords"] is not None:
+        jd.options["keywords"] = values["keywords"]
     return ro
-
-
-class _Help(BoincpyError):
-    pass
 
 
 _TOKEN_RE = re.compile(r"'([^']*)'?|\"([^\"]*)\"?|(\S+)")
@@ -222,41 +315,8 @@ def parse_stdin_line(base, tokens, lineno):
     jd = base.copy()
     jd.name = ""
     jd.line = lineno
-    i = 0
-    n = len(tokens)
-    while i < n:
-        tok = tokens[i]
-        if tok[0] != "-":
-            jd.infiles.append(InputFile(name=tok))
-            i += 1
-            continue
-        name = _opt_name(tok)
-        nvals = 3 if name == "remote_file" else 1
-        if name not in ("command_line", "wu_name", "wu_template", "result_template",
-                        "remote_file", "target_host", "target_user", "priority"):
-            raise ToolError("bad stdin argument '%s'" % tok)
-        if i + nvals >= n:
-            raise ToolError("stdin option %s needs a value" % tok)
-        v = tokens[i + 1]
-        if name == "command_line":
-            jd.command_line = (jd.command_line + " " + v) if jd.command_line else v
-        elif name == "wu_name":
-            jd.name = v
-        elif name == "wu_template":
-            jd.wu_template_file = v
-        elif name == "result_template":
-            jd.result_template_file = v
-        elif name == "remote_file":
-            jd.infiles.append(InputFile(is_remote=True, url=v,
-                                        nbytes=_number(tokens[i + 2], "float", name),
-                                        md5=tokens[i + 3]))
-        elif name in ("target_host", "target_user"):
-            jd.assign_flag = True
-            jd.assign_type = AssignType.HOST if name == "target_host" else AssignType.USER
-            jd.assign_id = _assign_id(v, name)
-        else:
-            jd.options["priority"] = _number(v, "int", name)
-        i += nvals + 1
+    _apply(jd, _parse(_line_parser().parse, tokens, "bad stdin argument"),
+           add_command_line=True)
     return jd
 
 
