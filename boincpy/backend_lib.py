@@ -186,6 +186,7 @@ def _insert_bulk(db, rows):
 
 def _insert_one(db, row, jd):
     """Insert (or with --wu_id update) one workunit; add its assignment row."""
+    from boincpy.db.assignment import insert_assignment
     from boincpy.db.rows import Workunit
     from boincpy.db.workunit import insert_workunit, overwrite_workunit
     if jd.wu_id:
@@ -194,11 +195,8 @@ def _insert_one(db, row, jd):
     else:
         wu_id = insert_workunit(db, Workunit(**row))
     if jd.assign_flag:
-        db.execute(
-            "INSERT INTO assignment (create_time, target_id, target_type, multi, "
-            "workunitid, resultid) VALUES (%s, %s, %s, %s, %s, %s)",
-            (int(time.time()), jd.assign_id, int(jd.assign_type),
-             1 if jd.assign_multi else 0, wu_id, 0))
+        insert_assignment(db, int(time.time()), jd.assign_id, int(jd.assign_type),
+                          1 if jd.assign_multi else 0, wu_id, 0)
     return wu_id
 
 

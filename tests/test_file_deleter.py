@@ -60,6 +60,38 @@ def test_input_files_with_gz_and_md5(proj):
     assert "[WU#%d] deleting in_a.txt" % wu in d.log_stream.getvalue()
 
 
+def test_md5_left_by_a_killed_pass_is_deleted(proj):
+    """Found by the 10,000-job soak: the file deleter was killed between
+    unlinking an input and its .md5, and the next pass, finding no input,
+    left the .md5 for ever.  The companions now go first, and a companion
+    whose file is already gone is still deleted."""
+    db, root = proj["db"], proj["root"]
+    project_config(root, cache_md5_info=True)
+    path = staged(root, "in_md5_left.txt", extras=(".md5",))
+    os.unlink(path)                                     # as the killed pass left it
+    wu = finished_wu(proj, "wu_md5_left", ("in_md5_left.txt",))
+    d, _ = run_pass(FileDeleter, root, "--one_pass")
+    assert not os.path.exists(path + ".md5")
+    assert row(db, "workunit", wu)["file_delete_state"] == 2
+    log = d.log_stream.getvalue()
+    assert "[WU#%d] deleting in_md5_left.txt.md5" % wu in log
+    assert "get_file_path: in_md5_left.txt: file not found" in log
+
+
+def test_companions_go_before_the_file(proj, monkeypatch):
+    """A kill after the first unlink leaves the file itself, so the next pass
+    finds it and finishes the job."""
+    root = proj["root"]
+    project_config(root, cache_md5_info=True)
+    path = staged(root, "in_order.txt", extras=(".md5", ".gz"))
+    finished_wu(proj, "wu_order", ("in_order.txt",))
+    order = []
+    real = os.unlink
+    monkeypatch.setattr(os, "unlink", lambda p: (order.append(os.path.basename(p)), real(p)))
+    run_pass(FileDeleter, root, "--one_pass")
+    assert order == ["in_order.txt.gz", "in_order.txt.md5", "in_order.txt"]
+
+
 def test_shared_input_kept_until_last_workunit(proj):
     db, root = proj["db"], proj["root"]
     path = staged(root, "shared_1.txt")

@@ -260,7 +260,8 @@ def test_request_path_imports_stay_light():
     import sys
     code = ("import sys; import boincpy.sched.handler, boincpy.sched.request, boincpy.db.lite, "
             "boincpy.sched.hosts, boincpy.sched.reports, boincpy.sched.reply, "
-            "boincpy.config, boincpy.db, boincpy.log, boincpy.db.result, boincpy.db.workunit; "
+            "boincpy.config, boincpy.db, boincpy.log, boincpy.db.result, boincpy.db.workunit, "
+            "boincpy.db.host, boincpy.db.host_app_version, boincpy.db.user, boincpy.db.msg; "
             "print(' '.join(m for m in ('dataclasses', 're', 'enum', 'lxml', 'inspect', 'hashlib', "
             "'contextlib', 'decimal', 'datetime') "
             "if m in sys.modules))")

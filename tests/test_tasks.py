@@ -166,7 +166,7 @@ def test_update_stats_never_overwrites_credit_granted_meanwhile(mini_project, mo
     now = time.time()
     granted = make_user(db, "granted", expavg_credit=100.0, expavg_time=now - WEEK)
     idle = make_user(db, "idle", expavg_credit=100.0, expavg_time=now - WEEK)
-    real = update_stats_module.update_by_id
+    real = update_stats_module.decay_averages
     other = project_db(mini_project)[1]
 
     def grant_then_write(db_, table, *args, **kw):
@@ -177,7 +177,7 @@ def test_update_stats_never_overwrites_credit_granted_meanwhile(mini_project, mo
                           (time.time(), granted))
         return real(db_, table, *args, **kw)
 
-    monkeypatch.setattr(update_stats_module, "update_by_id", grant_then_write)
+    monkeypatch.setattr(update_stats_module, "decay_averages", grant_then_write)
     status, log = run_task(UpdateStats, mini_project, "--update_users")
     assert status == 0, log
     assert row(db, "user", granted)["expavg_credit"] == 150.0

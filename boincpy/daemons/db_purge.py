@@ -37,7 +37,8 @@ import zlib
 
 from boincpy.cli import group_flag, option
 from boincpy.daemons.base import Daemon
-from boincpy.db.bulk import chunks, placeholders, select_in
+from boincpy.db.bulk import placeholders, select_in
+from boincpy.db.assignment import delete_assignments_of_workunits
 from boincpy.db.result import delete_results
 from boincpy.db.workunit import delete_purged_workunits
 from boincpy.errors import ToolError
@@ -351,9 +352,7 @@ class DbPurge(Daemon):
             pids = [w["id"] for w in purged]
             delete_purged_workunits(self.db, pids)
             if self.cfg.enable_assignment:
-                for part in chunks(pids):
-                    self.db.execute("DELETE FROM assignment WHERE workunitid IN (%s)"
-                                    % placeholders(len(part)), part)
+                delete_assignments_of_workunits(self.db, pids)
         for w in wus:
             if w["id"] in kept:
                 self.log.critical("Couldn't purge workunit [%d]: it has new results" % w["id"])

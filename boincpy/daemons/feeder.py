@@ -74,6 +74,8 @@ import time
 from boincpy.credit import app_version_scales
 from boincpy.cli import group_flag, option
 from boincpy.daemons.base import Daemon
+from boincpy.db.app import set_min_avg_pfc
+from boincpy.db.app_version import set_pfc_scale
 from boincpy.db.host import ACTIVE_HOST_WHERE, host_fpops_percentile
 from boincpy.db.result import mark_result_didnt_need
 from boincpy.db.workunit import release_hr_class
@@ -491,16 +493,14 @@ class Feeder(Daemon):
             if min_avg_pfc is None:
                 continue
             for avid, scale in scales.items():
-                self.db.execute("UPDATE app_version SET pfc_scale = %s WHERE id = %s",
-                                (scale, avid))
+                set_pfc_scale(self.db, avid, scale)
                 if debug:
                     self.log.normal(" updating scale factor for %d: new scale %g"
                                     % (avid, scale))
             for av in cached:
                 if av["id"] in scales:
                     av["pfc_scale"] = scales[av["id"]]
-            self.db.execute("UPDATE app SET min_avg_pfc = %s WHERE id = %s",
-                            (min_avg_pfc, app["id"]))
+            set_min_avg_pfc(self.db, app["id"], min_avg_pfc)
             app["min_avg_pfc"] = min_avg_pfc
             self.log.normal("app %s: average PFC %g, %d version scale(s) updated"
                             % (app["name"], min_avg_pfc, len(scales)))

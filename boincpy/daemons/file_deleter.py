@@ -336,6 +336,11 @@ class FileDeleter(Daemon):
                 self.log.critical("[WU#%d] missing dir for %s" % (w["id"], fi.name))
                 retval = ERR_UNLINK
                 continue
+            # the companions (.gz, .md5) go first and the file last, so that a
+            # kill in between leaves the file, which the next pass finds and
+            # deletes; a companion left by an older run goes even when the
+            # file is already gone
+            self._delete_companions(w["id"], fi.name, path, status == 0)
             if status == ERR_NOT_FOUND:
                 self.log.critical("[WU#%d] get_file_path: %s: file not found"
                                   % (w["id"], fi.name))
@@ -349,20 +354,25 @@ class FileDeleter(Daemon):
             except OSError as exc:
                 self.log.critical("[WU#%d] unlink %s failed: %s" % (w["id"], fi.name, exc.strerror))
                 retval = ERR_UNLINK
-            try:
-                os.unlink(path + ".gz")
-                self.log.normal("[WU#%d] deleted %s.gz" % (w["id"], fi.name))
-            except OSError:
-                pass
-            if self.cfg.cache_md5_info:
-                self.log.normal("[WU#%d] deleting %s.md5" % (w["id"], fi.name))
-                try:
-                    os.unlink(path + ".md5")
-                except OSError as exc:
-                    self.log.critical("[WU#%d] unlink %s.md5 failed: %s"
-                                      % (w["id"], fi.name, exc.strerror))
         self.log.debug("[WU#%d] deleted %d file(s)" % (w["id"], count))
         return retval
+
+    def _delete_companions(self, wuid, name, path, file_exists):
+        """Delete NAME.gz and (with <cache_md5_info/>) NAME.md5 beside ``path``."""
+        try:
+            os.unlink(path + ".gz")
+            self.log.normal("[WU#%d] deleted %s.gz" % (wuid, name))
+        except OSError:
+            pass
+        if not self.cfg.cache_md5_info:
+            return
+        if not file_exists and not os.path.lexists(path + ".md5"):
+            return
+        self.log.normal("[WU#%d] deleting %s.md5" % (wuid, name))
+        try:
+            os.unlink(path + ".md5")
+        except OSError as exc:
+            self.log.critical("[WU#%d] unlink %s.md5 failed: %s" % (wuid, name, exc.strerror))
 
     def _inputs_in_use(self, rows):
         """Names among these workunits' input files that other unfinished

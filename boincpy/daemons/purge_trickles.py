@@ -10,6 +10,7 @@ once the scheduler has put them in a reply.  Run it as a task (e.g. daily).
 """
 
 from boincpy.daemons.base import Daemon
+from boincpy.db.msg import purge_handled
 from boincpy.errors import ToolError
 
 TABLES = ("msg_from_host", "msg_to_host")
@@ -40,10 +41,10 @@ class PurgeTrickles(Daemon):
 
     def one_pass(self):
         if self.args.table:
-            plan = [(self.args.table, "handled = %s", (self.args.handled,))]
+            plan = [(self.args.table, self.args.handled)]
         else:
-            plan = [(t, "handled <> 0", ()) for t in TABLES]
-        for table, where, params in plan:
-            n = self.db.execute("DELETE FROM %s WHERE %s" % (table, where), params)
+            plan = [(t, None) for t in TABLES]
+        for table, handled in plan:
+            n = purge_handled(self.db, table, handled)
             self.log.normal("%s: deleted %d handled messages" % (table, n))
         return True

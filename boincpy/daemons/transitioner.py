@@ -61,6 +61,7 @@ from boincpy.credit import (HAV_AVG_LIMIT, HAV_AVG_THRESH, HAV_AVG_WEIGHT,
                             average_var_update)
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon, run_daemon
+from boincpy.db import host_app_version
 from boincpy.db.bulk import placeholders
 from boincpy.db.result import insert_results, update_result_if_unchanged
 from boincpy.db.workunit import apply_set_clause, set_transition_times, transition_set_clause
@@ -665,11 +666,7 @@ class Transitioner(Daemon):
         quota = self.cfg.daily_result_quota
         jobs = hav["max_jobs_per_day"] or quota
         jobs = max(min(jobs, quota) - 1, 1)
-        self.db.execute(
-            "UPDATE host_app_version SET turnaround_n = %s, turnaround_avg = %s, "
-            "turnaround_var = %s, turnaround_q = %s, max_jobs_per_day = %s, "
-            "consecutive_valid = 0 WHERE host_id = %s AND app_version_id = %s",
-            (n, avg, var, q, jobs, r["hostid"], gavid))
+        host_app_version.record_timeout(self.db, r["hostid"], gavid, n, avg, var, q, jobs)
         if self.cfg.debug_quota:
             return "[quota] max_jobs_per_day for %d; %d->%d" % (gavid, hav["max_jobs_per_day"],
                                                                 jobs)

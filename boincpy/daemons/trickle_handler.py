@@ -50,6 +50,7 @@ import traceback
 
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon
+from boincpy.db.msg import set_msg_from_host_handled
 from boincpy.db.rows import MsgFromHost
 from boincpy.error_numbers import exit_status_text
 
@@ -142,5 +143,4 @@ class TrickleHandler(Daemon):
         return msg
 
     def _mark(self, msg_id, handled):
-        self.db.execute("UPDATE msg_from_host SET handled = %s WHERE id = %s",
-                        (handled, msg_id))
+        set_msg_from_host_handled(self.db, msg_id, handled)

@@ -37,7 +37,9 @@ from boincpy.cnum import atof, atoi
 from boincpy.credit import CREDIT_HALF_LIFE, fpops_to_credit, update_average
 from boincpy.cli import option
 from boincpy.daemons.trickle_handler import TrickleHandler
+from boincpy.db.credit import grant_credit
 from boincpy.db.host import host_fpops_percentile
+from boincpy.db.msg import insert_msg_to_host
 from boincpy.db.result import set_result_report_deadline
 from boincpy.error_numbers import error_code
 from boincpy.errors import ToolError
@@ -135,9 +137,7 @@ class TrickleCredit(TrickleHandler):
     def _add_credit(self, table, row, start_time, credit, now):
         avg, avg_time = update_average(now, start_time, credit, CREDIT_HALF_LIFE,
                                        row["expavg_credit"], row["expavg_time"])
-        self.db.execute("UPDATE %s SET total_credit = total_credit + %%s, expavg_credit = %%s, "
-                        "expavg_time = %%s WHERE id = %%s" % table,
-                        (credit, avg, avg_time, row["id"]))
+        grant_credit(self.db, table, row["id"], credit, avg, avg_time)
 
 
 class TrickleDeadline(TrickleHandler):
@@ -207,7 +207,5 @@ class TrickleEcho(TrickleHandler):
         # tag: the host's own text must not end it early.
         body = msg.xml.replace("</trickle_down>", "&lt;/trickle_down&gt;")
         xml = ("<trickle_down>\n%s</trickle_down>\n" % body)[:MSG_FROM_HOST_MAX_XML]
-        self.db.execute("INSERT INTO msg_to_host (create_time, hostid, variety, handled, xml) "
-                        "VALUES (%s, %s, %s, 0, %s)",
-                        (int(time.time()), msg.hostid, msg.variety, xml))
+        insert_msg_to_host(self.db, int(time.time()), msg.hostid, msg.variety, xml)
         return 0

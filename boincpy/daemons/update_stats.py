@@ -33,7 +33,9 @@ import time
 from boincpy.credit import CREDIT_HALF_LIFE, update_average
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon, progress
-from boincpy.db.bulk import placeholders, update_by_id
+from boincpy.db.bulk import placeholders
+from boincpy.db.credit import decay_averages
+from boincpy.db.team import set_team_nusers
 from boincpy.errors import ToolError
 
 BATCH = 1000
@@ -118,8 +120,7 @@ class UpdateStats(Daemon):
             new[(r["id"], r["expavg_time"])] = (avg, avg_time)
             self.log.debug("[%s#%d] expavg_credit %f -> %f"
                            % (table.upper(), r["id"], r["expavg_credit"], avg))
-        n = update_by_id(self.db, table, ("expavg_credit", "expavg_time"), new,
-                         key=("id", "expavg_time"))
+        n = decay_averages(self.db, table, new)
         if n < len(rows):
             self.log.debug("%d %s rows were credited meanwhile and left alone"
                            % (len(rows) - n, table))
@@ -149,7 +150,7 @@ class UpdateStats(Daemon):
                                       "users, count shows %d" % (t["id"], t["nusers"], n))
                     new[t["id"]] = (n,)
             if new:
-                changed += update_by_id(db, "team", ("nusers",), new)
+                changed += set_team_nusers(db, new)
             if len(teams) < BATCH:
                 break
         return changed

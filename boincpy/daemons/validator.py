@@ -55,8 +55,11 @@ from boincpy import credit as creditlib
 from boincpy import doorbell
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon
-from boincpy.db import result as result_table, workunit as workunit_table
-from boincpy.db.bulk import insert_rows, select_in, update_by_id
+from boincpy.db import host_app_version, result as result_table, workunit as workunit_table
+from boincpy.db.app_version import record_pfc_and_credit
+from boincpy.db.bulk import select_in
+from boincpy.db.user import record_credited_jobs
+from boincpy.db.credit import add_credit_by_app, grant_credits
 from boincpy.db.rows import App, HostAppVersion, Result, Workunit
 from boincpy.errors import BoincpyError, DatabaseError, ToolError
 from boincpy.jobfiles import ERR_OPENDIR, OutputFilesError, output_file_infos
@@ -631,15 +634,12 @@ class Validator(Daemon):
                     if best_av is None or av2["version_num"] > best_av["version_num"]:
                         best, best_av = others[av2["id"]], av2
             if best is not None:
-                self.db.execute("UPDATE host_app_version SET app_version_id = %s"
-                                " WHERE host_id = %s AND app_version_id = %s",
-                                (gavid, host_id, best.app_version_id))
+                host_app_version.move_to_app_version(self.db, host_id, best.app_version_id, gavid)
                 batch.havs.pop((host_id, best.app_version_id), None)
                 best.app_version_id = gavid
                 batch.havs[key] = best
                 return
-        self.db.execute("INSERT INTO host_app_version (host_id, app_version_id) VALUES (%s, %s)",
-                        (host_id, gavid))
+        host_app_version.insert_host_app_version(self.db, host_id, gavid)
         batch.havs[key] = HostAppVersion(host_id=host_id, app_version_id=gavid)
 
     def _av_lookup(self, av_id):
@@ -902,30 +902,25 @@ class Validator(Daemon):
                     + tuple(getattr(h, c) for c in extra)
                     for h in holders.values() if h.changed}
             if rows:
-                update_by_id(db, table, cols, rows, relative=("total_credit",))
+                grant_credits(db, table, cols, rows)
         changed_havs = [h for k, h in batch.havs.items()
                         if _hav_tuple(h) != batch.havs_orig.get(k)]
         if changed_havs:
             # the rows exist: _load_holders locked them or inserted the missing ones
-            update_by_id(db, "host_app_version", _HAV_STATS,
-                         {(h.host_id, h.app_version_id): _hav_tuple(h) for h in changed_havs},
-                         key=("host_id", "app_version_id"))
+            host_app_version.record_statistics(
+                db, _HAV_STATS,
+                {(h.host_id, h.app_version_id): _hav_tuple(h) for h in changed_havs})
         for (hostid, avid) in sorted(batch.punish):
-            db.execute("UPDATE host_app_version SET max_jobs_per_day = 1, n_jobs_today = 1"
-                       " WHERE host_id = %s AND app_version_id = %s", (hostid, avid))
+            host_app_version.punish(db, hostid, avid)
         for table, column, cache in (("credit_user", "userid", batch.credit_users),
                                      ("credit_team", "teamid", batch.credit_teams)):
             if cache:
-                insert_rows(
-                    db, table, (column, "appid", "credit_type", "njobs", "total", "expavg",
-                            "expavg_time"),
+                add_credit_by_app(
+                    db, table, column,
                     [(owner, appid, 0, h.njobs_added, h.total_added, h.expavg_credit,
-                      h.expavg_time) for (owner, appid), h in cache.items()],
-                    on_duplicate="njobs = njobs + VALUES(njobs), total = total + VALUES(total),"
-                                 " expavg = VALUES(expavg), expavg_time = VALUES(expavg_time)")
+                      h.expavg_time) for (owner, appid), h in cache.items()])
         if batch.credited_jobs:
-            insert_rows(db, "credited_job", ("userid", "workunitid"),
-                        sorted(batch.credited_jobs), ignore=True)
+            record_credited_jobs(db, sorted(batch.credited_jobs))
         if batch.wu_updates:
             workunit_table.record_validation(db, batch.wu_updates)
 
@@ -950,9 +945,8 @@ class Validator(Daemon):
                 av.pfc_n, av.pfc_avg, av.pfc_scale = row["pfc_n"], row["pfc_avg"], row["pfc_scale"]
                 av.expavg_credit, av.expavg_time = row["expavg_credit"], row["expavg_time"]
                 av.apply_samples(now)
-                self.db.execute("UPDATE app_version SET pfc_n = %s, pfc_avg = %s,"
-                                " expavg_credit = %s, expavg_time = %s WHERE id = %s",
-                                (av.pfc_n, av.pfc_avg, av.expavg_credit, av.expavg_time, av.id))
+                record_pfc_and_credit(self.db, av.id, av.pfc_n, av.pfc_avg, av.expavg_credit,
+                                      av.expavg_time)
         for av in pending:
             av.pfc_samples.clear()
             av.credit_samples.clear()

@@ -16,3 +16,36 @@ def host_fpops_percentile(db, percentile):
     return float(db.query_value("SELECT p_fpops FROM host WHERE %s ORDER BY p_fpops "
                                 "LIMIT %d, 1" % (ACTIVE_HOST_WHERE, int(n * percentile / 100.0)),
                                 default=0.0))
+
+
+def insert_host(db, row):
+    """INSERT a new host from ``row`` ({column: value}, fitted to the
+    columns); return its id."""
+    cols = list(row)
+    return db.insert("INSERT INTO host (%s) VALUES (%s)" % (
+        ", ".join(cols), ", ".join(["%s"] * len(cols))), [row[c] for c in cols])
+
+
+def update_host_columns(db, host_id, changed):
+    """UPDATE the host's columns in ``changed`` ({column: value}); return the
+    rowcount."""
+    values = list(changed.values()) + [host_id]
+    return db.execute("UPDATE host SET %s WHERE id = %%s"
+                      % ", ".join("%s = %%s" % col for col in changed), values)
+
+
+def clear_rpc_time(db, host_id):
+    """rpc_time = 0: the host may contact the scheduler at once."""
+    return db.execute("UPDATE host SET rpc_time = 0 WHERE id = %s", (host_id,))
+
+
+def delete_hosts_of_user(db, userid):
+    """DELETE a user's hosts; return the rowcount."""
+    return db.execute("DELETE FROM host WHERE userid = %s", (userid,))
+
+
+def record_hosts_deleted(db, userid, now):
+    """host_deleted rows for every host of the user (db_dump tells other projects)."""
+    return db.execute("INSERT IGNORE INTO host_deleted (hostid, public_cross_project_id, "
+                      "create_time) SELECT id, COALESCE(host_cpid, ''), %s FROM host "
+                      "WHERE userid = %s", (now, userid))

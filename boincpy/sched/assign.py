@@ -6,6 +6,7 @@
 
 import random
 import time
+from boincpy.db.assignment import delete_assignment
 from boincpy.db.result import insert_result
 from boincpy.db.workunit import set_timeout_transition_time
 from boincpy.sched.choose import (
@@ -179,7 +180,7 @@ def _send_targeted_job(work, asg):
     db, cfg = work.db, work.cfg
     wu = db.query_one("SELECT * FROM workunit WHERE id = %s", (asg["workunitid"],))
     if wu is None:
-        db.execute("DELETE FROM assignment WHERE id = %s", (asg["id"],))
+        delete_assignment(db, asg["id"])
         return None
     why = need_targeted_instance(work, wu)
     if why:

@@ -43,6 +43,7 @@ import random
 import time
 
 from boincpy import shmem
+from boincpy.db.host_app_version import add_jobs_today, record_jobs_sent
 from boincpy.db.result import mark_result_sent
 from boincpy.db.workunit import commit_on_send, replicate_workunit
 from boincpy.proc_types import NPROC_TYPES, PROC_TYPE_NAMES, PROC_TYPE_XML
@@ -516,26 +517,13 @@ def write_host_app_versions(work):
     db = work.db
     for gavid, hav in work.havs.items():
         sent = work.hav_added.pop(gavid, 0)
-        sets, params = [], []
-        if gavid in work.hav_reset:
-            sets.append("n_jobs_today = %s")
-            params.append(sent)
-        elif sent:
-            sets.append("n_jobs_today = n_jobs_today + %s")
-            params.append(sent)
-        if gavid in work.hav_quota_init:
-            sets.append("max_jobs_per_day = %s")
-            params.append(hav["max_jobs_per_day"])
-        if sets:
-            db.execute("UPDATE host_app_version SET %s WHERE host_id = %%s AND "
-                       "app_version_id = %%s" % ", ".join(sets),
-                       params + [work.hostid, gavid])
+        record_jobs_sent(db, work.hostid, gavid,
+                         n_jobs_today=sent if gavid in work.hav_reset else None, added=sent,
+                         max_jobs_per_day=(hav["max_jobs_per_day"]
+                                           if gavid in work.hav_quota_init else None))
     for gavid, sent in work.hav_added.items():
         if sent:
-            db.execute("INSERT INTO host_app_version (host_id, app_version_id, n_jobs_today) "
-                       "VALUES (%s, %s, %s) ON DUPLICATE KEY UPDATE "
-                       "n_jobs_today = n_jobs_today + VALUES(n_jobs_today)",
-                       (work.hostid, gavid, sent))
+            add_jobs_today(db, work.hostid, gavid, sent)
             if work.cfg.debug_credit:
                 work.log.normal("[credit] created host_app_version record (%d, %d)"
                                 % (work.hostid, gavid))

@@ -323,13 +323,11 @@ def _quota_fields(row):
 
 def write_host_app_versions(ctx, orig):
     """Write back the quota fields that changed (BOINC's update_scheduler)."""
+    from boincpy.db.host_app_version import record_quota
     for gavid, row in ctx.host_app_versions.items():
         new = _quota_fields(row)
         if orig.get(gavid) != new:
-            ctx.db.execute("UPDATE host_app_version SET consecutive_valid = %s, "
-                           "max_jobs_per_day = %s, n_jobs_today = %s "
-                           "WHERE host_id = %s AND app_version_id = %s",
-                           new + (ctx.host["id"], gavid))
+            record_quota(ctx.db, ctx.host["id"], gavid, *new)
 
 
 def _send_code_sign_key(ctx):

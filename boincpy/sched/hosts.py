@@ -18,7 +18,9 @@ handle_global_prefs (sched/handle_request.cpp), scheduler-protocol.md §7:
 import time
 
 from boincpy import passwords
+from boincpy.db.host import insert_host, update_host_columns
 from boincpy.db.result import mark_result_over
+from boincpy.db.user import set_cross_project_id, set_global_prefs
 from boincpy.db.workunit import set_transition_time
 from boincpy.passwords import md5_hex
 from boincpy.sched.request import parse_global_prefs, prefs_mod_time
@@ -235,8 +237,7 @@ def authenticate(ctx):
         row = ctx.fitted("user", {"cross_project_id": req.cross_project_id},
                      "[USER#%d]" % user["id"])
         if row:
-            db.execute("UPDATE user SET cross_project_id = %s WHERE id = %s",
-                       (row["cross_project_id"], user["id"]))
+            set_cross_project_id(db, user["id"], row["cross_project_id"])
             user["cross_project_id"] = row["cross_project_id"]
     return True
 
@@ -268,9 +269,7 @@ def create_host(ctx, user):
         "misc": "",
     }
     row = ctx.fitted("host", row, "new host")
-    cols = list(row)
-    hostid = ctx.db.insert("INSERT INTO host (%s) VALUES (%s)" % (
-        ", ".join(cols), ", ".join(["%s"] * len(cols))), [row[c] for c in cols])
+    hostid = insert_host(ctx.db, row)
     host = _host_by_id(ctx.db, hostid)
     ctx.log.debug("[HOST#%d] created host record for [USER#%d]" % (hostid, user["id"]))
     return host
@@ -398,9 +397,7 @@ def write_host(ctx, orig):
     changed = ctx.fitted("host", changed, "[HOST#%d]" % host["id"])
     if not changed:
         return 0
-    values = list(changed.values()) + [host["id"]]
-    return ctx.db.execute("UPDATE host SET %s WHERE id = %%s"
-                          % ", ".join("%s = %%s" % col for col in changed), values)
+    return update_host_columns(ctx.db, host["id"], changed)
 
 
 def rpc_day_offset(hostid):
@@ -462,8 +459,7 @@ def handle_global_prefs(ctx):
             # buffer refuses them)
             if log:
                 log("[prefs] updating db prefs")
-            ctx.db.execute("UPDATE user SET global_prefs = %s WHERE id = %s",
-                           (master, user["id"]))
+            set_global_prefs(ctx.db, user["id"], master)
             user["global_prefs"] = master
             db_prefs = master
             db_mod = master_mod

@@ -15,6 +15,7 @@ accepted report.
 
 import time
 
+from boincpy.db.msg import claim_msg_to_host, insert_msg_from_host
 from boincpy.db.result import record_reported_results
 from boincpy.db.workunit import set_transition_times
 
@@ -428,9 +429,7 @@ def handle_msgs_from_host(ctx):
         with ctx.db.transaction():
             for m in req.msgs_from_host:
                 ctx.log.normal("got msg from host; variety %s " % m.variety)
-                ctx.db.execute("INSERT INTO msg_from_host (create_time, hostid, variety, "
-                               "handled, xml) VALUES (%s, %s, %s, 0, %s)",
-                               (ctx.now, ctx.host["id"], m.variety, m.xml))
+                insert_msg_from_host(ctx.db, ctx.now, ctx.host["id"], m.variety, m.xml)
     except Exception as exc:
         ctx.log.critical("[HOST#%d] message insert failed: %s" % (ctx.host["id"], exc))
         ctx.reply.send_msg_ack = False
@@ -443,8 +442,7 @@ def handle_msgs_to_host(ctx):
     rows = ctx.db.query("SELECT id, xml FROM msg_to_host WHERE hostid = %s AND handled = 0 "
                         "ORDER BY id", (ctx.host["id"],))
     for row in rows:
-        n = ctx.db.execute("UPDATE msg_to_host SET handled = 1 WHERE id = %s AND handled = 0",
-                           (row["id"],))
+        n = claim_msg_to_host(ctx.db, row["id"])
         if n != 1:
             continue
         ctx.reply.msgs_to_host.append(row["xml"])

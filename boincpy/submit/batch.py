@@ -21,6 +21,10 @@ import shutil
 import time
 from dataclasses import dataclass, field
 
+from boincpy.db.batch import (clear_batch_njobs, delete_retired_batch, insert_batch,
+                              mark_batch_aborted, mark_batch_retired, record_batch_counts,
+                              record_batch_start, set_batch_expire_time, start_batch_if_init)
+from boincpy.db.submit import delete_batch_file_assocs
 from boincpy.db.workunit import cancel_workunits_by_id
 from boincpy.db.rows import Batch
 from boincpy.errors import SubmitError
@@ -90,13 +94,8 @@ def create(db, user_id, app_id, name, expire_time=0.0, now=None):
     stray = int(db.query_value("SELECT COALESCE(MAX(batch), 0) FROM workunit") or 0)
     top = int(db.query_value("SELECT COALESCE(MAX(id), 0) FROM batch") or 0)
     batch_id = stray + 1 if stray > top else None
-    batch.id = db.insert(
-        "INSERT INTO batch (id, user_id, create_time, logical_start_time, logical_end_time, "
-        "est_completion_time, njobs, fraction_done, nerror_jobs, state, completion_time, "
-        "credit_estimate, credit_canonical, credit_total, name, app_id, project_state, "
-        "description, expire_time) VALUES (%s, %s, %s, 0, 0, 0, 0, 0, 0, %s, 0, 0, 0, 0, "
-        "%s, %s, 0, '', %s)", (batch_id, user_id, now, batch.state, name, app_id,
-                               batch.expire_time))
+    batch.id = insert_batch(db, batch_id, user_id, now, batch.state, name, app_id,
+                            batch.expire_time)
     return batch
 
 
@@ -110,17 +109,13 @@ def start(db, batch, njobs, fpops_total, logical_start_time=0.0, logical_end_tim
     batch.logical_start_time = logical_start_time
     batch.logical_end_time = logical_end_time
     batch.state = int(BatchState.IN_PROGRESS)
-    db.execute("UPDATE batch SET state = %s, njobs = %s, credit_estimate = %s, "
-               "logical_start_time = %s, logical_end_time = %s WHERE id = %s",
-               (batch.state, njobs, batch.credit_estimate, logical_start_time,
-                logical_end_time, batch.id))
+    record_batch_start(db, batch)
 
 
 def start_if_new(db, batch_id):
     """``create_work --batch N``: a batch still in INIT whose jobs were just
     made by hand goes IN_PROGRESS, so it is counted like a submitted one."""
-    db.execute("UPDATE batch SET state = %s WHERE id = %s AND state = %s",
-               (int(BatchState.IN_PROGRESS), batch_id, int(BatchState.INIT)))
+    start_batch_if_init(db, batch_id)
 
 
 @dataclass
@@ -171,7 +166,7 @@ def refresh(db, batch, now=None, jobs=None):
     if not jobs:
         if batch.njobs:
             batch.njobs = 0
-            db.execute("UPDATE batch SET njobs = 0 WHERE id = %s", (batch.id,))
+            clear_batch_njobs(db, batch.id)
         return progress
     sent = set()
     credit_total = 0.0
@@ -207,11 +202,7 @@ def refresh(db, batch, now=None, jobs=None):
         batch.state = int(BatchState.COMPLETE)
         batch.completion_time = int(now)
     batch.est_completion_time = _completion_estimate(batch, now)
-    db.execute("UPDATE batch SET fraction_done = %s, nerror_jobs = %s, state = %s, "
-               "completion_time = %s, credit_canonical = %s, credit_total = %s, njobs = %s, "
-               "est_completion_time = %s WHERE id = %s",
-               (batch.fraction_done, nerror, batch.state, batch.completion_time, credit,
-                credit_total, batch.njobs, batch.est_completion_time, batch.id))
+    record_batch_counts(db, batch)
     progress.njobs_success = nsuccess
     progress.njobs_in_prog = nprog
     return progress
@@ -270,8 +261,7 @@ def abort(db, batch, now=None):
     ids = [r["id"] for r in db.query("SELECT id FROM workunit WHERE batch = %s", (batch.id,))]
     with db.transaction():
         cancel_workunits_by_id(db, ids, now)
-        db.execute("UPDATE batch SET state = %s, completion_time = %s WHERE id = %s",
-                   (int(BatchState.ABORTED), now, batch.id))
+        mark_batch_aborted(db, batch.id, now)
     batch.state = int(BatchState.ABORTED)
     batch.completion_time = now
 
@@ -286,8 +276,7 @@ def retire(db, batch, project_dir=None, now=None):
     progress = refresh(db, batch, now)
     unsent = [j.id for j in progress.jobs if j.status == WU_UNSENT]
     with db.transaction():
-        db.execute("UPDATE batch SET state = %s WHERE id = %s",
-                   (int(BatchState.RETIRED), batch.id))
+        mark_batch_retired(db, batch.id)
         if unsent:
             cancel_workunits_by_id(db, unsent, int(now), unsent_only=True)
     batch.state = int(BatchState.RETIRED)
@@ -299,7 +288,7 @@ def retire(db, batch, project_dir=None, now=None):
 def set_expire_time(db, batch, expire_time):
     """The batch's lease: after it, expire_batches aborts and retires it."""
     batch.expire_time = float(expire_time)
-    db.execute("UPDATE batch SET expire_time = %s WHERE id = %s", (batch.expire_time, batch.id))
+    set_batch_expire_time(db, batch.id, batch.expire_time)
 
 
 def expire(db, project_dir=None, now=None):
@@ -324,7 +313,6 @@ def delete_empty_retired(db):
         "(SELECT 1 FROM workunit WHERE workunit.batch = batch.id)", (int(BatchState.RETIRED),))]
     for batch_id in ids:
         with db.transaction():
-            db.execute("DELETE FROM batch_file_assoc WHERE batch_id = %s", (batch_id,))
-            db.execute("DELETE FROM batch WHERE id = %s AND state = %s",
-                       (batch_id, int(BatchState.RETIRED)))
+            delete_batch_file_assocs(db, batch_id)
+            delete_retired_batch(db, batch_id)
     return ids

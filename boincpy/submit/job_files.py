@@ -23,6 +23,8 @@ import shutil
 import time
 
 from boincpy.db.rows import JobFile
+from boincpy.db.submit import (associate_job_file, associate_job_files_named, delete_job_file,
+                               delete_job_file_named, insert_job_file, set_job_file_delete_time)
 from boincpy.errors import SubmitError
 from boincpy.files import (check_download_file, dir_hier_path, job_file_name, md5_file,
                            write_md5_file)
@@ -74,16 +76,13 @@ def _record(db, name, delete_time, batch_id, now):
     its batch association; returns the job_file id."""
     jf = lookup(db, name)
     if jf is None:
-        jf_id = db.insert("INSERT INTO job_file (name, create_time, delete_time) "
-                          "VALUES (%s, %s, %s) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)",
-                          (name, now, delete_time))
+        jf_id = insert_job_file(db, name, now, delete_time)
     else:
         jf_id = jf.id
         if jf.delete_time < delete_time:
-            db.execute("UPDATE job_file SET delete_time = %s WHERE id = %s", (delete_time, jf_id))
+            set_job_file_delete_time(db, jf_id, delete_time)
     if batch_id:
-        db.execute("INSERT IGNORE INTO batch_file_assoc (job_file_id, batch_id) VALUES (%s, %s)",
-                   (jf_id, batch_id))
+        associate_job_file(db, jf_id, batch_id)
     return jf_id
 
 
@@ -102,7 +101,7 @@ def query(db, cfg, names, batch_id=0, delete_time=0.0, now=None):
             if os.path.isfile(path_of(cfg, name)):
                 _record(db, name, delete_time, batch_id, now)
             else:
-                db.execute("DELETE FROM job_file WHERE name = %s", (name,))
+                delete_job_file_named(db, name)
                 absent.append(i)
     return absent
 
@@ -198,10 +197,7 @@ def associate(db, names, batch_id):
     """Record that a batch uses these job files (those that are job files)."""
     if not names or not batch_id:
         return
-    names = sorted(set(names))
-    marks = ", ".join(["%s"] * len(names))
-    db.execute("INSERT IGNORE INTO batch_file_assoc (job_file_id, batch_id) SELECT id, %%s "
-               "FROM job_file WHERE name IN (%s)" % marks, [batch_id] + names)
+    associate_job_files_named(db, sorted(set(names)), batch_id)
 
 
 def managed_names(db, names):
@@ -245,8 +241,7 @@ def delete_unused(db, cfg, now=None, grace=86400, log=None, dry_run=False):
                     break
             else:
                 with db.transaction():
-                    db.execute("DELETE FROM batch_file_assoc WHERE job_file_id = %s", (r["id"],))
-                    db.execute("DELETE FROM job_file WHERE id = %s", (r["id"],))
+                    delete_job_file(db, r["id"])
                 deleted.append(name)
                 if log:
                     log.normal("deleted %s" % path)

@@ -16,6 +16,10 @@ the submitter who used least of their share is served first.
 import time
 
 from boincpy.db.rows import UserSubmit, UserSubmitApp
+from boincpy.db.submit import (delete_submit_app, delete_submit_rights, grant_manage_app,
+                               grant_submit_app, insert_user_submit, revoke_manage_app,
+                               set_logical_start_time, set_manage_all, set_max_jobs_in_progress,
+                               set_submit_all, set_submit_quota)
 from boincpy.errors import SubmitError
 
 from boincpy.submit.batch import COBBLESTONE_SCALE
@@ -65,14 +69,12 @@ def may_control_batch(db, user_id, batch):
 
 def _ensure_user_submit(db, user_id, quota=None, max_jobs_in_progress=None):
     if user_submit(db, user_id) is None:
-        db.execute("INSERT INTO user_submit (user_id, quota, logical_start_time, submit_all, "
-                   "manage_all, max_jobs_in_progress) VALUES (%s, %s, 0, 0, 0, %s)",
-                   (user_id, 1.0 if quota is None else quota, max_jobs_in_progress or 0))
+        insert_user_submit(db, user_id, 1.0 if quota is None else quota,
+                           max_jobs_in_progress or 0)
     if quota is not None:
-        db.execute("UPDATE user_submit SET quota = %s WHERE user_id = %s", (quota, user_id))
+        set_submit_quota(db, user_id, quota)
     if max_jobs_in_progress is not None:
-        db.execute("UPDATE user_submit SET max_jobs_in_progress = %s WHERE user_id = %s",
-                   (max_jobs_in_progress, user_id))
+        set_max_jobs_in_progress(db, user_id, max_jobs_in_progress)
 
 
 def grant_submit(db, user_id, app_id=0, quota=None, max_jobs_in_progress=None):
@@ -81,10 +83,9 @@ def grant_submit(db, user_id, app_id=0, quota=None, max_jobs_in_progress=None):
     with db.transaction():
         _ensure_user_submit(db, user_id, quota, max_jobs_in_progress)
         if app_id:
-            db.execute("INSERT IGNORE INTO user_submit_app (user_id, app_id, manage) "
-                       "VALUES (%s, %s, 0)", (user_id, app_id))
+            grant_submit_app(db, user_id, app_id)
         else:
-            db.execute("UPDATE user_submit SET submit_all = 1 WHERE user_id = %s", (user_id,))
+            set_submit_all(db, user_id)
 
 
 def grant_manage(db, user_id, app_id=0):
@@ -96,14 +97,13 @@ def grant_manage(db, user_id, app_id=0):
             if us is not None and us.manage_all:
                 return False
             _ensure_user_submit(db, user_id)
-            db.execute("UPDATE user_submit SET manage_all = 1 WHERE user_id = %s", (user_id,))
+            set_manage_all(db, user_id, 1)
             return True
         usa = _submit_app(db, user_id, app_id)
         if usa is not None and usa.manage:
             return False
         _ensure_user_submit(db, user_id)
-        db.execute("INSERT INTO user_submit_app (user_id, app_id, manage) VALUES (%s, %s, 1) "
-                   "ON DUPLICATE KEY UPDATE manage = 1", (user_id, app_id))
+        grant_manage_app(db, user_id, app_id)
         return True
 
 
@@ -115,13 +115,12 @@ def revoke_manage(db, user_id, app_id=0):
             us = user_submit(db, user_id)
             if us is None or not us.manage_all:
                 return False
-            db.execute("UPDATE user_submit SET manage_all = 0 WHERE user_id = %s", (user_id,))
+            set_manage_all(db, user_id, 0)
             return True
         usa = _submit_app(db, user_id, app_id)
         if usa is None or not usa.manage:
             return False
-        db.execute("UPDATE user_submit_app SET manage = 0 WHERE user_id = %s AND app_id = %s",
-                   (user_id, app_id))
+        revoke_manage_app(db, user_id, app_id)
         return True
 
 
@@ -131,11 +130,8 @@ def revoke_submit(db, user_id, app_id=0):
     (delete_remote_submit_user).  False if there was nothing to take."""
     with db.transaction():
         if app_id:
-            return db.execute("DELETE FROM user_submit_app WHERE user_id = %s AND app_id = %s",
-                              (user_id, app_id)) > 0
-        n = db.execute("DELETE FROM user_submit_app WHERE user_id = %s", (user_id,))
-        n += db.execute("DELETE FROM user_submit WHERE user_id = %s", (user_id,))
-        return n > 0
+            return delete_submit_app(db, user_id, app_id) > 0
+        return delete_submit_rights(db, user_id) > 0
 
 
 def submitters(db):
@@ -187,6 +183,5 @@ def adjust_user_priority(db, user_id, flops, min_avg_pfc=0.0, now=None, update=T
     start = max(us.logical_start_time, now)
     new = start + delta
     if update:
-        db.execute("UPDATE user_submit SET logical_start_time = %s WHERE user_id = %s",
-                   (new, user_id))
+        set_logical_start_time(db, user_id, new)
     return new

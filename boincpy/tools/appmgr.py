@@ -35,6 +35,8 @@ import time
 import click
 
 from boincpy.cli import click_main
+# modules, not names: this file's commands are called delete_app, update_app ...
+from boincpy.db import app as app_table, app_version as app_version_table
 from boincpy.errors import ToolError
 
 HR_TYPES = {"no": 0, "fine": 1, "coarse": 2}
@@ -179,7 +181,7 @@ def delete_version(p, av):
     used = set()
     for other in p.db.query("SELECT xml_doc FROM app_version WHERE id <> %s", (av["id"],)):
         used |= _file_names(other["xml_doc"])
-    p.db.execute("DELETE FROM app_version WHERE id = %s", (av["id"],))
+    app_version_table.delete_app_version(p.db, av["id"])
     for name in sorted(_file_names(av["xml_doc"]) - used):
         for path in (os.path.join(p.cfg.download_dir, name),
                      os.path.join(p.cfg.download_dir, name + ".gz"),
@@ -236,11 +238,11 @@ def add_app(name, user_friendly_name, hr, beta, weight, target_nresults, project
     p = Project(project_dir)
     if p.db.query_value("SELECT COUNT(*) FROM app WHERE name = %s", (name,)):
         raise ToolError("Failed to add application: %s already exists" % name)
-    p.db.insert("INSERT INTO app (create_time, name, user_friendly_name, "
-                "homogeneous_redundancy, weight, beta, target_nresults) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                (int(time.time()), name, _text("user friendly name", user_friendly_name),
-                 HR_TYPES[hr], weight, int(beta), target_nresults))
+    app_table.insert_app(p.db, {
+        "create_time": int(time.time()), "name": name,
+        "user_friendly_name": _text("user friendly name", user_friendly_name),
+        "homogeneous_redundancy": HR_TYPES[hr], "weight": weight, "beta": int(beta),
+        "target_nresults": target_nresults})
     p.changed()
     click.echo("Added " + _app_text(p.app(name)))
 
@@ -268,7 +270,7 @@ def delete_app(name, version, platform, plan_class, project_dir):
     for av in versions:
         delete_version(p, av)
     if whole:
-        p.db.execute("DELETE FROM app WHERE id = %s", (app["id"],))
+        app_table.delete_app(p.db, app["id"])
         click.echo("Removed " + _app_text(app))
     elif not versions:
         raise ToolError("no version of %s matches" % name)
@@ -308,8 +310,7 @@ def update_app(name, hr, beta, weight, target_nresults, user_friendly_name, min_
         sets["deprecated"] = int(deprecated)
     if not sets:
         raise ToolError("nothing to update: give an option (appmgr update --help)")
-    p.db.execute("UPDATE app SET %s WHERE id = %%s" % ", ".join("%s = %%s" % c for c in sets),
-                 list(sets.values()) + [app["id"]])
+    app_table.update_app(p.db, app["id"], sets)
     p.changed()
     click.echo("Updated " + _app_text(p.app(name)))
 
@@ -390,8 +391,7 @@ def update_appver(name, version, platform, plan_class, min_core_version, max_cor
     if not versions:
         raise ToolError("no version of %s matches" % name)
     for av in versions:
-        p.db.execute("UPDATE app_version SET %s WHERE id = %%s"
-                     % ", ".join("%s = %%s" % c for c in sets), list(sets.values()) + [av["id"]])
+        app_version_table.update_app_version(p.db, av["id"], sets)
         click.echo("Updated " + _version_text(p, av))
     p.changed()
 
@@ -406,9 +406,9 @@ def add_platform(name, user_friendly_name, project_dir):
     p = Project(project_dir)
     if p.db.query_value("SELECT COUNT(*) FROM platform WHERE name = %s", (name,)):
         raise ToolError("platform %s already exists" % name)
-    pid = p.db.insert("INSERT INTO platform (create_time, name, user_friendly_name) "
-                      "VALUES (%s, %s, %s)", (int(time.time()), name,
-                                              _text("user friendly name", user_friendly_name)))
+    pid = app_table.insert_platform(p.db, {
+        "create_time": int(time.time()), "name": name,
+        "user_friendly_name": _text("user friendly name", user_friendly_name)})
     p.changed()
     click.echo("Added platform %s (ID %d): %s" % (name, pid, user_friendly_name))
 
@@ -428,7 +428,7 @@ def delete_platform(name, force, project_dir):
     _refuse_busy_versions(p, versions)
     for av in versions:
         delete_version(p, av)
-    p.db.execute("DELETE FROM platform WHERE id = %s", (platform["id"],))
+    app_table.delete_platform(p.db, platform["id"])
     p.changed()
     click.echo("Deleted platform %s (ID %d)" % (name, platform["id"]))
 
@@ -449,8 +449,7 @@ def update_platform(name, deprecated, user_friendly_name, project_dir):
         sets["user_friendly_name"] = _text("user friendly name", user_friendly_name)
     if not sets:
         raise ToolError("nothing to update: give an option (appmgr update_platform --help)")
-    p.db.execute("UPDATE platform SET %s WHERE id = %%s"
-                 % ", ".join("%s = %%s" % c for c in sets), list(sets.values()) + [platform["id"]])
+    app_table.update_platform(p.db, platform["id"], sets)
     p.changed()
     click.echo("Updated platform %s (ID %d)" % (name, platform["id"]))
 
@@ -478,8 +477,8 @@ def add_standard_platforms(project_dir):
     for name, description in STANDARD_PLATFORMS:
         if p.db.query_value("SELECT COUNT(*) FROM platform WHERE name = %s", (name,)):
             continue
-        pid = p.db.insert("INSERT INTO platform (create_time, name, user_friendly_name) "
-                          "VALUES (%s, %s, %s)", (int(time.time()), name, description))
+        pid = app_table.insert_platform(p.db, {"create_time": int(time.time()), "name": name,
+                                               "user_friendly_name": description})
         click.echo("Added platform %s (ID %d)" % (name, pid))
         added += 1
     if added:

@@ -78,7 +78,8 @@ import click
 from boincpy import crypto
 from boincpy.cli import boinc_option, click_main, progress, usage_help_option
 from boincpy.db import connect
-from boincpy.db.queries import insert_row
+from boincpy.db.app import insert_app, insert_platform, update_app, update_platform
+from boincpy.db.app_version import insert_app_version
 from boincpy.db.rows import AppVersion
 from boincpy.errors import BoincpyError, KeyFileError, ToolError
 from boincpy.files import md5_file
@@ -284,10 +285,8 @@ def _apply_entry(db, entry, now):
     name = values["name"]
     row = db.query_one("SELECT * FROM %s WHERE name = %%s" % table, (name,))
     if row is None:
-        cols = ["create_time"] + list(values)
-        db.execute("INSERT INTO %s (%s) VALUES (%s)"
-                   % (table, ", ".join(cols), ", ".join(["%s"] * len(cols))),
-                   [now] + list(values.values()))
+        insert = insert_platform if table == "platform" else insert_app
+        insert(db, {"create_time": now, **values})
         return "added %s: %s" % (table, name)
     messages = []
     updates = {}
@@ -297,9 +296,8 @@ def _apply_entry(db, entry, now):
             updates[col] = values[col]
             messages.append("updated %s of %s %s" % (words, table, name))
     if updates:
-        db.execute("UPDATE %s SET %s WHERE id = %%s"
-                   % (table, ", ".join("%s = %%s" % c for c in updates)),
-                   list(updates.values()) + [row["id"]])
+        update = update_platform if table == "platform" else update_app
+        update(db, row["id"], updates)
     else:
         messages.append("%s %s already in DB" % (table, name))
     kept = ["%s (DB %s, project.xml %s)" % (c, _show(row[c]), _show(v))
@@ -1087,7 +1085,7 @@ def _update_versions(run, db):
                                  beta=1 if nv.spec.beta else 0,
                                  min_core_version=nv.spec.min_core_version,
                                  max_core_version=nv.spec.max_core_version)
-                added.append((nv.label, insert_row(db, row)))
+                added.append((nv.label, insert_app_version(db, row)))
     except BaseException:
         for path in reversed(created):
             try:

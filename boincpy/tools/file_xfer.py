@@ -29,6 +29,7 @@ import time
 import click
 
 from boincpy.cli import click_main
+from boincpy.db.msg import insert_msg_to_host
 from boincpy.errors import ToolError
 
 WEEK = 7 * 86400
@@ -78,9 +79,7 @@ class Session:
 
     def send(self, variety, xml):
         """Insert the message; warn if the scheduler won't deliver it."""
-        msg_id = self.db.insert(
-            "INSERT INTO msg_to_host (create_time, hostid, variety, handled, xml) "
-            "VALUES (%s, %s, %s, 0, %s)", (int(time.time()), self.host_id, variety, xml))
+        msg_id = insert_msg_to_host(self.db, int(time.time()), self.host_id, variety, xml)
         self.db.close()
         click.echo("message %d to host %d (%s) queued" % (msg_id, self.host_id, variety))
         if not self.cfg.msg_to_host:

@@ -33,7 +33,7 @@ from boincpy.cli import boinc_option, click_main, project_dir_option, usage_help
 from boincpy.db.result import mark_result_couldnt_send
 from boincpy.db.workunit import set_transition_time
 from boincpy.errors import BoincpyError
-from boincpy.states import Outcome, ServerState
+from boincpy.states import ServerState
 
 BATCH = 1000
 

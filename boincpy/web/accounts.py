@@ -16,6 +16,7 @@ import time
 
 from boincpy import passwords
 from boincpy.cnum import php_numeric
+from boincpy.db import team as team_table, user as user_table
 from boincpy.db.rows import Team, User
 from boincpy.errors import DatabaseError
 
@@ -206,20 +207,13 @@ def make_user(db, cfg, email_addr, name, passwd_hash, country="International",
         send_email=1, show_hosts=0 if cfg.enable_privacy_by_default else 1,
         cross_project_id=passwords.random_string(),
         passwd_hash=passwords.password_hash(passwd_hash))
-    cols = ("create_time", "email_addr", "name", "authenticator", "country", "postal_code",
-            "total_credit", "expavg_credit", "expavg_time", "project_prefs", "teamid",
-            "venue", "send_email", "show_hosts", "posts", "seti_id", "seti_nresults",
-            "seti_last_result_time", "seti_total_cpu", "has_profile", "cross_project_id",
-            "passwd_hash", "email_validated", "donated")
-    user.id = db.insert(
-        "INSERT INTO user (%s) VALUES (%s)" % (", ".join(cols), ", ".join(["%s"] * len(cols))),
-        tuple(getattr(user, c) for c in cols))
+    user.id = user_table.insert_user(db, user)
     return user
 
 
 def set_passwd_hash(db, user, stored):
     """Store a new passwd_hash value (already in its stored form)."""
-    db.execute("UPDATE user SET passwd_hash = %s WHERE id = %s", (stored, user.id))
+    user_table.set_passwd_hash(db, user.id, stored)
     user.passwd_hash = stored
 
 
@@ -244,12 +238,10 @@ def quit_team(db, user, now=None):
         return
     now = int(time.time() if now is None else now)
     old = user.teamid
-    db.execute("UPDATE user SET teamid = 0 WHERE id = %s", (user.id,))
-    db.execute("UPDATE team SET ping_user = -ping_user WHERE id = %s AND ping_user = %s",
-               (old, user.id))
-    db.execute("DELETE FROM team_admin WHERE teamid = %s AND userid = %s", (old, user.id))
-    db.execute("INSERT INTO team_delta (userid, teamid, timestamp, joining, total_credit) "
-               "VALUES (%s, %s, %s, 0, %s)", (user.id, old, now, user.total_credit))
+    user_table.set_teamid(db, user.id, 0)
+    team_table.unping_founder(db, old, user.id)
+    team_table.delete_team_admin(db, old, user.id)
+    team_table.record_team_delta(db, user.id, old, now, 0, user.total_credit)
     user.teamid = 0
 
 
@@ -257,9 +249,8 @@ def join_team(db, team, user, now=None):
     """Make the user a member of ``team`` (BOINC's user_join_team)."""
     now = int(time.time() if now is None else now)
     quit_team(db, user, now)
-    db.execute("UPDATE user SET teamid = %s WHERE id = %s", (team.id, user.id))
-    db.execute("INSERT INTO team_delta (userid, teamid, timestamp, joining, total_credit) "
-               "VALUES (%s, %s, %s, 1, %s)", (user.id, team.id, now, user.total_credit))
+    user_table.set_teamid(db, user.id, team.id)
+    team_table.record_team_delta(db, user.id, team.id, now, 1, user.total_credit)
     user.teamid = team.id
 
 
@@ -279,12 +270,7 @@ def make_team(db, userid, name, url, type_num, name_html, description, country, 
                 name_lc=passwords.ascii_lower(name), url=url, type=type_num,
                 name_html=name_html or "", description=description or "",
                 country=country or "None", expavg_time=float(now))
-    team.id = db.insert(
-        "INSERT INTO team (userid, create_time, name, name_lc, url, type, name_html, "
-        "description, country, nusers, expavg_time) "
-        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 0, %s)",
-        (team.userid, team.create_time, team.name, team.name_lc, team.url, team.type,
-         team.name_html, team.description, team.country, team.expavg_time))
+    team.id = team_table.insert_team(db, team)
     return team
 
 
@@ -352,14 +338,10 @@ def record_login_failure(db, keys, now=None):
     """Count one failed login against each of ``keys`` (a new window starts
     when the last one has ended)."""
     now = int(time.time() if now is None else now)
-    sql = ("INSERT INTO login_failure (name, nfail, first_time) VALUES (%s, 1, %s) "
-           "ON DUPLICATE KEY UPDATE nfail = IF(first_time > %s, nfail + 1, 1), "
-           "first_time = IF(first_time > %s, first_time, %s)")
     for attempt in (1, 2):
         try:
             for name in keys:
-                db.execute(sql, (name, now, now - LOGIN_FAIL_WINDOW, now - LOGIN_FAIL_WINDOW,
-                                 now))
+                user_table.count_login_failure(db, name, now, now - LOGIN_FAIL_WINDOW)
             return
         except DatabaseError as exc:
             if getattr(exc, "mysql_code", None) != _ER_NO_SUCH_TABLE or attempt == 2:
@@ -416,9 +398,7 @@ def special_flags(bits):
 def _set_forum_pref(db, userid, column, value):
     from boincpy.db.schema import ensure_table
     ensure_table(db, "forum_preferences")
-    db.execute("INSERT INTO forum_preferences (userid, %s) VALUES (%%s, %%s) "
-               "ON DUPLICATE KEY UPDATE %s = VALUES(%s)" % (column, column, column),
-               (userid, value))
+    user_table.set_forum_pref(db, userid, column, value)
 
 
 def set_special_user(db, userid, flags):
@@ -462,23 +442,20 @@ def delete_account(db, user, now=None):
     """
     from boincpy.db.result import (UNFINISHED_OF_USER, cancel_user_results,
                                    unfinished_of_user_params, unlink_user_results)
+    from boincpy.db.host import delete_hosts_of_user, record_hosts_deleted
+    from boincpy.db.host_app_version import delete_host_app_versions
+    from boincpy.db.msg import delete_msgs_of_host
+    from boincpy.db.submit import delete_submit_rights
     from boincpy.db.workunit import set_transition_time
     now = int(time.time() if now is None else now)
     uid = user.id
     done = {}
 
-    def delete(what, sql, params=(uid,)):
-        done[what] = done.get(what, 0) + db.execute(sql, params)
-
     with db.transaction():
         # Lock the row: a scheduler request of this user waits or fails.
         db.query_one("SELECT id FROM user WHERE id = %s FOR UPDATE", (uid,))
-        db.execute("INSERT IGNORE INTO user_deleted (userid, public_cross_project_id, "
-                   "create_time) VALUES (%s, MD5(CONCAT(%s, %s)), %s)",
-                   (uid, user.cross_project_id, user.email_addr, now))
-        db.execute("INSERT IGNORE INTO host_deleted (hostid, public_cross_project_id, "
-                   "create_time) SELECT id, COALESCE(host_cpid, ''), %s FROM host "
-                   "WHERE userid = %s", (now, uid))
+        user_table.record_user_deleted(db, uid, user.cross_project_id, user.email_addr, now)
+        record_hosts_deleted(db, uid, now)
         hosts = [r["id"] for r in db.query("SELECT id FROM host WHERE userid = %s", (uid,))]
 
         founded = db.query("SELECT id, nusers, total_credit FROM team WHERE userid = %s",
@@ -488,12 +465,10 @@ def delete_account(db, user, now=None):
                       if not t["total_credit"] and not db.query_value(
                           "SELECT COUNT(*) FROM user WHERE teamid = %s", (t["id"],))]
         for tid in spam_teams:
-            delete("teams deleted", "DELETE FROM team WHERE id = %s", (tid,))
-            db.execute("DELETE FROM team_admin WHERE teamid = %s", (tid,))
-        done["teams left without founder"] = db.execute(
-            "UPDATE team SET userid = 0 WHERE userid = %s", (uid,))
-        delete("team admin rights", "DELETE FROM team_admin WHERE userid = %s")
-        delete("team history rows", "DELETE FROM team_delta WHERE userid = %s")
+            done["teams deleted"] = done.get("teams deleted", 0) + team_table.delete_team(db, tid)
+        done["teams left without founder"] = team_table.clear_founder(db, uid)
+        done["team admin rights"] = team_table.delete_admin_rights_of_user(db, uid)
+        done["team history rows"] = team_table.delete_team_deltas_of_user(db, uid)
 
         # Results: unfinished work goes back to the transitioner.
         wus = [r["workunitid"] for r in db.query(
@@ -505,24 +480,21 @@ def delete_account(db, user, now=None):
             set_transition_time(db, wuid, now)
 
         for hid in hosts:
-            delete("host app versions", "DELETE FROM host_app_version WHERE host_id = %s",
-                   (hid,))
-            delete("messages to and from hosts", "DELETE FROM msg_from_host WHERE hostid = %s",
-                   (hid,))
-            delete("messages to and from hosts", "DELETE FROM msg_to_host WHERE hostid = %s",
-                   (hid,))
-        delete("hosts", "DELETE FROM host WHERE userid = %s")
-        delete("job submission rights", "DELETE FROM user_submit_app WHERE user_id = %s")
-        delete("job submission rights", "DELETE FROM user_submit WHERE user_id = %s")
+            done["host app versions"] = (done.get("host app versions", 0)
+                                         + delete_host_app_versions(db, hid))
+            done["messages to and from hosts"] = (done.get("messages to and from hosts", 0)
+                                                  + delete_msgs_of_host(db, hid))
+        done["hosts"] = delete_hosts_of_user(db, uid)
+        done["job submission rights"] = delete_submit_rights(db, uid)
         for what, table in (("credit by app", "credit_user"), ("credited jobs", "credited_job"),
                             ("consent records", "consent"), ("tokens", "token"),
                             ("profile", "profile"), ("sent e-mail records", "sent_email")):
-            delete(what, "DELETE FROM %s WHERE userid = %%s" % table)
+            done[what] = user_table.delete_rows_of_user(db, table, uid)
         try:
-            delete("special-user flags and ban",
-                   "DELETE FROM forum_preferences WHERE userid = %s")
+            done["special-user flags and ban"] = user_table.delete_rows_of_user(
+                db, "forum_preferences", uid)
         except DatabaseError as exc:
             if getattr(exc, "mysql_code", 0) != _ER_NO_SUCH_TABLE:
                 raise
-        delete("user", "DELETE FROM user WHERE id = %s")
+        done["user"] = user_table.delete_user(db, uid)
     return done

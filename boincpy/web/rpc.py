@@ -35,6 +35,7 @@ from urllib.parse import quote_plus
 
 from boincpy import passwords
 from boincpy.cnum import INT_MAX, INT_MIN, int64, php_numeric
+from boincpy.db import user as user_table
 from boincpy.errors import BoincpyError, DatabaseError
 from boincpy.web import accounts
 from boincpy.web.cgi import (
@@ -236,9 +237,7 @@ def _terms_of_use_exist(cfg):
 
 
 def _record_consent(db, userid, ctid, flag, not_required, source, when):
-    db.execute("INSERT INTO consent (userid, consent_type_id, consent_time, consent_flag, "
-               "consent_not_required, source) VALUES (%s, %s, %s, %s, %s, %s)",
-               (userid, ctid, int(when), flag, not_required, source))
+    user_table.insert_consent(db, userid, ctid, int(when), flag, not_required, source)
 
 
 def create_account(ctx):
@@ -308,8 +307,7 @@ def create_account(ctx):
                     raise XmlError(ERR_DB_NOT_UNIQUE) from None
                 raise
             if cfg.invite_codes_rpc:
-                db.execute("UPDATE user SET signature = %s WHERE id = %s",
-                           (invite_code, user.id))
+                user_table.set_signature(db, user.id, invite_code)
             elif cfg.invite_codes:
                 log_error("Account for '%s' created using invitation code '%s'"
                           % (email_addr, invite_code))
@@ -504,11 +502,10 @@ def am_set_info(ctx):
         if why:
             raise XmlError(ERR_XML_PARSE, "Invalid project preferences: %s" % why)
 
-    sets, values = [], []
+    changes = {}
 
     def put(column, value):
-        sets.append("%s = %%s" % column)
-        values.append(value)
+        changes[column] = value
 
     if name:
         problem = accounts.user_name_problem(name)
@@ -544,10 +541,9 @@ def am_set_info(ctx):
                 team = accounts.lookup_team_by_id(db, teamid)
                 if team and team.joinable:
                     accounts.join_team(db, team, user)
-        if sets:
+        if changes:
             try:
-                db.execute("UPDATE user SET %s WHERE id = %%s" % ", ".join(sets),
-                           tuple(values) + (user.id,))
+                user_table.update_user_columns(db, user.id, changes)
             except DatabaseError as exc:
                 if _duplicate(exc):
                     raise XmlError(ERR_DB_NOT_UNIQUE) from None

@@ -10,6 +10,8 @@ feeder reloads apps and versions (BOINC's pages leave that to the operator).
 import math
 import re
 
+from boincpy.db.app import insert_app, update_app
+from boincpy.db.app_version import update_app_version
 from boincpy.errors import DatabaseError
 from boincpy.states import Outcome, ServerState, ValidateState
 from boincpy.web.markup import Markup, fmt, join, link, url
@@ -129,8 +131,8 @@ def _apps_post(ctx):
             raise PageError("Give a description (user-friendly name) for the application.")
         if db.query_value("SELECT COUNT(*) FROM app WHERE name = %s", (name,)):
             raise PageError("An application named %s already exists." % name, "409 Conflict")
-        appid = db.insert("INSERT INTO app (create_time, name, user_friendly_name) "
-                          "VALUES (%s, %s, %s)", (ctx.now, name, ufn))
+        appid = insert_app(db, {"create_time": ctx.now, "name": name,
+                                "user_friendly_name": ufn})
         return _changed(ctx, "Application %s added with ID %d." % (name, appid))
     if action != "update":
         raise PageError("unknown action %r" % action)
@@ -141,12 +143,12 @@ def _apps_post(ctx):
     weight = _float(ctx, "weight", "Weight")
     hr = ctx.int_arg("homogeneous_redundancy", 0, post=True, minimum=0, maximum=32767)
     target = ctx.int_arg("target_nresults", 0, post=True, minimum=0, maximum=32767)
-    db.execute("UPDATE app SET weight = %s, homogeneous_redundancy = %s, target_nresults = %s, "
-               "homogeneous_app_version = %s, deprecated = %s, non_cpu_intensive = %s, "
-               "beta = %s, fraction_done_exact = %s WHERE id = %s",
-               (weight, hr, target, _flag(ctx, "homogeneous_app_version"),
-                _flag(ctx, "deprecated"), _flag(ctx, "non_cpu_intensive"), _flag(ctx, "beta"),
-                _flag(ctx, "fraction_done_exact"), appid))
+    update_app(db, appid, {
+        "weight": weight, "homogeneous_redundancy": hr, "target_nresults": target,
+        "homogeneous_app_version": _flag(ctx, "homogeneous_app_version"),
+        "deprecated": _flag(ctx, "deprecated"),
+        "non_cpu_intensive": _flag(ctx, "non_cpu_intensive"), "beta": _flag(ctx, "beta"),
+        "fraction_done_exact": _flag(ctx, "fraction_done_exact")})
     return _changed(ctx, "Application %s updated." % app["name"])
 
 
@@ -238,9 +240,9 @@ def _versions_post(ctx):
     if max_v and min_v > max_v:
         raise PageError("Min client version is above max client version.")
     try:
-        db.execute("UPDATE app_version SET plan_class = %s, min_core_version = %s, "
-                   "max_core_version = %s, beta = %s, deprecated = %s WHERE id = %s",
-                   (plan_class, min_v, max_v, _flag(ctx, "beta"), _flag(ctx, "deprecated"), avid))
+        update_app_version(db, avid, {"plan_class": plan_class, "min_core_version": min_v,
+                                      "max_core_version": max_v, "beta": _flag(ctx, "beta"),
+                                      "deprecated": _flag(ctx, "deprecated")})
     except DatabaseError as exc:
         if getattr(exc, "mysql_code", 0) == 1062:
             raise PageError("Another version of this app, platform and version number already "

@@ -17,6 +17,7 @@ only" variant bumps transition_time too (BOINC's does not, leaving the
 cancelled workunit unassimilated until something else touches it).
 """
 
+from boincpy.db.host import clear_rpc_time
 from boincpy.db.workunit import (cancel_workunits_by_id, revalidate_workunits,
                                  transition_all_workunits)
 from boincpy.states import ClientState, FileDeleteState, Outcome, ServerState, ValidateState
@@ -212,7 +213,7 @@ def clear_host(ctx):
     hostid = ctx.int_arg("hostid", None, post=True, minimum=1)
     if hostid is None:
         raise PageError("hostid: give a host ID")
-    n = ctx.db.execute("UPDATE host SET rpc_time = 0 WHERE id = %s", (hostid,))
+    n = clear_rpc_time(ctx.db, hostid)
     if not n and not ctx.db.query_value("SELECT COUNT(*) FROM host WHERE id = %s", (hostid,)):
         raise PageError("no host with ID %d" % hostid, "404 Not Found")
     return render(ctx, "Clear a host's RPC time",
