@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from boincpy.errors import BoincpyError
 from boincpy.files import dir_hier_path
-from boincpy.templates import xml_unescape
+from boincpy.xml import xml_unescape
 
 # lib/error_numbers.h values the back end returns or interprets.
 ERR_FOPEN = -108

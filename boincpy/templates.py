@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from boincpy.cnum import atof, strtod, strtol
 from boincpy.errors import TemplateError
 from boincpy.files import dir_hier_path, dir_hier_url, job_file_name, md5_file
+from boincpy.xml import xml_unescape
 
 BLOB_SIZE = 65536  # xml_doc / xml_doc_in are BLOBs; BOINC keeps <= 65535 bytes
 
@@ -89,24 +90,6 @@ class Node:
         return "<%s>%s</%s>" % (self.tag, self.inner.strip(_WS), self.tag)
 
 
-_ENTITY_RE = re.compile(r"&(lt|gt|quot|apos|amp|#[xX][dDaA]|#[0-9]+);")
-_ENTITIES = {"lt": "<", "gt": ">", "quot": '"', "apos": "'", "amp": "&"}
-
-
-def xml_unescape(text):
-    """Decode the entities BOINC's xml_unescape knows; leave others as they are."""
-    if "&" not in text:
-        return text
-
-    def sub(m):
-        name = m.group(1)
-        if name in _ENTITIES:
-            return _ENTITIES[name]
-        if name[1] in "xX":
-            return "\r" if name[2] in "dD" else "\n"
-        code = int(name[1:])
-        return chr(code) if code < 256 else m.group(0)
-    return _ENTITY_RE.sub(sub, text)
 
 
 def parse_xml(text, path):

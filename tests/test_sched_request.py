@@ -7,7 +7,8 @@ import pytest
 
 from boincpy.sched.request import (
     ClientAppVersion, GlobalPrefs, RequestError, SchedulerRequest, c_strtol, parse_global_prefs,
-    parse_request, xml_unescape)
+    parse_request)
+from boincpy.xml import xml_unescape
 from tests.sched_env import CLIENT, REFERENCE, fixture_text
 
 ALL_REQUESTS = sorted(

@@ -48,3 +48,24 @@ def test_one_escaper_in_the_package():
                             found.append("%s:%d: %s" % (os.path.relpath(path, REPO), lineno,
                                                         line.strip()))
     assert not found, "\n".join(found)
+
+
+def test_one_unescaper_for_text_and_bytes():
+    """BOINC's xml_unescape: named entities, &#xD;/&#xA;, &#NNN; below 256 as
+    one character (one byte for bytes), anything else kept as written."""
+    from boincpy.xml import xml_unescape
+    cases = [
+        ("a &lt;b&gt; &amp; &quot;c&quot; &apos;d&apos;", "a <b> & \"c\" 'd'"),
+        ("line&#xD;&#xA;next&#xd;&#xa;", "line\r\nnext\r\n"),
+        ("&#65;&#066;", "AB"),
+        ("&#x41;&#300;&#;&#12&nbsp;&", "&#x41;&#300;&#;&#12&nbsp;&"),
+        ("&#\u00b2;", "&#\u00b2;"),               # a digit, but not an ASCII one
+        ("plain", "plain"),
+    ]
+    for raw, text in cases:
+        assert xml_unescape(raw) == text
+        if raw.isascii():
+            assert xml_unescape(raw.encode()) == text.encode("latin-1")
+    # bytes: a numeric reference is one byte (UTF-8 sequences written byte by byte)
+    assert xml_unescape(b"&#195;&#169;").decode("utf-8") == "\u00e9"
+    assert xml_unescape("&#233;") == "\u00e9"

@@ -24,7 +24,7 @@ Only the scheduler imports this module, and only when the option is set.
 import hashlib
 import re
 
-from boincpy.sched.request import xml_unescape
+from boincpy.xml import xml_unescape
 
 BLOB_SIZE = 65536                 # db/boinc_db_types.h: workunit/app_version xml_doc
 DOWNLOAD_SERVERS_FILE = "download_servers"

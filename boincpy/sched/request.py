@@ -24,6 +24,7 @@ from boincpy.cnum import atof, strtod as c_strtod, strtol as c_strtol
 from boincpy.errors import BoincpyError
 from boincpy.proc_types import PROC_AMD, PROC_APPLE, PROC_CPU, PROC_INTEL, PROC_NVIDIA
 from boincpy.sched.record import Record, factory
+from boincpy.xml import xml_unescape
 
 COPROC_TAGS = {"coproc_cuda": PROC_NVIDIA, "coproc_ati": PROC_AMD,
                "coproc_intel_gpu": PROC_INTEL, "coproc_apple_gpu": PROC_APPLE}
@@ -297,44 +298,6 @@ class SchedulerRequest(Record):
 # The tokenizer: BOINC's XML_PARSER over bytes.
 
 TAG, DATA, CDATA = 1, 2, 3
-
-_ENTITIES = ((b"&lt;", b"<"), (b"&gt;", b">"), (b"&quot;", b'"'), (b"&apos;", b"'"),
-             (b"&amp;", b"&"), (b"&#xD;", b"\r"), (b"&#xd;", b"\r"),
-             (b"&#xA;", b"\n"), (b"&#xa;", b"\n"))
-
-
-def xml_unescape(raw):
-    """BOINC's xml_unescape on bytes: named entities, &#xD;/&#xA;, and &#NNN;
-    (decimal, < 256) as ONE byte; anything else is kept as written."""
-    if b"&" not in raw:
-        return raw
-    out = bytearray()
-    i = 0
-    while True:
-        j = raw.find(b"&", i)
-        if j < 0:
-            out += raw[i:]
-            return bytes(out)
-        out += raw[i:j]
-        for entity, char in _ENTITIES:
-            if raw.startswith(entity, j):
-                out += char
-                i = j + len(entity)
-                break
-        else:
-            if raw.startswith(b"&#", j):
-                k = raw.find(b";", j + 2)
-                digits = raw[j + 2:k] if k > 0 else b""
-                if digits.isdigit() and int(digits) < 256:
-                    out.append(int(digits))
-                    i = k + 1
-                else:
-                    out += b"&#"
-                    i = j + 2
-            else:
-                out += b"&"
-                i = j + 1
-
 
 def _text(raw):
     """Element text as str: bytes (after unescaping) read as UTF-8."""

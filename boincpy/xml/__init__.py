@@ -1,6 +1,7 @@
 """BOINC's XML text conventions shared by the scheduler, the web pages, the archives and the dumps.
 
-:func:`xml_escape` is boincpy's one escaper: every value from a client, a
+:func:`xml_escape` is boincpy's one escaper, :func:`xml_unescape` its one
+unescaper (BOINC's, on the scheduler request's bytes and on template text): every value from a client, a
 volunteer or an operator that goes into XML (scheduler replies, upload
 replies, web RPC replies, config.xml, templates) or HTML (the pages go through
 :mod:`boincpy.web.markup`, which calls it) is escaped here.
@@ -74,3 +75,48 @@ def xml_escape(value, quote=False, boinc=False):
         if "'" in text:
             text = text.replace("'", "&#039;")
     return text
+
+
+_NAMED = (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&apos;", "'"), ("&amp;", "&"),
+          ("&#xD;", "\r"), ("&#xd;", "\r"), ("&#xA;", "\n"), ("&#xa;", "\n"))
+_NAMED_BYTES = tuple((e.encode(), c.encode()) for e, c in _NAMED)
+
+
+def xml_unescape(value):
+    """BOINC's xml_unescape (lib/parse.cpp), on str or bytes: the five named
+    entities, ``&#xD;``/``&#xA;``, and ``&#NNN;`` (decimal, below 256) as one
+    character -- one byte, for bytes; anything else is kept as written."""
+    is_bytes = value.__class__ is bytes
+    if is_bytes:
+        if b"&" not in value:           # most element texts: the scheduler's hot path
+            return value
+        amp, num, semi, named = b"&", b"&#", b";", _NAMED_BYTES
+    else:
+        if "&" not in value:
+            return value
+        amp, num, semi, named = "&", "&#", ";", _NAMED
+    out = []
+    i = 0
+    while True:
+        j = value.find(amp, i)
+        if j < 0:
+            out.append(value[i:])
+            return value[:0].join(out)
+        out.append(value[i:j])
+        for entity, char in named:
+            if value.startswith(entity, j):
+                out.append(char)
+                i = j + len(entity)
+                break
+        else:
+            k = value.find(semi, j + 2) if value.startswith(num, j) else -1
+            digits = value[j + 2:k] if k > 0 else value[:0]
+            if digits.isdigit() and digits.isascii() and int(digits) < 256:
+                out.append(bytes((int(digits),)) if is_bytes else chr(int(digits)))
+                i = k + 1
+            elif value.startswith(num, j):
+                out.append(num)
+                i = j + 2
+            else:
+                out.append(amp)
+                i = j + 1
