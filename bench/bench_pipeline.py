@@ -465,7 +465,11 @@ def measure(site, hosts, monitor, wall, finished):
     uploads = sum(h.n_uploads for h in hosts)
     down = sum(h.n_down for h in hosts)
     cpu = monitor.by_kind()
-    return {"machine_busy": monitor.machine_busy, "finished": finished, "wall": wall, "jobs_per_s": n / wall if wall else 0.0,
+    # an unfinished run counts what it assimilated, not the jobs it was given
+    done = n if finished else site.value(
+        "SELECT COUNT(*) FROM workunit WHERE assimilate_state = %s", (ASSIMILATE_DONE,))
+    return {"machine_busy": monitor.machine_busy, "finished": finished, "wall": wall,
+            "jobs_per_s": done / wall if wall else 0.0,
             "rpcs": rpcs, "empty": empty, "down": down, "uploads": uploads, "cpu": cpu}
 
 
@@ -600,12 +604,19 @@ def main(argv=None):
 
 
 def summary(results, say):
+    """Each server's runs; ratios from the finished runs only (a run that
+    stalled or failed its checks says nothing about a server's rate)."""
     best = {}
+    shown = {}
     for r in results:
-        best.setdefault(r["server"], []).append(r["jobs_per_s"])
+        ok = r.get("finished") and all(c[1] for c in r.get("checks", ()))
+        shown.setdefault(r["server"], []).append(
+            "%.1f" % r.get("jobs_per_s", 0.0) + ("" if ok else " (NOT DONE or FAILED)"))
+        if ok:
+            best.setdefault(r["server"], []).append(r["jobs_per_s"])
     say("\n== summary (jobs/s, each run)\n")
-    for s, v in best.items():
-        say("  %-34s %s\n" % (SERVERS[s], " ".join("%.1f" % x for x in v)))
+    for s, v in shown.items():
+        say("  %-34s %s\n" % (SERVERS[s], ", ".join(v)))
     for ours in ("boincpy", "persistent"):
         if ours not in best:
             continue
