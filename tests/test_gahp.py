@@ -268,7 +268,7 @@ def test_a_condor_round_against_boincpy(submit_site, tmp_path):
         assert db.query_value("SELECT COUNT(*) FROM job_file") == before
         assert db.query_value("SELECT COUNT(*) FROM batch_file_assoc JOIN batch ON batch.id = "
                               "batch_id WHERE batch.name = 'gb2'") == 2
-        assert b"<command_line>\n--x \n</command_line>" in db.query_value(
+        assert "<command_line>\n--x \n</command_line>" in db.query_value(
             "SELECT xml_doc FROM workunit WHERE name = 'gk0'")
         assert g.send("BOINC_ABORT_JOBS 61 gk0")[0] == "S"
         assert g.wait_result(61) == "NULL"

@@ -62,7 +62,7 @@ def test_stock_client_runs_a_job_from_attach_to_ack(apache_site):
     res = s.rows("SELECT * FROM result WHERE name = 'wu1_0'")[0]
     assert (res["server_state"], res["outcome"], res["client_state"], res["exit_status"]) \
         == (5, 1, 5, 0)
-    out_name = re.search(rb"<name>(wu1_0_r\d+_0)</name>", res["xml_doc_out"]).group(1).decode()
+    out_name = re.search(r"<name>(wu1_0_r\d+_0)</name>", res["xml_doc_out"]).group(1)
     path = dir_hier_path(s.p.cfg.upload_dir, out_name, s.p.cfg.uldl_dir_fanout)
     with open(path) as f:
         assert f.read() == "HELLO FROM WU1\n"
