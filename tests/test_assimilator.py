@@ -283,3 +283,20 @@ def test_a_broken_journal_is_named(proj):
     finally:
         d.shutdown()
         os.unlink(d.journal_path())
+
+
+def test_dont_update_db_leaves_the_journal_for_a_real_run(proj):
+    """--dont_update_db records nothing, so it must not consume the journal."""
+    from backend_rows import make_daemon
+    db, root = proj["db"], proj["root"]
+    w, _, _ = done_job(proj, "job_journal_kept", [b"x"])
+    d = make_daemon(DummyAssimilator, root, "--app", "example_app", "--one_pass")
+    os.makedirs(os.path.dirname(d.journal_path()), exist_ok=True)
+    with open(d.journal_path(), "w") as f:
+        f.write("%d 2\n" % w)
+    run_pass(DummyAssimilator, root, "--app", "example_app", "--one_pass", "--dont_update_db")
+    assert os.path.exists(d.journal_path())
+    assert row(db, "workunit", w)["assimilate_state"] == 1
+    run_pass(DummyAssimilator, root, "--app", "example_app", "--one_pass")
+    assert not os.path.exists(d.journal_path())
+    assert row(db, "workunit", w)["assimilate_state"] == 2

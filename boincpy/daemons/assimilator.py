@@ -223,15 +223,21 @@ class Assimilator(Daemon):
 
     def _write_journal(self, new_states):
         path = self.journal_path()
-        os.makedirs(os.path.dirname(path), exist_ok=True)
         states = self._read_journal()
         states.update(new_states)
         tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            f.writelines("%d %d\n" % item for item in sorted(states.items()))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(tmp, "w") as f:
+                f.writelines("%d %d\n" % item for item in sorted(states.items()))
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except OSError as exc:
+            # the database error goes on up; this only costs repeated handlers
+            self.log.critical("can't keep %d handled workunits in %s: %s; their handlers "
+                              "will run again" % (len(new_states), path, exc.strerror))
+            return
         self.log.critical("database lost after %d handled workunits; kept in %s for the "
                           "next start" % (len(new_states), path))
 
@@ -242,6 +248,8 @@ class Assimilator(Daemon):
                 lines = f.read().split("\n")
         except FileNotFoundError:
             return {}
+        except OSError as exc:
+            raise ToolError("can't read %s: %s" % (path, exc.strerror)) from None
         states = {}
         for lineno, line in enumerate(lines, 1):
             if not line.strip():
@@ -257,11 +265,12 @@ class Assimilator(Daemon):
 
     def _replay_journal(self):
         """Record what a previous run handled but could not record."""
+        if self.args.dont_update_db:
+            return              # left for a run that may write the database
         states = self._read_journal()
         if not states:
             return
-        if not self.args.dont_update_db:
-            self._record(states)
+        self._record(states)
         os.unlink(self.journal_path())
         self.log.normal("recorded %d workunits handled before the database was lost (%s)"
                         % (len(states), self.journal_path()))
