@@ -431,3 +431,15 @@ def test_a_query_over_wire_loads_no_heavy_module(mini_project):
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True,
                          check=True, cwd=REPO).stdout.split("\n")
     assert out[0] == "x86_64-pc-linux-gnu" and out[1] == ""
+
+
+def test_long_names_and_values_use_longer_length_encodings(pair):
+    """A column name or alias of 251 bytes or more, and values of 251 and
+    65536 bytes or more, have the longer length encodings."""
+    over_wire, over_mysql = pair
+    alias = "\u00e9" * 127                    # 254 bytes (the server cuts names there)
+    sql = ("SELECT REPEAT('a', 251) AS `%s`, REPEAT('b', 70000) AS v, `%s`.id, "
+           "'%s' AS w FROM platform AS `%s`" % (alias, "t" * 60, "c" * 300, "t" * 60))
+    assert over_wire.query(sql) == over_mysql.query(sql)
+    row = over_wire.query(sql)[0]
+    assert row[alias] == "a" * 251 and row["v"] == "b" * 70000 and row["w"] == "c" * 300

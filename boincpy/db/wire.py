@@ -222,6 +222,7 @@ class Connection:
         self._insert_id = 0
         self._info = b""
         self._result = None
+        self._column_cache = {}
 
     # -- packets ------------------------------------------------------------
 
@@ -242,16 +243,18 @@ class Connection:
 
     def _fill(self, need):
         """Receive until ``need`` bytes are buffered past the read position."""
-        buf = self._buf[self._pos:]
-        while len(buf) < need:
+        parts = [self._buf[self._pos:]]
+        have = len(parts[0])
+        while have < need:
             try:
-                chunk = self._sock.recv(max(_RECV, need - len(buf)))
+                chunk = self._sock.recv(max(_RECV, need - have))
             except OSError:
                 chunk = b""
             if not chunk:
                 raise self._lost()
-            buf += chunk
-        self._buf, self._pos = buf, 0
+            parts.append(chunk)         # joined once: a 16 MB value arrives in many chunks
+            have += len(chunk)
+        self._buf, self._pos = b"".join(parts), 0
 
     def _read_packet(self):
         """The next packet's payload (continuation packets joined)."""
@@ -273,6 +276,70 @@ class Connection:
             payload += part
             if n < MAX_PACKET:
                 return payload
+
+    def _read_packets(self, count):
+        """The next ``count`` payloads: those already received are cut from
+        the buffer here, without a call per packet (a row of the host table
+        has 49 column definitions)."""
+        out = []
+        buf, pos = self._buf, self._pos
+        while count:
+            count -= 1
+            if len(buf) - pos >= 4:
+                end = pos + 4 + (buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16)
+                if end <= len(buf) and end - pos - 4 < MAX_PACKET:
+                    out.append(buf[pos + 4:end])
+                    pos = end
+                    continue
+            self._pos = pos
+            out.append(self._read_packet())
+            buf, pos = self._buf, self._pos
+        self._pos = pos
+        return out
+
+    def _read_rows(self):
+        """Row payloads up to the EOF packet (whose status is kept); an error
+        packet in their place (a statement killed while sending) is raised."""
+        rows = []
+        append = rows.append
+        while True:
+            buf, pos = self._buf, self._pos
+            size = len(buf)
+            while size - pos >= 4:
+                end = pos + 4 + (buf[pos] | buf[pos + 1] << 8 | buf[pos + 2] << 16)
+                if end > size or end - pos - 4 >= MAX_PACKET:
+                    break
+                kind = buf[pos + 4]
+                if kind >= 0xFE and (kind == 0xFF or end - pos < 13):
+                    self._pos = pos
+                    packet = self._read_packet()
+                    if kind == 0xFF:
+                        raise self._server_error(packet)
+                    self.server_status = packet[3] | packet[4] << 8
+                    return rows
+                append(buf[pos + 4:end])
+                pos = end
+            self._pos = pos
+            packet = self._read_packet()        # receives more, joins a long row
+            kind = packet[0]
+            if kind == 0xFF:
+                raise self._server_error(packet)
+            if kind == 0xFE and len(packet) < 9:
+                self.server_status = packet[3] | packet[4] << 8
+                return rows
+            append(packet)
+
+    def _columns(self, packets):
+        """(name, table, converter) of each column definition, parsed once
+        per distinct definition on this connection."""
+        cache = self._column_cache
+        out = []
+        for packet in packets:
+            column = cache.get(packet)
+            if column is None:
+                column = cache[packet] = _column(packet, self.converter)
+            out.append(column)
+        return out
 
     def _write_packet(self, payload, seq):
         """Send one payload, cut into packets of at most MAX_PACKET bytes."""
@@ -426,20 +493,11 @@ class Connection:
             self._drop()
             raise Error(CR_MALFORMED_PACKET, "Received malformed packet")
         ncols, _ = _lenenc(first, 0)
-        fields = [self._read_packet() for _ in range(ncols)]
+        columns = self._columns(self._read_packets(ncols))
         self._read_packet()             # EOF after the column definitions
-        rows = []
-        while True:
-            packet = self._read_packet()
-            kind = packet[0]
-            if kind == 0xFE and len(packet) < 9:
-                self.server_status = packet[3] | packet[4] << 8
-                break
-            if kind == 0xFF:
-                raise self._server_error(packet)
-            rows.append(packet)
+        rows = self._read_rows()
         self._affected, self._insert_id, self._info = len(rows), 0, b""
-        self._result = Result(fields, rows, self.converter)
+        self._result = Result(columns, rows)
 
     def store_result(self):
         """The last statement's rows (a :class:`Result`), or None if it had none."""
@@ -511,30 +569,43 @@ class Connection:
             self._drop()
 
 
+def _column(packet, converter):
+    """A column definition's (name, table as bytes, converter).  Type and flags
+    are at fixed places from the end: a definition sent for COM_QUERY ends with
+    12 fixed bytes (charset, length, type, flags, decimals, filler)."""
+    conv = _column_converter(converter, packet[-6], packet[-5] | packet[-4] << 8)
+    # catalog ("def"), schema, table, org_table, name: each a length byte
+    # (below 251) and its text, read inline, as a CGI parses every column once
+    try:
+        a = packet[0]
+        b = packet[1 + a]
+        pos = 2 + a + b
+        t = packet[pos]
+        table = packet[pos + 1:pos + 1 + t]
+        pos += 1 + t
+        o = packet[pos]
+        n = packet[pos + 1 + o]
+        if a < 251 and b < 251 and t < 251 and o < 251 and n < 251:
+            pos += 2 + o
+            return packet[pos:pos + n].decode("utf-8", "replace"), table, conv
+    except IndexError:
+        pass
+    pos = 0                             # a length of 251 or more: the general way
+    for _ in range(2):                  # catalog, schema
+        n, pos = _lenenc(packet, pos)
+        pos += n
+    table, pos = _lenenc_bytes(packet, pos)
+    n, pos = _lenenc(packet, pos)       # org_table
+    name, _ = _lenenc_bytes(packet, pos + n)
+    return name.decode("utf-8", "replace"), table, conv
+
+
 class Result:
     """The rows of one statement (``MySQLdb._mysql.result``'s subset)."""
 
-    def __init__(self, fields, rows, converter):
-        names, tables, convs = [], [], []
-        for field in fields:
-            pos = 0
-            for _ in range(2):              # catalog, schema
-                n, pos = _lenenc(field, pos)
-                pos += n
-            table, pos = _lenenc_bytes(field, pos)
-            n, pos = _lenenc(field, pos)    # org_table
-            pos += n
-            name, pos = _lenenc_bytes(field, pos)
-            n, pos = _lenenc(field, pos)    # org_name
-            pos += n + 1                    # and the fixed fields' length byte
-            field_type = field[pos + 6]
-            flags = field[pos + 7] | field[pos + 8] << 8
-            names.append(name.decode("utf-8", "replace"))
-            tables.append(table.decode("utf-8", "replace"))
-            convs.append(_column_converter(converter, field_type, flags))
-        self._names = names
-        self._tables = tables
-        self._convs = convs
+    def __init__(self, columns, rows):
+        self._columns = columns
+        self._convs = [conv for _, _, conv in columns]
         self._rows = rows
         self._next = 0
 
@@ -544,7 +615,7 @@ class Result:
 
     def field_names(self):
         """The columns' names, in order."""
-        return tuple(self._names)
+        return tuple(name for name, _, _ in self._columns)
 
     def fetch_row(self, maxrows=1, how=0):
         """Up to ``maxrows`` more rows (0: all the rest), as tuples (``how`` 0)
@@ -557,9 +628,11 @@ class Result:
         rows = [_row(packet, convs) for packet in self._rows[start:stop]]
         if how == 0:
             return tuple(rows)
-        keys = []
-        for name, table in zip(self._names, self._tables):
-            keys.append(table + "." + name if name in keys else name)
+        keys, seen = [], set()
+        for name, table, _ in self._columns:
+            key = table.decode("utf-8", "replace") + "." + name if name in seen else name
+            keys.append(key)
+            seen.add(key)
         return tuple(dict(zip(keys, row)) for row in rows)
 
 
