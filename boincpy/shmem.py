@@ -247,6 +247,7 @@ class JobArray:
         self._tables_gen = -1
         self._apps_by_id = {}
         self._mine = set()          # slots this object has reserved and not released
+        self._heads_struct = None   # slot_heads(), built on first use
         self.n_emptied = 0          # slots emptied since the feeder was last rung
         h = self.header()
         self.nslots = h["nslots"]
@@ -380,6 +381,20 @@ class JobArray:
     def slot_head(self, i):
         """(state, res_priority, infeasible_count, need_reliable, resultid, appid)."""
         return SLOT_HEAD.unpack_from(self.mm, self.slots_offset + i * self.slot_size)
+
+    def slot_heads(self):
+        """:meth:`slot_head` of every slot, read in one C loop (the feeder's
+        pass reads them all: 2,000 method calls cost more than the pass)."""
+        st = self._heads_struct
+        if st is None:
+            st = self._heads_struct = struct.Struct(
+                "<iiiiqq%dx" % (self.slot_size - SLOT_HEAD.size))
+        start = self.slots_offset
+        view = memoryview(self.mm)[start:start + self.nslots * self.slot_size]
+        try:
+            return list(st.iter_unpack(view))
+        finally:
+            view.release()          # the map can be closed again
 
     def slot_hr_class(self, i):
         """The hr_class of the slot's workunit, as the feeder copied it."""

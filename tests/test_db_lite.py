@@ -58,6 +58,44 @@ def test_writes_transactions_and_errors(dbs):
     assert db.insert_many("platform", ("create_time", "name"), [(1, "q1"), (2, "q2")]) == 2
 
 
+@pytest.mark.parametrize("layer", ["full", "light"])
+def test_a_nested_transaction_is_a_savepoint(dbs, layer):
+    full, light = dbs
+    db = full if layer == "full" else light
+    other = light if db is full else full
+    seen = []
+
+    def count():
+        return other.query_value("SELECT COUNT(*) FROM platform WHERE name LIKE 'sp%'")
+    with db.transaction():
+        db.insert("INSERT INTO platform (create_time, name) VALUES (1, 'sp1')")
+        db.after_commit(lambda: seen.append(count()))
+        with pytest.raises(DatabaseError):
+            with db.transaction():          # fails alone: only its own rows go
+                db.insert("INSERT INTO platform (create_time, name) VALUES (1, 'sp2')")
+                db.insert("INSERT INTO platform (create_time, name) VALUES (1, 'sp1')")
+        with db.transaction():
+            db.insert("INSERT INTO platform (create_time, name) VALUES (1, 'sp3')")
+        assert count() == 0 and seen == []  # nothing visible before the commit
+    assert seen == [2]                      # run after it, seeing what was committed
+    assert [r["name"] for r in other.query(
+        "SELECT name FROM platform WHERE name LIKE 'sp%' ORDER BY name")] == ["sp1", "sp3"]
+    db.after_commit(lambda: seen.append("now"))     # outside a transaction: at once
+    assert seen == [2, "now"]
+    # The server rolled the whole transaction back (as on a deadlock): the
+    # savepoint is gone, so what follows commits statement by statement.
+    with db.transaction():
+        with pytest.raises(RuntimeError):
+            with db.transaction():
+                db.insert("INSERT INTO platform (create_time, name) VALUES (1, 'sp4')")
+                db._run_plain(b"ROLLBACK")
+                raise RuntimeError("deadlock")
+        db.insert("INSERT INTO platform (create_time, name) VALUES (1, 'sp5')")
+    assert [r["name"] for r in other.query(
+        "SELECT name FROM platform WHERE name LIKE 'sp%' ORDER BY name")] == \
+        ["sp1", "sp3", "sp5"]
+
+
 def test_a_dropped_connection_is_opened_again_for_a_read_not_inside_a_transaction(
         dbs, db_root_params):
     """The server drops the connection (KILL, as a restart or wait_timeout

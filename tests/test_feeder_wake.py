@@ -112,6 +112,53 @@ def test_feeder_refills_within_a_second_of_the_last_slot_taken(proj):
     assert not os.path.exists(doorbell.bell_dir(cfg))   # its FIFO is gone, and the directory
 
 
+def test_rings_while_the_array_is_full_are_served_by_one_pass(proj):
+    # Schedulers ring after every job taken.  While over half the slots still
+    # hold jobs, the feeder lets a few rings gather (REFILL_BATCH) and refills
+    # them in one pass -- still far sooner than --sleep_interval.
+    from boincpy.daemons import feeder as feeder_module
+    cfg, db = proj
+    cfg.shmem_work_items = 10
+    add_jobs(db, 60)
+    feeder = _feeder(cfg, ["--sleep_interval", "5"])
+    refills = []        # passes that added jobs
+
+    def one_pass(orig=feeder.one_pass):
+        before = feeder.array.n_present
+        try:
+            return orig()
+        finally:
+            if feeder.array.n_present > before:
+                refills.append(feeder.array.n_present - before)
+    feeder.one_pass = one_pass
+    thread = threading.Thread(target=feeder.run, daemon=True)
+    thread.start()
+    try:
+        assert _wait_for(lambda: os.path.exists(shmem.segment_path(cfg)), 10)
+        array = shmem.attach(cfg)
+        assert _wait_for(lambda: array.n_present == 10, 10)
+        assert array.slot_heads() == [array.slot_head(i) for i in range(10)]
+        time.sleep(0.5)
+        del refills[:]
+        pid = os.getpid()
+        t0 = time.monotonic()
+        for i, rid in list(_present(array).items())[:3]:     # three requests, one job each
+            slot, why = array.claim(i, rid, pid)
+            assert slot is not None, why
+            db.execute("UPDATE result SET server_state = 4 WHERE id = %s", (rid,))
+            assert array.release(i, pid, empty=True)
+            doorbell.ring(cfg, doorbell.FEEDER)
+            time.sleep(feeder_module.REFILL_BATCH / 10)
+        assert _wait_for(lambda: array.n_present == 10, 3), "not refilled"
+        assert time.monotonic() - t0 < 1.0
+        assert refills == [3], "one pass for the three rings"
+    finally:
+        feeder._stop_signal = 15
+        doorbell.ring(cfg, "feeder")
+        thread.join(10)
+    assert not thread.is_alive()
+
+
 def test_no_backlog_no_wait(proj):
     """Every job in the array: a request finding it empty doesn't wait."""
     cfg, db = proj

@@ -426,6 +426,29 @@ def test_successful_report(sched_env):
     assert hav["max_jobs_per_day"] == 200            # doubled on success
 
 
+def test_a_request_writes_all_or_nothing(sched_env, monkeypatch):
+    # The request's writes are one transaction: if the last one (the host
+    # row) fails, the reports recorded before it are undone and none is
+    # acknowledged, so the client reports them again and nothing is half done.
+    env = sched_env
+    wuid, rid = _reporting_host(env, hav_quota=100)
+    snap = env.snapshot(("result", "workunit", "host_app_version", "host"))
+    from boincpy.errors import DatabaseError
+    from boincpy.sched import hosts
+
+    def fail(ctx, orig):
+        raise DatabaseError("database error 1205: Lock wait timeout exceeded")
+    monkeypatch.setattr(hosts, "write_host", fail)
+    r = call(env, body("cycle", "08_sched_report_result.body.xml"))
+    assert r.acks() == []
+    assert r.messages()[0][1].startswith("Server error")
+    assert env.snapshot(("result", "workunit", "host_app_version", "host")) == snap
+    monkeypatch.undo()
+    assert call(env, body("cycle", "08_sched_report_result.body.xml")).acks() == ["wu1_0"]
+    assert env.row("SELECT server_state FROM result WHERE id = %s", (rid,)) == \
+        {"server_state": 5}
+
+
 def test_result_reported_twice_is_acked_twice_and_processed_once(sched_env):
     env = sched_env
     wuid, rid = _reporting_host(env)

@@ -26,7 +26,9 @@ What BOINC's sched/feeder.cpp does (daemons.md §1):
 Differences from the C++ feeder, on purpose:
 
 * the doorbell above (C++: the fixed sleep only; at make_project's 5 s most
-  RPCs of a busy project were answered "no tasks" while jobs waited);
+  RPCs of a busy project were answered "no tasks" while jobs waited); a
+  ring while over half the slots are full waits ``REFILL_BATCH`` (50 ms) so
+  that one pass refills what several requests took;
 * at most once a second a pass first empties PRESENT slots whose job can no
   longer be sent: the result is no longer UNSENT (e.g. made "didn't need"),
   or gone, its workunit has an error mask, or its batch was aborted (C++
@@ -122,6 +124,7 @@ _BY_BATCH_ORDER = "ORDER BY r1.rnk, r1.id"
 
 FIRST_PASS, SECOND_PASS, OVER = 0, 1, 2
 PURGE_PERIOD = 1.0              # seconds between checks for unsendable slots
+REFILL_BATCH = 0.05             # seconds a ring waits while the array is over half full
 BATCH_STATE_ABORTED = 3         # boincpy.states.BatchState.ABORTED
 
 
@@ -437,6 +440,17 @@ class Feeder(Daemon):
             self.array = None
         super().shutdown()
 
+    def sleep(self, seconds):
+        """The daemon's sleep (ended by the doorbell); when a scheduler rang
+        while over half the slots still hold jobs, wait REFILL_BATCH seconds
+        more, so that one pass refills the slots of several requests: at
+        2,000 slots a pass for every job taken cost more CPU than the
+        requests themselves.  An array running low is refilled at once."""
+        rung = super().sleep(seconds)
+        if rung and self.array is not None and 2 * self.array.n_present > self.nslots:
+            time.sleep(min(REFILL_BATCH, seconds))
+        return rung
+
     # -- one pass ----------------------------------------------------------------
 
     def one_pass(self):
@@ -636,11 +650,7 @@ class Feeder(Daemon):
         """Empty the PRESENT slots whose job can no longer be sent (see the
         module docstring); returns how many."""
         array = self.array
-        present = {}
-        for i in range(self.nslots):
-            state, _, _, _, rid, _ = array.slot_head(i)
-            if state == shmem.PRESENT:
-                present[rid] = i
+        present = {h[4]: i for i, h in enumerate(array.slot_heads()) if h[0] == shmem.PRESENT}
         if not present:
             return 0
         ids = sorted(present)
@@ -672,7 +682,7 @@ class Feeder(Daemon):
             self.next_purge_check = now + PURGE_PERIOD
             self.purge_unsendable()
         tables_apps = {a["id"] for a in array.apps}
-        heads = [array.slot_head(i) for i in range(self.nslots)]
+        heads = array.slot_heads()
         in_array = {h[4] for h in heads if h[0] != shmem.EMPTY}
         phases = [[FIRST_PASS if e.active else SECOND_PASS] for e in self.enums]
         counts = {"collisions": 0}
@@ -721,10 +731,11 @@ class Feeder(Daemon):
                     self.log.normal("remove result [RESULT#%d] from slot %d because it "
                                     "is stale" % (slot.resultid, slot.index))
                     array.empty_slot(slot.index)
-            slot_of = {h[4]: i for i, h in enumerate(heads) if h[0] != shmem.EMPTY}
-            for rid in self._committed:
-                if rid in slot_of:
-                    array.note_committed(slot_of[rid], rid)
+            if self._committed:
+                slot_of = {h[4]: i for i, h in enumerate(heads) if h[0] != shmem.EMPTY}
+                for rid in self._committed:
+                    if rid in slot_of:
+                        array.note_committed(slot_of[rid], rid)
             for i, pid in dead:
                 if array.slot_state(i) == pid:
                     array.reset_slot(i, pid)

@@ -120,6 +120,8 @@ class Database:
         self.conn = read_text_as_str(conn)     # whoever opened it
         self.params = params or {}
         self._in_transaction = False
+        self._after_commit = []
+        self._savepoints = 0
 
     # -- statements -------------------------------------------------------
 
@@ -183,6 +185,13 @@ class Database:
         if parts:
             self._run_raw(head + b",".join(parts))
         return total
+
+    def _run_plain(self, sql_bytes):
+        """Send a statement that returns no rows (BEGIN, SAVEPOINT ...)."""
+        try:
+            self.conn.query(sql_bytes)
+        except Exception as exc:
+            raise self._wrap(exc, sql_bytes.decode("ascii", "replace")) from None
 
     def _run_raw(self, sql_bytes):
         cur = self.conn.cursor()
@@ -261,8 +270,18 @@ class Database:
 
     def transaction(self):
         """All statements inside commit together or not at all (``with
-        db.transaction():``).  Nested use joins the outer transaction."""
+        db.transaction():``).  A nested one is a savepoint of the outer: if it
+        fails, its own statements are undone and the outer goes on."""
         return Transaction(self)
+
+    def after_commit(self, action):
+        """Call ``action()`` once the current transaction has ended (at once
+        outside one): a daemon woken before the commit would read the rows as
+        they were (boincpy.doorbell)."""
+        if self._in_transaction:
+            self._after_commit.append(action)
+        else:
+            action()
 
     def close(self):
         """Close the connection (safe to call twice)."""
@@ -305,42 +324,62 @@ class Transaction:
     """The context manager behind :meth:`Database.transaction`.
 
     A class rather than ``contextlib.contextmanager``: contextlib costs every
-    scheduler request ~3 ms of imports.
+    scheduler request ~3 ms of imports.  A nested transaction is a SAVEPOINT:
+    the scheduler runs a whole request in one transaction (one commit, so one
+    log flush, instead of one per statement), while the parts that may fail
+    on their own (recording reports, storing trickles) undo only themselves.
+    If the server has already rolled the whole transaction back (a deadlock),
+    the savepoint is gone: the outer transaction is then over and the
+    statements after it commit one by one, as they would with no transaction.
     """
 
     def __init__(self, db):
         self.db = db
         self.outer = False
+        self.savepoint = None
 
     def __enter__(self):
         db = self.db
         if db._in_transaction:
+            db._savepoints += 1
+            self.savepoint = b"boincpy_sp%d" % db._savepoints
+            db._run_plain(b"SAVEPOINT " + self.savepoint)
             return db
-        try:
-            db.conn.query(b"BEGIN")
-        except Exception as exc:
-            raise db._wrap(exc, "BEGIN") from None
+        db._run_plain(b"BEGIN")
         db._in_transaction = True
         self.outer = True
         return db
 
     def __exit__(self, exc_type, exc, tb):
-        if not self.outer:
-            return False
         db = self.db
-        if exc_type is not None:
-            try:
-                db.conn.rollback()
-            finally:
-                db._in_transaction = False
+        if not self.outer:
+            if self.savepoint is not None:
+                db._savepoints -= 1
+                if exc_type is not None and db._in_transaction:
+                    try:
+                        db._run_plain(b"ROLLBACK TO SAVEPOINT " + self.savepoint)
+                    except Exception:
+                        db._in_transaction = False      # rolled back whole (see above)
             return False
         try:
-            db.conn.commit()
-        except Exception as err:
-            raise db._wrap(err, "COMMIT") from None
+            if exc_type is not None:
+                try:
+                    db.conn.rollback()
+                except Exception:
+                    pass
+                return False
+            if db._in_transaction:
+                try:
+                    db.conn.commit()
+                except Exception as err:
+                    raise db._wrap(err, "COMMIT") from None
+            return False
         finally:
             db._in_transaction = False
-        return False
+            db._savepoints = 0
+            actions, db._after_commit = db._after_commit, []
+            for action in actions:
+                action()
 
 
 def connect(cfg, replica=False):

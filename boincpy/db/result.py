@@ -109,7 +109,12 @@ def record_reported_results(db, columns, rows):
     """Write reported results in one statement: ``rows`` is [(id, values of
     ``columns``)], joined with the row as a derived table (values travel as
     parameters: they include the text of stderr_out and xml_doc_out).
-    Returns the rowcount."""
+    Returns the rowcount.  One row (the usual report) is a plain UPDATE:
+    the server would build a temporary table for the derived one."""
+    if len(rows) == 1:
+        rid, values = rows[0]
+        return db.execute("UPDATE result SET %s WHERE id = %%s"
+                          % ", ".join("%s = %%s" % c for c in columns), list(values) + [rid])
     first = "SELECT %%s AS id, %s" % ", ".join("%%s AS %s" % c for c in columns)
     more = " UNION ALL SELECT %s" % ", ".join(["%s"] * (len(columns) + 1))
     params = []

@@ -465,10 +465,14 @@ def _process_with_db(ctx, job_array, blocked, wants_work, have_no_work):
     if lock is False:
         return
     try:
-        _process_host(ctx, job_array, blocked, wants_work, have_no_work)
-        if cfg.locality_scheduling or cfg.locality_scheduler_fraction > 0:
-            from boincpy.sched.locality import send_file_deletes
-            send_file_deletes(ctx)
+        # One transaction for what the request writes: one commit (one log
+        # flush) instead of one per statement; parts that may fail alone are
+        # savepoints inside it (boincpy.db.connection.Transaction).
+        with ctx.db.transaction():
+            _process_host(ctx, job_array, blocked, wants_work, have_no_work)
+            if cfg.locality_scheduling or cfg.locality_scheduler_fraction > 0:
+                from boincpy.sched.locality import send_file_deletes
+                send_file_deletes(ctx)
     finally:
         if lock:
             _unlock_host(ctx, lock)

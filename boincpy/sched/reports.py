@@ -123,7 +123,8 @@ def handle_results(ctx):
         ctx.reply.result_acks.append(row["name"])
     if written:
         from boincpy import doorbell
-        doorbell.ring(ctx.cfg, doorbell.TRANSITIONER)
+        cfg = ctx.cfg
+        ctx.db.after_commit(lambda: doorbell.ring(cfg, doorbell.TRANSITIONER))
 
 
 def _ack_file_xfers(ctx):

@@ -429,6 +429,14 @@ class _Parser:
         the element is malformed (then skipped to its end tag)."""
         if tag.endswith("/"):
             return b""
+        # the common case, <tag>text</tag>, without the two tokens
+        sc = self.s
+        d, pos = sc.d, sc.pos
+        lt = d.find(b"<", pos)
+        close = b"</" + tag.encode("latin-1") + b">"
+        if lt >= 0 and d.startswith(close, lt):
+            sc.pos = lt + len(close)
+            return xml_unescape(d[pos:lt].strip())
         tok = self.token()
         end = "/" + tag
         if tok[0] == TAG:

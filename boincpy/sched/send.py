@@ -510,9 +510,9 @@ def send_work(ctx, job_array):
     finally:
         job_array.restore(work.pid)
         if job_array.take_emptied():
-            # the jobs sent are committed (autocommit): the feeder refills now
+            # the feeder refills the slots once the jobs sent are committed
             from boincpy import doorbell
-            doorbell.ring(work.cfg, doorbell.FEEDER)
+            work.db.after_commit(lambda: doorbell.ring(work.cfg, doorbell.FEEDER))
         if not work.hr_reject_perm:
             write_host_app_versions(work)
     if not work.hr_reject_perm:         # BOINC returns before its messages then
