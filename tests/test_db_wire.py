@@ -204,14 +204,16 @@ def test_every_byte_and_odd_utf8_round_trip(pair):
         for value in (data, text.encode(), b"", b"'", b"\\", bytes(range(128, 256))):
             assert over_wire.conn.string_literal(value) == \
                 over_mysql.conn.string_literal(value)
+        low, high = "".join(map(chr, range(254))), "\u00fe\u00ff" + text[-10:]
         new = over_wire.insert("INSERT INTO user (create_time, email_addr, name, "
-                               "authenticator, global_prefs, cross_project_id) "
-                               "VALUES (1, %s, %s, %s, %s, '')",
-                               ("x" + mode, mode[:1] + text, "k" + mode, data))
-        row = over_wire.query_one("SELECT HEX(global_prefs) AS h, name, global_prefs "
-                                  "FROM user WHERE id = %s", (new,))
+                               "authenticator, global_prefs, cross_project_id, url, "
+                               "signature) VALUES (1, %s, %s, %s, %s, '', %s, %s)",
+                               ("x" + mode, mode[:1] + text, "k" + mode, data, low, high))
+        row = over_wire.query_one("SELECT HEX(global_prefs) AS h, name, global_prefs, "
+                                  "url, signature FROM user WHERE id = %s", (new,))
         assert bytes.fromhex(row["h"]) == data
         assert row["name"] == mode[:1] + text
+        assert (row["url"], row["signature"]) == (low, high)     # U+0000..U+00FF
         assert row["global_prefs"] == data.decode("utf-8", "replace")
         assert over_wire.query("SELECT * FROM user WHERE id = %s", (new,)) == \
             over_mysql.query("SELECT * FROM user WHERE id = %s", (new,))

@@ -389,6 +389,18 @@ class Connection:
         text = payload[9:] if payload[3:4] == b"#" else payload[3:]
         return Error(code, text.decode("utf-8", "replace"))
 
+    def _reply(self):
+        """The next packet, unless it is an OK packet (taken in: None) or an
+        error packet (raised as Error)."""
+        packet = self._read_packet()
+        kind = packet[0]
+        if kind == 0:
+            self._ok(packet)
+            return None
+        if kind == 0xFF:
+            raise self._server_error(packet)
+        return packet
+
     def _ok(self, payload):
         self._affected, pos = _lenenc(payload, 1)
         self._insert_id, pos = _lenenc(payload, pos)
@@ -449,19 +461,18 @@ class Connection:
 
         switched = False
         while True:
-            reply = self._read_packet()
-            kind = reply[0]
-            if kind == 0:
-                self._ok(reply)
-                return
-            if kind == 0xFF:
-                err = self._server_error(reply)
+            try:
+                reply = self._reply()
+            except Error as err:
                 if err.code == ER_NOT_SUPPORTED_AUTH_MODE:
-                    raise Unsupported("server: %s" % err.args[1])
+                    raise Unsupported("server: %s" % err.args[1]) from None
                 if err.code == ER_ACCESS_DENIED_ERROR and tcp and caps & CLIENT_SSL:
                     # the account may require TLS, which only libmariadb speaks
-                    raise Unsupported("access denied over TCP without TLS")
-                raise err
+                    raise Unsupported("access denied over TCP without TLS") from None
+                raise
+            if reply is None:
+                return
+            kind = reply[0]
             if kind == 0xFE and not switched and len(reply) > 1:
                 end = reply.find(b"\0", 1)
                 name = reply[1:end]
@@ -482,14 +493,10 @@ class Connection:
         if sql.__class__ is str:
             sql = sql.encode("utf-8")
         self._command(COM_QUERY, sql)
-        first = self._read_packet()
-        kind = first[0]
-        if kind == 0:
-            self._ok(first)
+        first = self._reply()
+        if first is None:
             return
-        if kind == 0xFF:
-            raise self._server_error(first)
-        if kind == 0xFB:                # LOCAL INFILE: never asked for (CLIENT_LOCAL_FILES)
+        if first[0] == 0xFB:            # LOCAL INFILE: never asked for (CLIENT_LOCAL_FILES)
             self._drop()
             raise Error(CR_MALFORMED_PACKET, "Received malformed packet")
         ncols, _ = _lenenc(first, 0)
@@ -540,10 +547,9 @@ class Connection:
     def ping(self):
         """Ask the server whether it is there (COM_PING); raises Error if not."""
         self._command(COM_PING)
-        reply = self._read_packet()
-        if reply[0] == 0xFF:
-            raise self._server_error(reply)
-        self._ok(reply)
+        if self._reply() is not None:
+            self._drop()
+            raise Error(CR_MALFORMED_PACKET, "Received malformed packet")
 
     def commit(self):
         """COMMIT the transaction."""
