@@ -393,6 +393,14 @@ def test_what_wire_does_not_speak_is_unsupported(tmp_path, replies):
     thread.join(5)
 
 
+def test_a_greeting_that_is_not_mysql_s_is_a_handshake_error(tmp_path):
+    path = str(tmp_path / "fake.sock")
+    thread = _fake_server(path, [(b"\x0aHTTP/1.1 400", 0)])
+    assert _raised(lambda: wire.connect(user="u", unix_socket=path)).args == (
+        2012, "Error in server handshake")
+    thread.join(5)
+
+
 def test_an_auth_switch_to_native_password_is_answered(tmp_path):
     """The server may ask again with a new scramble (MariaDB does for an
     account whose plugin list starts elsewhere); wire answers with it."""

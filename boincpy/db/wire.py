@@ -410,16 +410,8 @@ class Connection:
 
     # -- connecting -----------------------------------------------------------
 
-    def _handshake(self, user, password, database, collation, tcp):
-        try:
-            greeting = self._read_packet()
-        except Error:
-            raise Error(CR_SERVER_LOST, "Lost connection to server at 'handshake: reading "
-                        "initial communication packet', system error: 0") from None
-        if greeting[:1] == b"\xff":
-            raise self._server_error(greeting)
-        if greeting[0] != 10:
-            raise Unsupported("protocol version %d" % greeting[0])
+    def _greeting(self, greeting):
+        """Read the server's handshake v10: (scramble, capabilities)."""
         end = greeting.index(b"\0", 1)
         version = greeting[1:end].decode("utf-8", "replace")
         # MariaDB 10's version has a prefix for old replicas; libmariadb drops it
@@ -432,18 +424,34 @@ class Connection:
         self.server_status = greeting[pos + 3] | greeting[pos + 4] << 8
         caps |= (greeting[pos + 5] | greeting[pos + 6] << 8) << 16
         self.server_capabilities = caps
-        need = CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH
-        if caps & need != need:
-            raise Unsupported("server capabilities %#x" % caps)
         data_len = greeting[pos + 7]
         pos += 18                       # the length byte, 10 reserved (MariaDB's own caps)
         part2 = greeting[pos:pos + max(13, data_len - 8)]
         pos += len(part2)
         scramble += part2.rstrip(b"\0")
-        end = greeting.find(b"\0", pos)
-        plugin = greeting[pos:end if end >= 0 else len(greeting)]
-        if plugin != NATIVE_PASSWORD:
-            scramble = scramble[:20]    # still what mysql_native_password answers
+        # then the server's default plugin's name: whatever it is, the reply is
+        # mysql_native_password's; the account's plugin decides, and the server
+        # asks for another (an auth switch) if it isn't that one
+        return scramble[:20], caps
+
+    def _handshake(self, user, password, database, collation, tcp):
+        try:
+            greeting = self._read_packet()
+        except Error:
+            raise Error(CR_SERVER_LOST, "Lost connection to server at 'handshake: reading "
+                        "initial communication packet', system error: 0") from None
+        if greeting[:1] == b"\xff":
+            raise self._server_error(greeting)
+        if greeting[0] != 10:
+            raise Unsupported("protocol version %d" % greeting[0])
+        try:
+            scramble, caps = self._greeting(greeting)
+        except (IndexError, ValueError):
+            # not a MySQL server's greeting (another service on the port?)
+            raise Error(CR_SERVER_HANDSHAKE_ERR, "Error in server handshake") from None
+        need = CLIENT_PROTOCOL_41 | CLIENT_SECURE_CONNECTION | CLIENT_PLUGIN_AUTH
+        if caps & need != need:
+            raise Unsupported("server capabilities %#x" % caps)
 
         password = password.encode("utf-8") if isinstance(password, str) else password
         flags = (CLIENT_LONG_FLAG | CLIENT_PROTOCOL_41 | CLIENT_TRANSACTIONS
