@@ -130,7 +130,9 @@ class Resident:
                 db = None
             self._db_cfg, self._db_key = cfg, key
         if db is None:
-            db = self._db = lite.connect(cfg)
+            # a CGI's one request: no client library to load (boincpy.db.wire);
+            # a persistent process: libmariadb's C parsing, loaded once
+            db = self._db = lite.connect(cfg, wire=not self.persistent)
         db.on_reconnect = None if log is None else (
             lambda: log.critical("lost connection to database - trying to reconnect"))
         return db

@@ -18,6 +18,7 @@ FLOORS = {
     "boincpy.db.batch": 3, "boincpy.db.submit": 3, "boincpy.db.host_app_version": 3,
     "boincpy.db.credit": 3, "boincpy.db.app": 3, "boincpy.db.app_version": 3,
     "boincpy.db.user": 3, "boincpy.db.team": 3, "boincpy.db.msg": 3, "boincpy.db.assignment": 3,
+    "boincpy.db.wire": 3,
     "boincpy.submit.client": 3, "boincpy.submit.gahp": 3,
     "boincpy.shmem": 4, "boincpy.doorbell": 4, "boincpy.templates": 4, "boincpy.upload": 4, "boincpy.credit": 4,
     "boincpy.jobfiles": 4, "boincpy.sizeclass": 4, "boincpy.backend_lib": 4,

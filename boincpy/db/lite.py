@@ -1,4 +1,4 @@
-"""A Database on MySQLdb's C layer alone, for the scheduler CGI.
+"""A Database on MySQLdb's C layer alone, or on no library at all, for the scheduler.
 
 ``connect(cfg)`` in :mod:`boincpy.db.connection` goes through MySQLdb's
 Python layer, whose first connection imports ``re``, ``enum``, ``decimal``
@@ -8,14 +8,23 @@ package's ``__init__``), converts column values itself (integers, doubles,
 text and BLOB columns as str, with the full layer's TEXT_CONVERTER) and quotes
 ``%s`` parameters with the server connection's own escaping.  The methods
 are those of :class:`~boincpy.db.connection.Database`, which it subclasses.
+
+A classic CGI (a process per request) doesn't even load ``_mysql`` (~3 ms of
+shared libraries): :mod:`boincpy.db.wire` speaks the protocol itself, with
+the same conversions, and ``_mysql`` is the fallback when the server wants
+what wire doesn't do (``wire.Unsupported``).  A persistent process keeps
+``_mysql``, whose C parsing pays off over many requests.
 """
 
 import os
 import sys
 
-from boincpy.db.connection import TEXT_CONVERSIONS, Database, connect_error, connect_params
+from boincpy.db import wire as _wire
+from boincpy.db.connection import (TEXT_CONVERSIONS, Database, _describe, connect_error,
+                                   connect_params)
 from boincpy.errors import DatabaseError
 
+_ER_NO_SUCH_TABLE = 1146
 _CR_SERVER_GONE = 2006
 _CR_SERVER_LOST = 2013
 _READS = (b"SELECT", b"select")
@@ -125,7 +134,7 @@ class LiteDatabase(Database):
         if self.on_reconnect is not None:
             self.on_reconnect()
         try:
-            conn = _open(self.params)
+            conn = _open(self.params, wire=isinstance(self.conn, _wire.Connection))
         except DatabaseError:
             return False
         try:
@@ -134,6 +143,25 @@ class LiteDatabase(Database):
             pass
         self.conn = conn
         return True
+
+    def _wrap(self, exc, sql):
+        """The DatabaseError for a failed statement: Database's sentences, for
+        wire's errors too (Database._wrap knows only MySQLdb's, and importing
+        MySQLdb to find that out is what wire saves)."""
+        if not isinstance(exc, _wire.Error):
+            return Database._wrap(self, exc, sql)
+        code, text = exc.args
+        if code in (_CR_SERVER_GONE, _CR_SERVER_LOST):
+            return DatabaseError("lost the connection to the database server (%s)" % text)
+        if code == _ER_NO_SUCH_TABLE:
+            err = DatabaseError("%s (the BOINC schema is missing or incomplete in "
+                                "%s: was the database made with make_project?)"
+                                % (text, _describe(self.params)))
+        else:
+            err = DatabaseError("database error %s: %s [in: %s]"
+                                % (code, text, " ".join(sql.split())[:80]))
+        err.mysql_code = code
+        return err
 
     def ping(self):
         """True if the server still answers on this connection."""
@@ -196,19 +224,32 @@ class LiteDatabase(Database):
 
 
 
-def connect(cfg, replica=False):
-    """The project's database (as :func:`boincpy.db.connect`), on the light layer."""
+def connect(cfg, replica=False, wire=True):
+    """The project's database (as :func:`boincpy.db.connect`), on the light
+    layer: over :mod:`boincpy.db.wire` (a CGI's choice: nothing to load), or
+    with ``wire=False`` over ``MySQLdb._mysql`` (a persistent process's)."""
     params = connect_params(cfg, replica)
-    return LiteDatabase(_open(params), params)
+    return LiteDatabase(_open(params, wire), params)
 
 
-def _open(params):
-    _mysql = _mysql_module()
+def _open(params, wire=True):
+    """A connection as ``params`` say: wire's if ``wire`` and the server lets
+    it, else ``_mysql``'s.  Raises DatabaseError (connect_error's sentence)."""
     kwargs = {"user": params["user"], "password": params["passwd"],
               "database": params["db"], "charset": params["charset"], "conv": _CONV}
     for key in ("host", "port", "unix_socket"):
         if key in params:
             kwargs[key] = params[key]
+    if wire:
+        try:
+            conn = _wire.connect(**kwargs)
+            conn.autocommit(True)       # a round trip only if the server's default is off
+            return conn
+        except _wire.Unsupported:
+            pass                        # what libmariadb can do and wire can't
+        except _wire.Error as exc:
+            raise connect_error(exc, params) from None
+    _mysql = _mysql_module()
     try:
         conn = _mysql.connect(**kwargs)
     except _mysql.OperationalError as exc:
