@@ -5,6 +5,8 @@ driver quotes them.  Errors from the driver become :class:`DatabaseError`
 carrying a sentence an operator can act on (which server, which database).
 """
 
+import sys
+
 from boincpy.errors import DatabaseError
 
 # MySQL error codes worth a specific message.
@@ -301,8 +303,10 @@ class Database:
     # -- errors -----------------------------------------------------------
 
     def _wrap(self, exc, sql):
-        import MySQLdb
-        if not isinstance(exc, MySQLdb.Error):
+        """The DatabaseError (a sentence an operator can act on) for a
+        driver's error -- MySQLdb's or boincpy.db.wire's, both carrying
+        (code, message); any other exception is returned as it is."""
+        if not _driver_error(exc):
             return exc
         code = exc.args[0] if exc.args else 0
         text = exc.args[-1] if exc.args else str(exc)
@@ -318,6 +322,16 @@ class Database:
         err = DatabaseError("database error %s: %s [in: %s]" % (code, text, first))
         err.mysql_code = code
         return err
+
+
+def _driver_error(exc):
+    """Whether ``exc`` comes from a database driver (without importing one:
+    an error of a driver not loaded can't have been raised)."""
+    wire = sys.modules.get("boincpy.db.wire")
+    if wire is not None and isinstance(exc, wire.Error):
+        return True
+    exceptions = sys.modules.get("MySQLdb._exceptions")
+    return exceptions is not None and isinstance(exc, exceptions.Error)
 
 
 class Transaction:

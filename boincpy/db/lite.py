@@ -20,11 +20,10 @@ import os
 import sys
 
 from boincpy.db import wire as _wire
-from boincpy.db.connection import (TEXT_CONVERSIONS, Database, _describe, connect_error,
+from boincpy.db.connection import (TEXT_CONVERSIONS, Database, connect_error,
                                    connect_params)
 from boincpy.errors import DatabaseError
 
-_ER_NO_SUCH_TABLE = 1146
 _CR_SERVER_GONE = 2006
 _CR_SERVER_LOST = 2013
 _READS = (b"SELECT", b"select")
@@ -143,25 +142,6 @@ class LiteDatabase(Database):
             pass
         self.conn = conn
         return True
-
-    def _wrap(self, exc, sql):
-        """The DatabaseError for a failed statement: Database's sentences, for
-        wire's errors too (Database._wrap knows only MySQLdb's, and importing
-        MySQLdb to find that out is what wire saves)."""
-        if not isinstance(exc, _wire.Error):
-            return Database._wrap(self, exc, sql)
-        code, text = exc.args
-        if code in (_CR_SERVER_GONE, _CR_SERVER_LOST):
-            return DatabaseError("lost the connection to the database server (%s)" % text)
-        if code == _ER_NO_SUCH_TABLE:
-            err = DatabaseError("%s (the BOINC schema is missing or incomplete in "
-                                "%s: was the database made with make_project?)"
-                                % (text, _describe(self.params)))
-        else:
-            err = DatabaseError("database error %s: %s [in: %s]"
-                                % (code, text, " ".join(sql.split())[:80]))
-        err.mysql_code = code
-        return err
 
     def ping(self):
         """True if the server still answers on this connection."""

@@ -19,9 +19,7 @@ import time
 
 from boincpy import passwords
 from boincpy.db.host import insert_host, update_host_columns
-from boincpy.db.result import mark_result_over
 from boincpy.db.user import set_cross_project_id, set_global_prefs
-from boincpy.db.workunit import set_transition_time
 from boincpy.passwords import md5_hex
 from boincpy.sched.request import parse_global_prefs, prefs_mod_time
 
@@ -118,6 +116,8 @@ def mark_results_over(ctx, host):
     Each becomes OVER / CLIENT_DETACHED and its workunit is handed to the
     transitioner (BOINC's mark_results_over).
     """
+    from boincpy.db.result import mark_result_over       # rare: not imported by every CGI
+    from boincpy.db.workunit import set_transition_time
     db, now = ctx.db, ctx.now
     rows = db.query("SELECT id, name, workunitid FROM result WHERE hostid = %s "
                     "AND server_state = %s", (host["id"], RESULT_IN_PROGRESS))

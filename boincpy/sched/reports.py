@@ -15,9 +15,8 @@ accepted report.
 
 import time
 
-from boincpy.db.msg import claim_msg_to_host, insert_msg_from_host
-from boincpy.db.result import record_reported_results
-from boincpy.db.workunit import set_transition_times
+# The db.* writers are imported where used: most requests (no reports, no
+# trickles) need none of them, and a CGI pays for every import.
 
 # Values of boincpy.states (ServerState, Outcome, ValidateState, ClientState),
 # literal because importing enum costs every CGI request ~4 ms; a test checks
@@ -253,6 +252,7 @@ def _write_reports(ctx, accepted):
                 _update_rows(db, columns, rows)
             wu_ids = sorted({row["workunitid"] for row, _ in written})
             if wu_ids:
+                from boincpy.db.workunit import set_transition_times
                 set_transition_times(db, wu_ids, ctx.now)
     except Exception as exc:
         # not acknowledged: the client reports them again next time
@@ -303,6 +303,7 @@ def _update_rows(db, columns, rows):
 
 
 def _update_chunk(db, columns, rows):
+    from boincpy.db.result import record_reported_results
     n = record_reported_results(db, columns, rows)
     if n != len(rows):
         # the rows are locked and were checked: this would be a bug; roll back
@@ -430,6 +431,7 @@ def handle_msgs_from_host(ctx):
         with ctx.db.transaction():
             for m in req.msgs_from_host:
                 ctx.log.normal("got msg from host; variety %s " % m.variety)
+                from boincpy.db.msg import insert_msg_from_host
                 insert_msg_from_host(ctx.db, ctx.now, ctx.host["id"], m.variety, m.xml)
     except Exception as exc:
         ctx.log.critical("[HOST#%d] message insert failed: %s" % (ctx.host["id"], exc))
@@ -443,6 +445,7 @@ def handle_msgs_to_host(ctx):
     rows = ctx.db.query("SELECT id, xml FROM msg_to_host WHERE hostid = %s AND handled = 0 "
                         "ORDER BY id", (ctx.host["id"],))
     for row in rows:
+        from boincpy.db.msg import claim_msg_to_host
         n = claim_msg_to_host(ctx.db, row["id"])
         if n != 1:
             continue
