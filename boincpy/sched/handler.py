@@ -465,17 +465,28 @@ def _process_with_db(ctx, job_array, blocked, wants_work, have_no_work):
     if lock is False:
         return
     try:
-        # One transaction for what the request writes: one commit (one log
-        # flush) instead of one per statement; parts that may fail alone are
-        # savepoints inside it (boincpy.db.connection.Transaction).
-        with ctx.db.transaction():
-            _process_host(ctx, job_array, blocked, wants_work, have_no_work)
-            if cfg.locality_scheduling or cfg.locality_scheduler_fraction > 0:
-                from boincpy.sched.locality import send_file_deletes
-                send_file_deletes(ctx)
+        # A request that reports results or may get jobs writes in one
+        # transaction: one commit (one log flush) instead of one per
+        # statement, and all or nothing; parts that may fail alone are
+        # savepoints inside it (boincpy.db.connection.Transaction).  Other
+        # requests write the host row alone, which BEGIN and COMMIT would
+        # only make two round trips dearer.
+        if req.results or (wants_work and not have_no_work):
+            with ctx.db.transaction():
+                _process_host_and_files(ctx, job_array, blocked, wants_work, have_no_work)
+        else:
+            _process_host_and_files(ctx, job_array, blocked, wants_work, have_no_work)
     finally:
         if lock:
             _unlock_host(ctx, lock)
+
+
+def _process_host_and_files(ctx, job_array, blocked, wants_work, have_no_work):
+    _process_host(ctx, job_array, blocked, wants_work, have_no_work)
+    cfg = ctx.cfg
+    if cfg.locality_scheduling or cfg.locality_scheduler_fraction > 0:
+        from boincpy.sched.locality import send_file_deletes
+        send_file_deletes(ctx)
 
 
 def _process_host(ctx, job_array, blocked, wants_work, have_no_work):
