@@ -593,11 +593,13 @@ def profile(project, key):
 
     t_bare = best([py, "-S", "-c", "pass"])
     t_site = best([py, "-c", "pass"])
+    # what a CGI request imports: its database client is boincpy.db.wire
+    # (lite loads MySQLdb._mysql only where wire can't connect)
     imports = ("import boincpy.sched.handler, boincpy.config, boincpy.log, boincpy.db.lite, "
-               "boincpy.sched.hosts, boincpy.sched.reports, boincpy.sched.reply")
+               "boincpy.db.wire, boincpy.sched.hosts, boincpy.sched.reports, "
+               "boincpy.sched.reply, boincpy.resident")
     if Feeder.available():
         imports += ", boincpy.shmem"
-    imports += "; boincpy.db.lite._mysql_module()"
     # as the CGI starts: python -S, site's paths added (make_project.cgi_paths)
     from boincpy.tools.make_project import cgi_paths
     imports_cmd = [py, "-S", "-c", "import sys; sys.path += %r; %s; import os; os._exit(0)"
@@ -689,7 +691,7 @@ print(ms(t1 - t0), ms(t3 - t2), ms(t5 - t4), ms(T.get('connect', 0)), ms(T.get('
     print("  parse the request (%5d bytes)                   %6.1f" % (len(req), parse_t))
     print("  handle_request, in process                       %6.1f" % handle_t)
     print("      attach the feeder's job array                %6.1f" % attach_t)
-    print("      database connect (with loading _mysql)       %6.1f" % conn_t)
+    print("      database connect (boincpy.db.wire)           %6.1f" % conn_t)
     print("      %2d queries (user/host lookups included)      %6.1f" % (nq, q_t))
     print("      importing job choice                         %6.1f" % choose_t)
     print("      reply                                        %6.1f" % rep_t)
