@@ -1,6 +1,7 @@
 """The feeder follows the schedulers: refilled at once when they take jobs
 (the doorbell), and slots whose job can no longer be sent are emptied."""
 
+import contextlib
 import io
 import os
 import threading
@@ -52,6 +53,24 @@ def _wait_for(cond, timeout):
     return cond()
 
 
+@contextlib.contextmanager
+def _running(cfg, feeder, nslots):
+    """The feeder in a thread for the block's length; yields the job array
+    once the feeder has filled its ``nslots`` slots."""
+    thread = threading.Thread(target=feeder.run, daemon=True)
+    thread.start()
+    try:
+        assert _wait_for(lambda: os.path.exists(shmem.segment_path(cfg)), 10)
+        array = shmem.attach(cfg)
+        assert _wait_for(lambda: array.n_present == nslots, 10)
+        yield array
+    finally:
+        feeder._stop_signal = 15
+        doorbell.ring(cfg, "feeder")
+        thread.join(10)
+    assert not thread.is_alive()
+
+
 def _send_all(cfg, array, db, ring=True):
     """What schedulers do with every job of the array: reserve, mark the
     result sent, empty the slot; then ring the feeder once committed."""
@@ -73,12 +92,7 @@ def test_feeder_refills_within_a_second_of_the_last_slot_taken(proj):
     cfg.shmem_work_items = 5
     add_jobs(db, 40)
     feeder = _feeder(cfg, ["--sleep_interval", "5"])
-    thread = threading.Thread(target=feeder.run, daemon=True)
-    thread.start()
-    try:
-        assert _wait_for(lambda: os.path.exists(shmem.segment_path(cfg)), 10)
-        array = shmem.attach(cfg)
-        assert _wait_for(lambda: array.n_present == 5, 10)
+    with _running(cfg, feeder, 5) as array:
         # wait until the feeder sleeps (its passes now add nothing)
         time.sleep(0.5)
         sent = set()
@@ -104,11 +118,6 @@ def test_feeder_refills_within_a_second_of_the_last_slot_taken(proj):
         t0 = time.monotonic()
         assert array.wait_for_work(3)
         assert time.monotonic() - t0 < 1.0
-    finally:
-        feeder._stop_signal = 15
-        doorbell.ring(cfg, "feeder")
-        thread.join(10)
-    assert not thread.is_alive()
     assert not os.path.exists(doorbell.bell_dir(cfg))   # its FIFO is gone, and the directory
 
 
@@ -131,12 +140,7 @@ def test_rings_while_the_array_is_full_are_served_by_one_pass(proj):
             if feeder.array.n_present > before:
                 refills.append(feeder.array.n_present - before)
     feeder.one_pass = one_pass
-    thread = threading.Thread(target=feeder.run, daemon=True)
-    thread.start()
-    try:
-        assert _wait_for(lambda: os.path.exists(shmem.segment_path(cfg)), 10)
-        array = shmem.attach(cfg)
-        assert _wait_for(lambda: array.n_present == 10, 10)
+    with _running(cfg, feeder, 10) as array:
         assert array.slot_heads() == [array.slot_head(i) for i in range(10)]
         time.sleep(0.5)
         del refills[:]
@@ -152,11 +156,6 @@ def test_rings_while_the_array_is_full_are_served_by_one_pass(proj):
         assert _wait_for(lambda: array.n_present == 10, 3), "not refilled"
         assert time.monotonic() - t0 < 1.0
         assert refills == [3], "one pass for the three rings"
-    finally:
-        feeder._stop_signal = 15
-        doorbell.ring(cfg, "feeder")
-        thread.join(10)
-    assert not thread.is_alive()
 
 
 def test_no_backlog_no_wait(proj):
@@ -187,21 +186,12 @@ def test_without_a_ring_the_sleep_interval_holds(proj):
     cfg.shmem_work_items = 3
     add_jobs(db, 10)
     feeder = _feeder(cfg, ["--sleep_interval", "2"])
-    thread = threading.Thread(target=feeder.run, daemon=True)
-    thread.start()
-    try:
-        assert _wait_for(lambda: os.path.exists(shmem.segment_path(cfg)), 10)
-        array = shmem.attach(cfg)
-        assert _wait_for(lambda: array.n_present == 3, 10)
+    with _running(cfg, feeder, 3) as array:
         time.sleep(0.3)
         _send_all(cfg, array, db, ring=False)
         t0 = time.monotonic()
         assert _wait_for(lambda: array.n_present == 3, 5)
         assert time.monotonic() - t0 > 0.5
-    finally:
-        feeder._stop_signal = 15
-        doorbell.ring(cfg, "feeder")
-        thread.join(10)
 
 
 def test_unsendable_jobs_are_purged_and_never_sent(proj):
