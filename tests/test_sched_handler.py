@@ -449,6 +449,34 @@ def test_a_request_writes_all_or_nothing(sched_env, monkeypatch):
         {"server_state": 5}
 
 
+def test_reports_lost_with_the_transaction_are_not_acknowledged(sched_env, monkeypatch):
+    # A deadlock makes the server roll back the whole transaction, reports
+    # included, even when it strikes a part that may fail alone (storing a
+    # trickle).  The request must then fail as a whole: acknowledging the
+    # reports would make the client forget results that were never written.
+    env = sched_env
+    wuid, rid = _reporting_host(env, hav_quota=100)
+    snap = env.snapshot(("result", "workunit", "host_app_version", "host", "msg_from_host"))
+    data = body("cycle", "08_sched_report_result.body.xml").decode().replace(
+        "</scheduler_request>", "<msg_from_host>\n<result_name>wu1_0</result_name>\n"
+        "<time>1795335270</time>\n<variety>progress</variety>\n</msg_from_host>\n"
+        "</scheduler_request>").encode()
+    from boincpy.db import msg
+    from boincpy.errors import DatabaseError
+
+    def deadlock(db, *args):
+        db._run_plain(b"ROLLBACK")              # what the server does to the victim
+        raise DatabaseError("database error 1213: Deadlock found when trying to get lock")
+    monkeypatch.setattr(msg, "insert_msg_from_host", deadlock)
+    r = call(env, data)
+    assert r.acks() == [] and r.root.find("message_ack") is None
+    assert r.messages()[0][1].startswith("Server error")
+    assert env.snapshot(("result", "workunit", "host_app_version", "host",
+                         "msg_from_host")) == snap
+    monkeypatch.undo()
+    assert call(env, data).acks() == ["wu1_0"]
+
+
 def test_result_reported_twice_is_acked_twice_and_processed_once(sched_env):
     env = sched_env
     wuid, rid = _reporting_host(env)

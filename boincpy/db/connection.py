@@ -342,9 +342,11 @@ class Transaction:
     the scheduler runs a whole request in one transaction (one commit, so one
     log flush, instead of one per statement), while the parts that may fail
     on their own (recording reports, storing trickles) undo only themselves.
-    If the server has already rolled the whole transaction back (a deadlock),
-    the savepoint is gone: the outer transaction is then over and the
-    statements after it commit one by one, as they would with no transaction.
+    If the server has already rolled the whole transaction back (a
+    deadlock), the savepoint is gone with everything before it: from then
+    on every statement fails, and so does the outer transaction's end, so
+    that nothing after the loss is committed and nobody takes the writes
+    before it for done (a scheduler would acknowledge reports it lost).
     """
 
     def __init__(self, db):
@@ -369,24 +371,28 @@ class Transaction:
         if not self.outer:
             if self.savepoint is not None:
                 db._savepoints -= 1
-                if exc_type is not None and db._in_transaction:
+                if exc_type is not None and not isinstance(db.conn, _LostTransaction):
                     try:
                         db._run_plain(b"ROLLBACK TO SAVEPOINT " + self.savepoint)
                     except Exception:
-                        db._in_transaction = False      # rolled back whole (see above)
+                        db.conn = _LostTransaction(db.conn, exc)
             return False
+        lost = db.conn if isinstance(db.conn, _LostTransaction) else None
+        if lost is not None:
+            db.conn = lost.real
         try:
-            if exc_type is not None:
+            if exc_type is not None or lost is not None:
                 try:
                     db.conn.rollback()
                 except Exception:
                     pass
+                if exc_type is None:
+                    raise DatabaseError(lost.message)
                 return False
-            if db._in_transaction:
-                try:
-                    db.conn.commit()
-                except Exception as err:
-                    raise db._wrap(err, "COMMIT") from None
+            try:
+                db.conn.commit()
+            except Exception as err:
+                raise db._wrap(err, "COMMIT") from None
             return False
         finally:
             db._in_transaction = False
@@ -394,6 +400,19 @@ class Transaction:
             actions, db._after_commit = db._after_commit, []
             for action in actions:
                 action()
+
+
+class _LostTransaction:
+    """Stands in for the connection of a transaction the server rolled back
+    whole (see Transaction): every use fails until the transaction ends."""
+
+    def __init__(self, real, cause):
+        self.real = real
+        self.message = ("the database server rolled back the whole transaction (%s); "
+                        "nothing of it was written" % cause)
+
+    def __getattr__(self, name):
+        raise DatabaseError(self.message)
 
 
 def connect(cfg, replica=False):
