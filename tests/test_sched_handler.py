@@ -477,6 +477,45 @@ def test_reports_lost_with_the_transaction_are_not_acknowledged(sched_env, monke
     assert call(env, data).acks() == ["wu1_0"]
 
 
+def test_a_request_caught_in_a_deadlock_is_handled_once_more(sched_env, monkeypatch):
+    # InnoDB picks one of two deadlocked transactions and rolls it back whole;
+    # the scheduler handles that request again (nothing of it was written)
+    # instead of making the client wait out an error reply's delay.
+    env = sched_env
+    wuid, rid = _reporting_host(env, hav_quota=100)
+    from boincpy.errors import DatabaseError
+    from boincpy.sched import hosts
+    write_host = hosts.write_host
+    victims = []
+
+    def deadlock_once(ctx, orig, times=1):
+        if len(victims) < times:
+            victims.append(ctx.host["id"])
+            ctx.db._run_plain(b"ROLLBACK")        # what the server does to the victim
+            err = DatabaseError("database error 1213: Deadlock found when trying to get lock")
+            err.mysql_code = 1213
+            raise err
+        return write_host(ctx, orig)
+    monkeypatch.setattr(hosts, "write_host", deadlock_once)
+    r = call(env, body("cycle", "08_sched_report_result.body.xml"))
+    assert victims == [1]
+    assert r.acks() == ["wu1_0"]
+    assert "handling it again" in r.log
+    res = env.row("SELECT server_state, outcome FROM result WHERE id = %s", (rid,))
+    assert (res["server_state"], res["outcome"]) == (5, 1)
+    assert env.row("SELECT max_jobs_per_day FROM host_app_version")["max_jobs_per_day"] == 200
+    # twice in a row: the client gets an error reply, and nothing is written
+    wuid2, rid2 = env.add_job("wu2", state=4, hostid=1, userid=1, sent_time=int(time.time()),
+                              report_deadline=int(time.time()) + 600000)
+    del victims[:]
+    monkeypatch.setattr(hosts, "write_host", lambda ctx, orig: deadlock_once(ctx, orig, 2))
+    r = call(env, body("cycle", "08_sched_report_result.body.xml").replace(b"wu1_0", b"wu2_0"))
+    assert victims == [1, 1] and r.acks() == []
+    assert r.messages()[0][1].startswith("Server error")
+    assert env.row("SELECT server_state FROM result WHERE id = %s", (rid2,)) == \
+        {"server_state": 4}
+
+
 def test_result_reported_twice_is_acked_twice_and_processed_once(sched_env):
     env = sched_env
     wuid, rid = _reporting_host(env)

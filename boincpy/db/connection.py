@@ -387,7 +387,7 @@ class Transaction:
                 except Exception:
                     pass
                 if exc_type is None:
-                    raise DatabaseError(lost.message)
+                    raise lost.error()
                 return False
             try:
                 db.conn.commit()
@@ -408,11 +408,18 @@ class _LostTransaction:
 
     def __init__(self, real, cause):
         self.real = real
+        self.cause_code = getattr(cause, "mysql_code", None)
         self.message = ("the database server rolled back the whole transaction (%s); "
                         "nothing of it was written" % cause)
 
+    def error(self):
+        """The DatabaseError every use raises (with the cause's MySQL code)."""
+        err = DatabaseError(self.message)
+        err.mysql_code = self.cause_code
+        return err
+
     def __getattr__(self, name):
-        raise DatabaseError(self.message)
+        raise self.error()
 
 
 def connect(cfg, replica=False):

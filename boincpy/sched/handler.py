@@ -172,11 +172,7 @@ def _handle_attached(cfg, body, environ, job_array, log, now, start, code_sign_k
     else:
         for tag, line in ctx.request.unexpected:
             log.normal("SCHEDULER_REQUEST::parse(): unexpected: %s (line %d)" % (tag, line))
-        try:
-            process_request(ctx, job_array)
-        finally:
-            if ctx.db is not None and resident is None:
-                ctx.db.close()
+        ctx = _process_once_more_after_deadlock(ctx, body, job_array)
     if cfg.debug_user_messages:
         for priority, text in ctx.reply.messages:
             log.normal("[user_messages] [HOST#%d] MSG(%s) %s"
@@ -187,6 +183,40 @@ def _handle_attached(cfg, body, environ, job_array, log, now, start, code_sign_k
     if saved:
         _save_reply(saved, out, log)
     return out
+
+
+# MySQL errors after which InnoDB has undone the statement or the whole
+# transaction and the same work may simply be tried again (its advice).
+_ER_LOCK_WAIT_TIMEOUT = 1205
+_ER_LOCK_DEADLOCK = 1213
+RETRY_ERRORS = (_ER_LOCK_WAIT_TIMEOUT, _ER_LOCK_DEADLOCK)
+
+
+def _process_once_more_after_deadlock(ctx, body, job_array):
+    """process_request; if the database gave up the request's transaction
+    (a deadlock with another request or daemon, a lock wait timeout),
+    nothing of it was written: handle the request once more, from a fresh
+    parse, rather than make the client wait out an error reply's delay.
+    Returns the context whose reply is sent."""
+    for attempt in (1, 2):
+        try:
+            process_request(ctx, job_array)
+            return ctx
+        except Exception as exc:
+            if attempt == 2 or getattr(exc, "mysql_code", None) not in RETRY_ERRORS:
+                raise
+            ctx.log.indent = 1
+            ctx.log.normal("[HOST#%d] database: %s; the request's writes were undone, "
+                           "handling it again" % ((ctx.host or {}).get("id") or 0, exc))
+        finally:
+            if ctx.db is not None and ctx.resident is None:
+                ctx.db.close()
+        again = SchedContext(cfg=ctx.cfg, log=ctx.log, now=ctx.now, environ=ctx.environ,
+                             code_sign_key=ctx.code_sign_key)
+        again.resident = ctx.resident
+        again.request = parse_request(body, ctx.cfg.max_results_accepted)
+        ctx = again
+    return ctx
 
 
 # ---------------------------------------------------------------------------
