@@ -5,18 +5,14 @@ writes an app's min_avg_pfc.  ``values`` dicts name columns fixed by the
 caller's code, never user text.
 """
 
+from boincpy.db.bulk import update_row
+
 
 def _insert(db, table, values):
     cols = list(values)
     return db.insert("INSERT INTO %s (%s) VALUES (%s)"
                      % (table, ", ".join(cols), ", ".join(["%s"] * len(cols))),
                      [values[c] for c in cols])
-
-
-def _update(db, table, row_id, values):
-    return db.execute("UPDATE %s SET %s WHERE id = %%s"
-                      % (table, ", ".join("%s = %%s" % c for c in values)),
-                      list(values.values()) + [row_id])
 
 
 def insert_app(db, values):
@@ -27,7 +23,7 @@ def insert_app(db, values):
 
 def update_app(db, app_id, values):
     """UPDATE an app's columns in ``values``; return the rowcount."""
-    return _update(db, "app", app_id, values)
+    return update_row(db, "app", app_id, values)
 
 
 def set_min_avg_pfc(db, app_id, min_avg_pfc):
@@ -47,7 +43,7 @@ def insert_platform(db, values):
 
 def update_platform(db, platform_id, values):
     """UPDATE a platform's columns in ``values``; return the rowcount."""
-    return _update(db, "platform", platform_id, values)
+    return update_row(db, "platform", platform_id, values)
 
 
 def delete_platform(db, platform_id):

@@ -1,5 +1,6 @@
 """The app_version table's writes (BOINC's DB_APP_VERSION)."""
 
+from boincpy.db.bulk import update_row
 from boincpy.db.queries import insert_row
 
 
@@ -11,9 +12,7 @@ def insert_app_version(db, av):
 def update_app_version(db, av_id, values):
     """UPDATE the version's columns in ``values`` ({column: value}, names
     fixed by the caller's code); return the rowcount."""
-    return db.execute("UPDATE app_version SET %s WHERE id = %%s"
-                      % ", ".join("%s = %%s" % c for c in values),
-                      list(values.values()) + [av_id])
+    return update_row(db, "app_version", av_id, values)
 
 
 def set_pfc_scale(db, av_id, pfc_scale):

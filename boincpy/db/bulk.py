@@ -80,6 +80,14 @@ def update_by_id(db, table, columns, rows, key="id", relative=(), where="", wher
     return total
 
 
+def update_row(db, table, row_id, values):
+    """``UPDATE table SET column = value, ... WHERE id = row_id`` for ``values``
+    ({column: value}, names fixed by the caller's code); return the rowcount."""
+    return db.execute("UPDATE %s SET %s WHERE id = %%s"
+                      % (table, ", ".join("%s = %%s" % c for c in values)),
+                      list(values.values()) + [row_id])
+
+
 def update_ids(db, table, assignments, ids, params=(), where="", where_params=(), size=CHUNK):
     """``UPDATE table SET assignments WHERE id IN ids [AND where]``; return rows changed."""
     total = 0

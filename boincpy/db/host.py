@@ -1,6 +1,7 @@
 """The host table: its writes (BOINC's DB_HOST update methods) and the FLOPS
 statistics of active hosts."""
 
+from boincpy.db.bulk import update_row
 
 # Hosts that count in FLOPS statistics: those doing work (BOINC's
 # "where expavg_credit>10" in DB_HOST::fpops_*).
@@ -29,9 +30,7 @@ def insert_host(db, row):
 def update_host_columns(db, host_id, changed):
     """UPDATE the host's columns in ``changed`` ({column: value}); return the
     rowcount."""
-    values = list(changed.values()) + [host_id]
-    return db.execute("UPDATE host SET %s WHERE id = %%s"
-                      % ", ".join("%s = %%s" % col for col in changed), values)
+    return update_row(db, "host", host_id, changed)
 
 
 def clear_rpc_time(db, host_id):

@@ -6,7 +6,7 @@ UPDATE (``... AND server_state = %s``) returns the driver's rowcount, which
 callers use to tell whether they won a race; none of these commit.
 """
 
-from boincpy.db.bulk import chunks, placeholders, update_by_id, update_ids
+from boincpy.db.bulk import chunks, placeholders, update_by_id, update_ids, update_row
 
 # Values of boincpy.states (ServerState, Outcome, ValidateState), literal
 # because the scheduler's CGI requests load this module and importing enum
@@ -113,8 +113,7 @@ def record_reported_results(db, columns, rows):
     the server would build a temporary table for the derived one."""
     if len(rows) == 1:
         rid, values = rows[0]
-        return db.execute("UPDATE result SET %s WHERE id = %%s"
-                          % ", ".join("%s = %%s" % c for c in columns), list(values) + [rid])
+        return update_row(db, "result", rid, dict(zip(columns, values)))
     first = "SELECT %%s AS id, %s" % ", ".join("%%s AS %s" % c for c in columns)
     more = " UNION ALL SELECT %s" % ", ".join(["%s"] * (len(columns) + 1))
     params = []

@@ -5,7 +5,7 @@ flags and ban), consent, credited_job.
 The scheduler loads this module: it imports nothing heavy.
 """
 
-from boincpy.db.bulk import insert_rows
+from boincpy.db.bulk import insert_rows, update_row
 
 USER_INSERT_COLUMNS = (
     "create_time", "email_addr", "name", "authenticator", "country", "postal_code",
@@ -27,9 +27,7 @@ def insert_user(db, user):
 def update_user_columns(db, user_id, changes):
     """UPDATE the user's columns in ``changes`` ({column: value}, names fixed
     by the caller's code); return the rowcount."""
-    return db.execute("UPDATE user SET %s WHERE id = %%s"
-                      % ", ".join("%s = %%s" % c for c in changes),
-                      tuple(changes.values()) + (user_id,))
+    return update_row(db, "user", user_id, changes)
 
 
 def set_cross_project_id(db, user_id, cross_project_id):
