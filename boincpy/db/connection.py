@@ -368,14 +368,13 @@ class Transaction:
 
     def __exit__(self, exc_type, exc, tb):
         db = self.db
-        if not self.outer:
-            if self.savepoint is not None:
-                db._savepoints -= 1
-                if exc_type is not None and not isinstance(db.conn, _LostTransaction):
-                    try:
-                        db._run_plain(b"ROLLBACK TO SAVEPOINT " + self.savepoint)
-                    except Exception:
-                        db.conn = _LostTransaction(db.conn, exc)
+        if not self.outer:                  # a savepoint
+            db._savepoints -= 1
+            if exc_type is not None and not isinstance(db.conn, _LostTransaction):
+                try:
+                    db._run_plain(b"ROLLBACK TO SAVEPOINT " + self.savepoint)
+                except Exception:
+                    db.conn = _LostTransaction(db.conn, exc)
             return False
         lost = db.conn if isinstance(db.conn, _LostTransaction) else None
         if lost is not None:

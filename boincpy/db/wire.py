@@ -536,10 +536,6 @@ class Connection:
         """The server's id of this connection (CONNECTION_ID())."""
         return self._thread_id
 
-    def get_server_info(self):
-        """The server's version string."""
-        return self.server_version
-
     def string_literal(self, data):
         """``data`` (bytes, or str as UTF-8) quoted as an SQL string literal the
         way the server reads it now: backslash escapes, or only doubled quotes
@@ -622,14 +618,6 @@ class Result:
         self._convs = [conv for _, _, conv in columns]
         self._rows = rows
         self._next = 0
-
-    def num_rows(self):
-        """How many rows the statement returned."""
-        return len(self._rows)
-
-    def field_names(self):
-        """The columns' names, in order."""
-        return tuple(name for name, _, _ in self._columns)
 
     def fetch_row(self, maxrows=1, how=0):
         """Up to ``maxrows`` more rows (0: all the rest), as tuples (``how`` 0)

@@ -216,7 +216,6 @@ def _process_once_more_after_deadlock(ctx, body, job_array):
         again.resident = ctx.resident
         again.request = parse_request(body, ctx.cfg.max_results_accepted)
         ctx = again
-    return ctx
 
 
 # ---------------------------------------------------------------------------

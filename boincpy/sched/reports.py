@@ -427,11 +427,11 @@ def handle_msgs_from_host(ctx):
     if not req.msgs_from_host:
         return
     ctx.reply.send_msg_ack = True
+    from boincpy.db.msg import insert_msg_from_host
     try:
         with ctx.db.transaction():
             for m in req.msgs_from_host:
                 ctx.log.normal("got msg from host; variety %s " % m.variety)
-                from boincpy.db.msg import insert_msg_from_host
                 insert_msg_from_host(ctx.db, ctx.now, ctx.host["id"], m.variety, m.xml)
     except Exception as exc:
         ctx.log.critical("[HOST#%d] message insert failed: %s" % (ctx.host["id"], exc))
@@ -444,8 +444,8 @@ def handle_msgs_to_host(ctx):
     of one host at once (a client retrying) never both deliver it."""
     rows = ctx.db.query("SELECT id, xml FROM msg_to_host WHERE hostid = %s AND handled = 0 "
                         "ORDER BY id", (ctx.host["id"],))
+    from boincpy.db.msg import claim_msg_to_host
     for row in rows:
-        from boincpy.db.msg import claim_msg_to_host
         n = claim_msg_to_host(ctx.db, row["id"])
         if n != 1:
             continue
