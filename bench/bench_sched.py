@@ -559,6 +559,9 @@ def print_row(name, conc, server, r, cxx=None):
           "  feeder %.1f ms/RPC"
           % (TITLES[name], conc, server, r["rps"], r["p50"], r["p95"], r["p99"], ratio,
              r["jobs"], r["acks"], r["errors"], r["down"], r.get("feeder_cpu", 0.0)))
+    if r.get("cpu"):
+        print("%57s CPU ms/RPC: %s" % ("", ", ".join(
+            "%s %.2f" % (k, v) for k, v in sorted(r["cpu"].items()) if v > 0.005)))
     sys.stdout.flush()
 
 
@@ -860,6 +863,35 @@ def main(argv=None):
     return 0
 
 
+def cpu_by_process():
+    """CPU seconds (user + system, reaped children included) used so far by
+    each kind of process a request passes through: the database server, the
+    web server (Apache's children, and the CGIs they reaped), the persistent
+    workers (mod_wsgi daemons, named "(wsgi:...)") and this benchmark."""
+    import psutil
+    kinds = {}
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        try:
+            name = proc.info["name"] or ""
+            cmd = " ".join(proc.info["cmdline"] or [])
+            if proc.pid == os.getpid():
+                kind = "bench client"
+            elif name.startswith("mariadbd") or name.startswith("mysqld"):
+                kind = "database"
+            elif cmd.startswith("(wsgi:"):
+                kind = "persistent workers"
+            elif name == "apache2":
+                kind = "web server + CGIs"
+            else:
+                continue
+            t = proc.cpu_times()
+            kinds[kind] = kinds.get(kind, 0.0) + t.user + t.system + t.children_user + \
+                t.children_system
+        except psutil.Error:
+            continue
+    return kinds
+
+
 def run_server(project, feeder, apache, key, name, conc, server, n):
     """One measurement: scenario ``name`` at ``conc`` against ``server``, with
     that server's feeder running (and stopped afterwards)."""
@@ -876,9 +908,13 @@ def run_server(project, feeder, apache, key, name, conc, server, n):
     feeder.start(slots, cxx=cxx)
     feeder.wait_filled(min(slots, 100) if name.startswith("sent_") else 0, cxx=cxx)
     before = feeder.cpu_seconds()
+    cpu_before = cpu_by_process()
     try:
         stats = run_load(apache.port, reqs, n, conc, path=PATHS[server])
         stats["feeder_cpu"] = (feeder.cpu_seconds() - before) * 1000 / n
+        cpu_after = cpu_by_process()
+        stats["cpu"] = {k: (v - cpu_before.get(k, 0.0)) * 1000 / (n + 5)
+                        for k, v in cpu_after.items()}
         return stats
     finally:
         feeder.stop()

@@ -36,6 +36,31 @@ def test_rows_and_types_are_those_of_the_full_layer(dbs):
     assert light.query_value("SELECT id FROM user WHERE id = 99", default=-1) == -1
 
 
+@pytest.mark.parametrize("wire", [True, False], ids=["wire", "_mysql"])
+def test_a_joined_row_keeps_each_tables_columns_apart(mini_project, wire):
+    from boincpy.config import load_config
+    db = lite.connect(load_config(str(mini_project)), wire=wire)
+    try:
+        uid = db.insert("INSERT INTO user (create_time, email_addr, name, authenticator, "
+                        "total_credit, cross_project_id) VALUES (5, 'u@x', 'u', 'k', 7.5, '')")
+        hid = db.insert("INSERT INTO host (create_time, userid, total_credit, domain_name, "
+                        "misc) VALUES (9, %s, 2.5, 'h', '')", (uid,))
+        orphan = db.insert("INSERT INTO host (create_time, userid, misc) VALUES (3, %s, '')", (uid + 99,))
+        sql = ("SELECT host.*, user.* FROM host LEFT JOIN user ON user.id = host.userid "
+               "WHERE host.id = %s")
+        row = db.query_tables(sql, (hid,))
+        assert row["host"] == db.query_one("SELECT * FROM host WHERE id = %s", (hid,))
+        assert row["user"] == db.query_one("SELECT * FROM user WHERE id = %s", (uid,))
+        assert (row["host"]["id"], row["user"]["id"]) == (hid, uid)
+        assert (row["host"]["create_time"], row["user"]["create_time"]) == (9, 5)
+        assert (row["host"]["total_credit"], row["user"]["total_credit"]) == (2.5, 7.5)
+        lone = db.query_tables(sql, (orphan,))
+        assert lone["host"]["id"] == orphan and set(lone["user"].values()) == {None}
+        assert db.query_tables(sql, (orphan + 1,)) is None
+    finally:
+        db.close()
+
+
 def test_writes_transactions_and_errors(dbs):
     _, db = dbs
     new = db.insert("INSERT INTO platform (create_time, name) VALUES (1, %s)", ("p1",))

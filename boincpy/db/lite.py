@@ -177,6 +177,26 @@ class LiteDatabase(Database):
             return []
         return list(result.fetch_row(0, 1))
 
+    def query_tables(self, sql, params=None):
+        """Run a SELECT of one row from several joined tables (``t1.*, t2.*``);
+        return ``{table: {column: value}}``, or None for no row.  Columns the
+        tables share (id, create_time ...) stay apart, which a dict keyed by
+        column name alone can't do.  A table of an outer join with no matching
+        row comes back with every value None."""
+        self._run(sql, params)
+        result = self.conn.store_result()
+        rows = result.fetch_row(1, 2) if result is not None else ()
+        if not rows:
+            return None
+        tables = {}
+        for key, value in rows[0].items():
+            table, _, column = key.partition(".")
+            part = tables.get(table)
+            if part is None:
+                part = tables[table] = {}
+            part[column] = value
+        return tables
+
     def query_value(self, sql, params=None, default=None):
         """Run a SELECT of one value; return it (``default`` for no row / NULL)."""
         self._run(sql, params)

@@ -622,7 +622,7 @@ class Result:
     def fetch_row(self, maxrows=1, how=0):
         """Up to ``maxrows`` more rows (0: all the rest), as tuples (``how`` 0)
         or dicts by column name (``how`` 1; a repeated name is keyed
-        "table.name", as MySQLdb does)."""
+        "table.name", as MySQLdb does; ``how`` 2: every name so keyed)."""
         start = self._next
         stop = len(self._rows) if maxrows == 0 else min(len(self._rows), start + maxrows)
         self._next = stop
@@ -632,7 +632,8 @@ class Result:
             return tuple(rows)
         keys, seen = [], set()
         for name, table, _ in self._columns:
-            key = table.decode("utf-8", "replace") + "." + name if name in seen else name
+            key = (table.decode("utf-8", "replace") + "." + name if how == 2 or name in seen
+                   else name)
             keys.append(key)
             seen.add(key)
         return tuple(dict(zip(keys, row)) for row in rows)

@@ -55,6 +55,17 @@ def _host_by_id(db, hostid):
     return db.query_one("SELECT * FROM host WHERE id = %s", (hostid,))
 
 
+def _host_and_owner(db, hostid):
+    """(host row, its user's row) in one round trip; (None, None) for no
+    host, (host, None) for a host whose user row is gone."""
+    row = db.query_tables("SELECT host.*, user.* FROM host LEFT JOIN user "
+                          "ON user.id = host.userid WHERE host.id = %s", (hostid,))
+    if row is None:
+        return None, None
+    user = row["user"]
+    return row["host"], (user if user["id"] is not None else None)
+
+
 def _user_by_id(db, userid):
     return db.query_one("SELECT * FROM user WHERE id = %s", (userid,))
 
@@ -147,7 +158,8 @@ def authenticate(ctx):
     host = None
     need_host = True
     if req.hostid:
-        host = _host_by_id(db, req.hostid)
+        # the owner comes with the host: one round trip on every RPC
+        host, owner = _host_and_owner(db, req.hostid)
         seen = set()
         while host is not None and host["userid"] == 0:
             # a zombie merged into another host: its rpc_seqno links to it
@@ -155,7 +167,7 @@ def authenticate(ctx):
                 host = None
                 break
             seen.add(host["id"])
-            host = _host_by_id(db, host["rpc_seqno"])
+            host, owner = _host_and_owner(db, host["rpc_seqno"])
             if host is not None:
                 reply.hostid = host["id"]
                 log.normal("[HOST#%d] forwarding to new host ID %d" % (req.hostid, host["id"]))
@@ -164,7 +176,7 @@ def authenticate(ctx):
             log.normal("[HOST#%d?] can't find host" % req.hostid)
             req.hostid = 0
         else:
-            user = _user_by_id(db, host["userid"])
+            user = owner
             if user is None or user["authenticator"] != req.authenticator:
                 if user is not None and weak_auth(user) == req.authenticator:
                     ctx.using_weak_auth = True
