@@ -83,10 +83,20 @@ def test_writes_transactions_and_errors(dbs):
     assert db.insert_many("platform", ("create_time", "name"), [(1, "q1"), (2, "q2")]) == 2
 
 
-@pytest.mark.parametrize("layer", ["full", "light"])
-def test_a_nested_transaction_is_a_savepoint(dbs, layer):
+@pytest.fixture
+def batching(mini_project):
+    """The light layer on _mysql, which holds BEGIN, SAVEPOINT and deferred
+    writes back to send them with the next statement."""
+    from boincpy.config import load_config
+    db = lite.connect(load_config(str(mini_project)), wire=False)
+    yield db
+    db.close()
+
+
+@pytest.mark.parametrize("layer", ["full", "light", "light on _mysql"])
+def test_a_nested_transaction_is_a_savepoint(dbs, layer, batching):
     full, light = dbs
-    db = full if layer == "full" else light
+    db = {"full": full, "light": light, "light on _mysql": batching}[layer]
     other = light if db is full else full
     seen = []
 
@@ -127,14 +137,18 @@ def test_a_nested_transaction_is_a_savepoint(dbs, layer):
     assert db.query_value("SELECT COUNT(*) FROM platform WHERE name = 'sp1'") == 1
 
 
+@pytest.mark.parametrize("wire", [True, False], ids=["wire", "_mysql"])
 def test_a_dropped_connection_is_opened_again_for_a_read_not_inside_a_transaction(
-        dbs, db_root_params):
+        mini_project, db_root_params, wire):
     """The server drops the connection (KILL, as a restart or wait_timeout
-    does): a SELECT goes on over a new connection, telling on_reconnect; in a
-    transaction nothing is sent again (what it did is gone with the old
-    connection)."""
+    does): a SELECT goes on over a new connection, telling on_reconnect, and
+    so does a transaction that has sent nothing but its BEGIN; once a
+    transaction has done something, nothing is sent again (what it did is
+    gone with the old connection)."""
     import MySQLdb
-    _, db = dbs
+    from boincpy.config import load_config
+    db = lite.connect(load_config(str(mini_project)), wire=wire)
+    db.execute("INSERT INTO platform (create_time, name) VALUES (1, 'p')")
     heard = []
     db.on_reconnect = lambda: heard.append(1)
 
@@ -145,14 +159,91 @@ def test_a_dropped_connection_is_opened_again_for_a_read_not_inside_a_transactio
         root.close()
         return conn_id
 
-    old = kill()
-    assert db.query_value("SELECT COUNT(*) FROM platform") == 1
-    assert db.query_value("SELECT CONNECTION_ID()") != old and heard == [1]
-    kill()
-    with pytest.raises(DatabaseError):
+    try:
+        old = kill()
+        assert db.query_value("SELECT COUNT(*) FROM platform WHERE name = 'p'") == 1
+        assert db.query_value("SELECT CONNECTION_ID()") != old and heard == [1]
+        kill()
         with db.transaction():
-            db.query("SELECT id FROM platform")
-    assert heard == [1]
+            assert db.query_value("SELECT COUNT(*) FROM platform WHERE name = 'p'") == 1
+        assert heard == [1, 1]
+        with pytest.raises(DatabaseError):
+            with db.transaction():
+                db.execute("UPDATE platform SET deprecated = 1 WHERE name = 'p'")
+                kill()
+                db.query("SELECT id FROM platform")
+        assert heard == [1, 1]
+        assert db.query_value("SELECT deprecated FROM platform WHERE name = 'p'") == 0
+    finally:
+        db.close()
+
+
+class _Counting:
+    """A connection that counts the statements (COM_QUERY) sent through it."""
+
+    def __init__(self, conn):
+        self.conn, self.sent = conn, []
+
+    def query(self, text):
+        self.sent.append(text)
+        return self.conn.query(text)
+
+    def __getattr__(self, name):
+        return getattr(self.conn, name)
+
+
+@pytest.mark.parametrize("wire", [True, False], ids=["wire", "_mysql"])
+def test_deferred_writes_go_with_the_next_statement_or_the_commit(mini_project, wire):
+    from boincpy.config import load_config
+    cfg = load_config(str(mini_project))
+    db, other = lite.connect(cfg, wire=wire), lite.connect(cfg)
+    counting = _Counting(db.conn)
+    db.conn = counting
+    sql = "SELECT deprecated FROM platform WHERE name = %s"
+    try:
+        db.execute("INSERT INTO platform (create_time, name) VALUES (1, 'a'), (1, 'b')")
+        db.defer("UPDATE platform SET deprecated = 1 WHERE name = 'a'")     # no transaction
+        assert other.query_value(sql, ("a",)) == 1
+        counting.sent.clear()
+        with db.transaction():
+            db.defer("UPDATE platform SET deprecated = 2 WHERE name = 'a'")
+            db.deferring().execute("UPDATE platform SET deprecated = 2 WHERE name = 'b'")
+            assert db.query_value(sql, ("a",)) == 2         # in order, before the SELECT
+            assert db.execute("UPDATE platform SET deprecated = 3 WHERE name LIKE %s",
+                              ("%",)) >= 2                 # its own rowcount
+            db.defer("UPDATE platform SET deprecated = 4 WHERE name = 'b'")
+            assert other.query_value(sql, ("b",)) == 0      # nothing committed yet
+        assert [other.query_value(sql, (n,)) for n in "ab"] == [3, 4]
+        # _mysql: BEGIN with the first statement, the last write with COMMIT
+        # (wire: one statement each; its COMMIT is conn.commit(), not counted)
+        assert len(counting.sent) == (3 if not wire else 6)
+        counting.sent.clear()
+        with db.transaction():
+            pass
+        assert len(counting.sent) == (0 if not wire else 1)
+        with pytest.raises(DatabaseError) as err:
+            with db.transaction():
+                db.defer("UPDATE platform SET deprecated = 5 WHERE name = 'a'")
+                db.defer("UPDATE platform SET no_such_column = 1")
+                db.defer("UPDATE platform SET deprecated = 5 WHERE name = 'b'")
+        assert "no_such_column" in str(err.value)
+        assert [other.query_value(sql, (n,)) for n in "ab"] == [3, 4]  # all undone
+        with db.transaction():
+            db.defer("UPDATE platform SET deprecated = 6 WHERE name = 'a'")
+            with pytest.raises(DatabaseError):
+                with db.transaction():              # a savepoint fails alone
+                    db.defer("UPDATE platform SET deprecated = 6 WHERE name = 'b'")
+                    db.defer("UPDATE platform SET no_such_column = 1")
+        assert [other.query_value(sql, (n,)) for n in "ab"] == [6, 4]
+        with db.transaction():
+            db.defer("UPDATE platform SET deprecated = 7 WHERE name = 'a'")
+            with pytest.raises(ValueError):
+                with db.transaction():              # undone before it reached the server
+                    raise ValueError("nothing sent")
+        assert [other.query_value(sql, (n,)) for n in "ab"] == [7, 4]
+    finally:
+        db.close()
+        other.close()
 
 
 def test_connect_errors_name_the_database(mini_project):

@@ -188,6 +188,33 @@ class Database:
             self._run_raw(head + b",".join(parts))
         return total
 
+    def defer(self, sql, params=None):
+        """Run a write whose outcome the caller doesn't read.  Here at once;
+        a connection that can send several statements in one round trip
+        (boincpy.db.lite on a persistent connection) holds it back, inside a
+        transaction, until its next statement or the commit."""
+        self.execute(sql, params)
+
+    def deferring(self):
+        """This database as the per-table write functions see it, with
+        ``execute`` meaning :meth:`defer` (their rowcount is then None)."""
+        return _Deferring(self)
+
+    def _begin(self):
+        self._run_plain(b"BEGIN")
+
+    def _savepoint(self, name):
+        self._run_plain(b"SAVEPOINT " + name)
+
+    def _rollback_to_savepoint(self, name):
+        self._run_plain(b"ROLLBACK TO SAVEPOINT " + name)
+
+    def _commit(self):
+        self.conn.commit()
+
+    def _rollback(self):
+        self.conn.rollback()
+
     def _run_plain(self, sql_bytes):
         """Send a statement that returns no rows (BEGIN, SAVEPOINT ...)."""
         try:
@@ -359,9 +386,9 @@ class Transaction:
         if db._in_transaction:
             db._savepoints += 1
             self.savepoint = b"boincpy_sp%d" % db._savepoints
-            db._run_plain(b"SAVEPOINT " + self.savepoint)
+            db._savepoint(self.savepoint)
             return db
-        db._run_plain(b"BEGIN")
+        db._begin()
         db._in_transaction = True
         self.outer = True
         return db
@@ -372,7 +399,7 @@ class Transaction:
             db._savepoints -= 1
             if exc_type is not None and not isinstance(db.conn, _LostTransaction):
                 try:
-                    db._run_plain(b"ROLLBACK TO SAVEPOINT " + self.savepoint)
+                    db._rollback_to_savepoint(self.savepoint)
                 except Exception:
                     db.conn = _LostTransaction(db.conn, exc)
             return False
@@ -382,14 +409,14 @@ class Transaction:
         try:
             if exc_type is not None or lost is not None:
                 try:
-                    db.conn.rollback()
+                    db._rollback()
                 except Exception:
                     pass
                 if exc_type is None:
                     raise lost.error()
                 return False
             try:
-                db.conn.commit()
+                db._commit()
             except Exception as err:
                 raise db._wrap(err, "COMMIT") from None
             return False
@@ -399,6 +426,18 @@ class Transaction:
             actions, db._after_commit = db._after_commit, []
             for action in actions:
                 action()
+
+
+class _Deferring:
+    """What :meth:`Database.deferring` returns."""
+
+    __slots__ = ("db",)
+
+    def __init__(self, db):
+        self.db = db
+
+    def execute(self, sql, params=None):
+        self.db.defer(sql, params)
 
 
 class _LostTransaction:

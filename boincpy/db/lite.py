@@ -65,8 +65,76 @@ def _mysql_module():
     return _mysql
 
 
+# CLIENT_MULTI_STATEMENTS: several statements in one COM_QUERY
+_MULTI_STATEMENTS = 1 << 16
+_BEGIN = b"BEGIN"
+
+
 class LiteDatabase(Database):
-    """Database over a ``MySQLdb._mysql`` connection (same methods)."""
+    """Database over a ``MySQLdb._mysql`` connection (same methods).
+
+    On ``_mysql`` (a persistent process) a transaction costs fewer round
+    trips: its BEGIN and the writes whose outcome nobody reads
+    (:meth:`defer`: the host row, the quota counts) wait and go to the server
+    in one COM_QUERY with the next statement or with the COMMIT.  Every
+    statement is a round trip of two processes each woken in turn; a sent
+    job's request makes six instead of nine.  wire (a CGI) sends each alone.
+    """
+
+    def __init__(self, conn, params=None):
+        super().__init__(conn, params)
+        self._pending = []          # statements (bytes) waiting for the next one
+        self._began = True          # False while the transaction's BEGIN is pending
+        # (a reconnection opens the same kind of connection)
+        self._batching = not isinstance(conn, _wire.Connection)
+
+    def defer(self, sql, params=None):
+        # not inside a savepoint: a failure there must undo only the savepoint,
+        # so it has to happen there
+        if self._in_transaction and not self._savepoints and self._batching:
+            self._pending.append(self._sql(sql, params))
+        else:
+            self.execute(sql, params)
+
+    def _begin(self):
+        if self._batching:
+            self._pending.append(_BEGIN)
+            self._began = False
+        else:
+            self._run_plain(_BEGIN)
+
+    def _savepoint(self, name):
+        if self._batching:
+            self._pending.append(b"SAVEPOINT " + name)
+        else:
+            self._run_plain(b"SAVEPOINT " + name)
+
+    def _rollback_to_savepoint(self, name):
+        mark = b"SAVEPOINT " + name
+        if mark in self._pending:           # not sent yet: nothing to undo
+            del self._pending[self._pending.index(mark):]
+        else:
+            self._run_plain(b"ROLLBACK TO SAVEPOINT " + name)
+
+    def _commit(self):
+        pending, self._pending = self._pending, []
+        if pending == [_BEGIN]:
+            self._began = True
+            return                          # nothing happened in the transaction
+        if pending:
+            self._run_batch(pending + [b"COMMIT"])
+        else:
+            self.conn.commit()
+
+    def _rollback(self):
+        pending, self._pending = self._pending, []
+        if not self._began:
+            self._began = True
+            return                          # the server never saw the BEGIN
+        self.conn.rollback()
+
+    def _run_plain(self, sql_bytes):
+        self._run(sql_bytes, None)
 
     def _literal(self, value):
         if value is None:
@@ -104,6 +172,10 @@ class LiteDatabase(Database):
 
     def _run(self, sql, params):
         text = self._sql(sql, params)
+        if self._pending:
+            statements, self._pending = self._pending + [text], []
+            self._run_batch(statements)
+            return
         try:
             self.conn.query(text)
         except Exception as exc:
@@ -116,6 +188,32 @@ class LiteDatabase(Database):
                 raise self._wrap(exc2, sql if isinstance(sql, str) else sql.decode(
                     "utf-8", "replace")) from None
 
+    def _run_batch(self, statements):
+        """Send ``statements`` in one COM_QUERY; the last one's result is then
+        the connection's current result.  The first that fails raises (the
+        server runs none after it)."""
+        text = b";\n".join(statements)
+        conn = self.conn
+        try:
+            try:
+                conn.query(text)
+            except Exception as exc:
+                if not self._reopened(exc, text):
+                    raise
+                conn = self.conn
+                conn.query(text)
+        except Exception as exc:
+            raise self._wrap(exc, statements[0].decode("utf-8", "replace")) from None
+        self._began = True
+        for following in statements[1:]:
+            result = conn.store_result()
+            if result is not None:
+                result.fetch_row(0)
+            try:
+                conn.next_result()
+            except Exception as exc:
+                raise self._wrap(exc, following.decode("utf-8", "replace")) from None
+
     def _reopened(self, exc, text):
         """After "server has gone away" outside a transaction: open a new
         connection (True) so the statement can be sent again.  The statement
@@ -126,7 +224,8 @@ class LiteDatabase(Database):
         it is also how a persistent process finds that the server restarted
         or dropped its idle connection: its first statement is a SELECT."""
         code = exc.args[0] if getattr(exc, "args", None) else 0
-        if self._in_transaction or not (
+        # a transaction whose BEGIN is in this very statement has done nothing yet
+        if (self._in_transaction and self._began) or not (
                 code == _CR_SERVER_GONE
                 or (code == _CR_SERVER_LOST and text.lstrip().startswith(_READS))):
             return False
@@ -250,6 +349,9 @@ def _open(params, wire=True):
         except _wire.Error as exc:
             raise connect_error(exc, params) from None
     _mysql = _mysql_module()
+    # several statements per round trip (LiteDatabase's deferred writes);
+    # every value in them is quoted by the connection, as in any statement
+    kwargs["client_flag"] = _MULTI_STATEMENTS
     try:
         conn = _mysql.connect(**kwargs)
     except _mysql.OperationalError as exc:

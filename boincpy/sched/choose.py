@@ -513,8 +513,9 @@ def daily_quota_exceeded(work, gavid, usage):
 
 
 def write_host_app_versions(work):
-    """Persist n_jobs_today / max_jobs_per_day changes and create missing rows."""
-    db = work.db
+    """Persist n_jobs_today / max_jobs_per_day changes and create missing rows
+    (deferred: they go with the request's next statement or its commit)."""
+    db = work.db.deferring()
     for gavid, hav in work.havs.items():
         sent = work.hav_added.pop(gavid, 0)
         record_jobs_sent(db, work.hostid, gavid,
@@ -711,6 +712,12 @@ def _update_wu_on_send(work, wu, app, bav, transition_time):
     hr_type = hr.app_hr_type(work.cfg, app)
     if hr_type:
         committed["hr_class"] = host_hr_class(work, hr_type)
+    if not committed:
+        # no commitment to make: the UPDATE only lowers transition_time, of a
+        # row this transaction has just read, so it can go with the result's
+        # claim (db.defer): one round trip for both
+        commit_on_send(work.db.deferring(), wu["id"], transition_time)
+        return committed
     n = commit_on_send(work.db, wu["id"], transition_time, **committed)
     if matched_rows(work.db, n) != 1:
         work.log.normal("add_result_to_reply: WU already sent to other HR class or app version")

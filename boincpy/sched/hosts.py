@@ -394,7 +394,8 @@ def modify_host(ctx):
 
 def write_host(ctx, orig):
     """UPDATE the host columns that differ from ``orig`` (the row as read),
-    each value fitted to its column."""
+    each value fitted to its column; in a request's transaction the UPDATE
+    goes with its COMMIT (db.defer).  Returns the number of columns written."""
     host = ctx.host
     changed = {}
     for col in _UPDATE_COLUMNS:
@@ -407,9 +408,9 @@ def write_host(ctx, orig):
             continue
         changed[col] = new
     changed = ctx.fitted("host", changed, "[HOST#%d]" % host["id"])
-    if not changed:
-        return 0
-    return update_host_columns(ctx.db, host["id"], changed)
+    if changed:
+        update_host_columns(ctx.db.deferring(), host["id"], changed)
+    return len(changed)
 
 
 def rpc_day_offset(hostid):
