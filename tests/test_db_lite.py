@@ -1,5 +1,6 @@
 """boincpy.db.lite: the scheduler's database layer on MySQLdb's C module."""
 
+import os
 import subprocess
 import sys
 
@@ -253,6 +254,40 @@ def test_connect_errors_name_the_database(mini_project):
     with pytest.raises(DatabaseError) as err:
         lite.connect(cfg)
     assert "bpt_does_not_exist" in str(err.value)
+
+
+@pytest.mark.parametrize("wire", [True, False], ids=["wire", "_mysql"])
+def test_a_connection_limit_is_named_with_what_to_raise(mini_project, db_root_params, wire):
+    """Each classic CGI in flight holds a connection: the account's (or the
+    server's) connection limit is what an operator must raise."""
+    import MySQLdb
+    from boincpy.config import load_config
+    from boincpy.db.connection import _ER_CON_COUNT, connect_error
+    cfg = load_config(str(mini_project))
+    user = "bpt_limit_%d" % os.getpid()
+    root = MySQLdb.connect(**db_root_params)
+    cur = root.cursor()
+    cur.execute("CREATE USER %s@'localhost' IDENTIFIED BY 'pw' WITH MAX_USER_CONNECTIONS 1",
+                (user,))
+    cur.execute("GRANT ALL ON `%s`.* TO %%s@'localhost'" % cfg.db_name, (user,))
+    cfg.db_user, cfg.db_passwd, cfg.db_host = user, "pw", "localhost"
+    first = None
+    try:
+        first = lite.connect(cfg, wire=wire)
+        with pytest.raises(DatabaseError) as err:
+            lite.connect(cfg, wire=wire)
+        assert "max_user_connections" in str(err.value)
+        assert "MaxRequestWorkers" in str(err.value) and cfg.db_name in str(err.value)
+    finally:
+        if first is not None:
+            first.close()
+        cur.execute("DROP USER %s@'localhost'", (user,))
+        root.close()
+    # the server's own limit (max_connections, shared by every test here:
+    # not lowered for real) reads the same way
+    text = str(connect_error(MySQLdb.OperationalError(_ER_CON_COUNT, "Too many connections"),
+                             {"db": cfg.db_name}))
+    assert "max_connections" in text and "MaxRequestWorkers" in text
 
 
 def test_light_layer_imports_none_of_the_heavy_modules(mini_project):

@@ -10,6 +10,8 @@ import sys
 from boincpy.errors import DatabaseError
 
 # MySQL error codes worth a specific message.
+_ER_CON_COUNT = 1040
+_ER_USER_LIMIT_REACHED = 1226
 _ER_ACCESS_DENIED = 1045
 _ER_BAD_DB = 1049
 _ER_NO_SUCH_TABLE = 1146
@@ -109,6 +111,17 @@ def connect_error(exc, params):
     if code == _ER_BAD_DB:
         return DatabaseError("%s does not exist: create it with make_project "
                              "(or check db_name in config.xml)" % what)
+    if code == _ER_CON_COUNT:
+        # every classic CGI in flight holds a connection: Apache's
+        # MaxRequestWorkers plus the daemons can outnumber the server's limit
+        return DatabaseError("the database server refused %s: too many connections (raise "
+                             "its max_connections above the web server's MaxRequestWorkers "
+                             "plus the project's daemons)" % what)
+    if code == _ER_USER_LIMIT_REACHED:
+        return DatabaseError("the database server refused %s: the account's limit is "
+                             "reached (%s): raise it above the web server's "
+                             "MaxRequestWorkers plus the project's daemons"
+                             % (what, exc.args[-1]))
     if code in (_CR_CONNECTION_ERROR, _CR_CONN_HOST_ERROR):
         return DatabaseError("cannot reach the database server for %s: is "
                              "MariaDB/MySQL running? (%s)" % (what, exc.args[-1]))
