@@ -706,7 +706,7 @@ def summary(run):
                sum(h.aborted_rpcs for h in run.hosts),
                sum(h.aborted_uploads for h in run.hosts),
                sum(len(h.rpc_errors) for h in run.hosts),
-               count_lines(run, "scheduler.log", "row changed meanwhile"),
+               count_lines(run, "scheduler.log", "result rows changed meanwhile"),
                count_lines(run, "file_upload_handler.log", "completed by another upload"),
                count_lines(run, "scheduler.log", "found lost"), reruns,
                {(r["outcome"], r["validate_state"]): r["n"] for r in results}, dict(left)))

@@ -410,7 +410,7 @@ def test_successful_report(sched_env):
     wuid, rid = _reporting_host(env, hav_quota=100)
     env.execute("UPDATE user SET teamid = 0")
     r = call(env, body("cycle", "08_sched_report_result.body.xml"))
-    assert r.acks() == ["wu1_0"]
+    assert r.acks() == ["wu1_0"], r.log
     res = env.row("SELECT * FROM result WHERE id = %s", (rid,))
     assert (res["server_state"], res["outcome"], res["client_state"], res["validate_state"],
             res["exit_status"]) == (5, 1, 5, 0, 0)
@@ -516,6 +516,43 @@ def test_a_request_caught_in_a_deadlock_is_handled_once_more(sched_env, monkeypa
         {"server_state": 4}
 
 
+def test_reports_of_one_request_are_written_all_or_none_when_a_row_changed(sched_env,
+                                                                          monkeypatch):
+    """Two reports in one request (one UPDATE joined with a derived table):
+    one of the rows changed between the request's read and its write, so
+    neither is written nor acknowledged; the next report of both is
+    judged against the rows as they are then."""
+    import re
+    from boincpy.sched import reports
+    env = sched_env
+    wuid, rid = _reporting_host(env, hav_quota=100)
+    now = int(time.time())
+    wuid2, rid2 = env.add_job("wu2", state=4, hostid=1, userid=1, sent_time=now - 100,
+                              report_deadline=now + 600000)
+    data = body("cycle", "08_sched_report_result.body.xml")
+    block = re.search(rb"<result>.*?</result>\s*", data, re.S).group(0)
+    data = data.replace(block, block + block.replace(b"wu1_0", b"wu2_0"), 1)
+    accept = reports._accept
+    changed = []
+
+    def meanwhile(ctx, row, r, *more):
+        if not changed:                     # the validator, between read and write
+            env.execute("UPDATE result SET validate_state = 1 WHERE id = %s", (rid2,))
+            changed.append(1)
+        return accept(ctx, row, r, *more)
+    monkeypatch.setattr(reports, "_accept", meanwhile)
+    r = call(env, data)
+    assert changed == [1] and r.acks() == []
+    assert "1 of 2 result rows changed meanwhile" in r.log
+    rows = {x["id"]: x for x in env.rows("SELECT id, server_state, received_time FROM result")}
+    assert [(rows[i]["server_state"], rows[i]["received_time"]) for i in (rid, rid2)] == \
+        [(4, 0), (4, 0)]
+    r = call(env, data)
+    assert sorted(r.acks()) == ["wu1_0", "wu2_0"]
+    assert [env.row("SELECT server_state FROM result WHERE id = %s", (i,))["server_state"]
+            for i in (rid, rid2)] == [5, 5]
+
+
 def test_result_reported_twice_is_acked_twice_and_processed_once(sched_env):
     env = sched_env
     wuid, rid = _reporting_host(env)
@@ -559,7 +596,7 @@ def test_stale_report_does_not_undo_a_validation(sched_env, monkeypatch):
     assert (res["server_state"], res["outcome"], res["validate_state"],
             res["granted_credit"]) == (5, 1, 1, 25)
     assert stalled.acks() == []
-    assert "row changed meanwhile" in stalled.log
+    assert "1 of 1 result rows changed meanwhile" in stalled.log
     # the quota was doubled once, by the report that was written
     assert env.row("SELECT max_jobs_per_day FROM host_app_version")["max_jobs_per_day"] == 200
     monkeypatch.setattr(reports, "_accept", accept)

@@ -105,23 +105,31 @@ def update_result_if_unchanged(db, result_id, changes, before, guard_columns):
                       + tuple(before[c] for c in guard_columns))
 
 
-def record_reported_results(db, columns, rows):
+def record_reported_results(db, columns, rows, guard=()):
     """Write reported results in one statement: ``rows`` is [(id, values of
-    ``columns``)], joined with the row as a derived table (values travel as
-    parameters: they include the text of stderr_out and xml_doc_out).
-    Returns the rowcount.  One row (the usual report) is a plain UPDATE:
-    the server would build a temporary table for the derived one."""
+    ``columns``, values of ``guard``)], joined with the row as a derived table
+    (values travel as parameters: they include the text of stderr_out and
+    xml_doc_out).  A row is written only if its ``guard`` columns still hold
+    the values given (the row as the scheduler read it).  Returns the
+    rowcount.  One row (the usual report) is a plain UPDATE: the server
+    would build a temporary table for the derived one."""
     if len(rows) == 1:
-        rid, values = rows[0]
-        return update_row(db, "result", rid, dict(zip(columns, values)))
-    first = "SELECT %%s AS id, %s" % ", ".join("%%s AS %s" % c for c in columns)
-    more = " UNION ALL SELECT %s" % ", ".join(["%s"] * (len(columns) + 1))
+        rid, values, expected = rows[0]
+        return db.execute("UPDATE result SET %s WHERE id = %%s%s"
+                          % (", ".join("%s = %%s" % c for c in columns),
+                             "".join(" AND %s = %%s" % c for c in guard)),
+                          list(values) + [rid] + list(expected))
+    names = list(columns) + ["guard_%s" % c for c in guard]
+    first = "SELECT %%s AS id, %s" % ", ".join("%%s AS %s" % c for c in names)
+    more = " UNION ALL SELECT %s" % ", ".join(["%s"] * (len(names) + 1))
     params = []
-    for rid, values in rows:
+    for rid, values, expected in rows:
         params.append(rid)
         params.extend(values)
-    return db.execute("UPDATE result r JOIN (%s%s) v ON r.id = v.id SET %s"
+        params.extend(expected)
+    return db.execute("UPDATE result r JOIN (%s%s) v ON r.id = v.id%s SET %s"
                       % (first, more * (len(rows) - 1),
+                         "".join(" AND r.%s = v.guard_%s" % (c, c) for c in guard),
                          ", ".join("r.%s = v.%s" % (c, c) for c in columns)), params)
 
 

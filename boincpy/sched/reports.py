@@ -230,8 +230,8 @@ def _write_reports(ctx, accepted):
     hostid = ctx.host["id"]
     try:
         with db.transaction():
-            written = _lock_unchanged(ctx, accepted)
-            groups = {}         # column tuple -> [(id, values)]
+            written = _once_each(ctx, accepted)
+            groups = {}         # column tuple -> [(id, values, guard values)]
             for row, v in written:
                 # What the client sent, fitted to the columns (a stderr larger
                 # than its column is cut): a report must never fail to be
@@ -247,7 +247,8 @@ def _write_reports(ctx, accepted):
                     "peak_working_set_size": round(v["peak_working_set_size"]),
                     "peak_swap_size": round(v["peak_swap_size"]),
                     "peak_disk_usage": round(v["peak_disk_usage"])}, "[RESULT#%d]" % row["id"])
-                groups.setdefault(tuple(sets), []).append((row["id"], tuple(sets.values())))
+                groups.setdefault(tuple(sets), []).append(
+                    (row["id"], tuple(sets.values()), tuple(row[c] for c in _GUARD)))
             for columns, rows in groups.items():
                 _update_rows(db, columns, rows)
             wu_ids = sorted({row["workunitid"] for row, _ in written})
@@ -261,25 +262,13 @@ def _write_reports(ctx, accepted):
     return written
 
 
-def _lock_unchanged(ctx, accepted):
-    """Lock the accepted results' rows (in the transaction) and keep those
-    still as they were read: another request reporting the same result (a
-    client retrying a stalled RPC) may have written it since, and the
-    validator validated and credited it -- writing our stale validate_state
-    over that would have it validated and credited again.  A result left out
-    is not acknowledged: the client reports it again, and that report is
-    judged against the row as it is then."""
-    ids = [row["id"] for row, _ in accepted]
-    now = {r["id"]: r for r in ctx.db.query(
-        "SELECT id, %s FROM result WHERE id IN (%s) FOR UPDATE"
-        % (", ".join(_GUARD), ", ".join(["%s"] * len(ids))), ids)}
+def _once_each(ctx, accepted):
+    """The accepted reports, a result reported twice in one request once."""
     keep, seen = [], set()
     for row, v in accepted:
-        cur = now.get(row["id"])
-        if cur is None or row["id"] in seen or any(cur[c] != row[c] for c in _GUARD):
-            # (a result reported twice in one request is written once)
+        if row["id"] in seen:
             ctx.log.critical("[HOST#%d] [RESULT#%d] [WU#%d] can't update result: "
-                             "row changed meanwhile"
+                             "reported twice in one request"
                              % (ctx.host["id"], row["id"], row["workunitid"]))
             continue
         keep.append((row, v))
@@ -287,27 +276,41 @@ def _lock_unchanged(ctx, accepted):
     return keep
 
 
+class _RowsChanged(Exception):
+    """Some reported rows were no longer as read when written."""
+
+
 def _update_rows(db, columns, rows):
-    """Write result rows [(id, values of ``columns``)] in as few statements as
-    the text allows (record_reported_results: a join with a derived table)."""
+    """Write result rows [(id, values of ``columns``, values of _GUARD as
+    read)] in as few statements as the text allows (record_reported_results:
+    a join with a derived table)."""
     chunk, size = [], 0
-    for rid, values in rows:
-        n = sum(len(x) for x in values if isinstance(x, (str, bytes)))
+    for row in rows:
+        n = sum(len(x) for x in row[1] if isinstance(x, (str, bytes)))
         if chunk and size + n > _UPDATE_TEXT_BYTES:
             _update_chunk(db, columns, chunk)
             chunk, size = [], 0
-        chunk.append((rid, values))
+        chunk.append(row)
         size += n
     if chunk:
         _update_chunk(db, columns, chunk)
 
 
 def _update_chunk(db, columns, rows):
+    # Each row is written only if still as it was read: another request
+    # reporting the same result (a client retrying a stalled RPC) may have
+    # written it since, and the validator validated and credited it --
+    # writing our stale validate_state over that would have it validated and
+    # credited again.  The UPDATE's own read is a locking one, so no SELECT
+    # ... FOR UPDATE round trip is needed first.  If any row changed, the
+    # savepoint undoes every report of the request: none is acknowledged,
+    # the client reports them again, and each is then judged against the row
+    # as it is.  (A report always changes its row: received_time, server_state.)
     from boincpy.db.result import record_reported_results
-    n = record_reported_results(db, columns, rows)
+    n = record_reported_results(db, columns, rows, _GUARD)
     if n != len(rows):
-        # the rows are locked and were checked: this would be a bug; roll back
-        raise RuntimeError("result update changed %d rows of %d" % (n, len(rows)))
+        raise _RowsChanged("%d of %d result rows changed meanwhile; none is acknowledged, "
+                           "the client reports them again" % (len(rows) - n, len(rows)))
 
 
 def _accept(ctx, row, r, plan_classes):
