@@ -135,8 +135,21 @@ def slot_size(xml_capacity=XML_CAPACITY):
     return (_XML_OFF + xml_capacity + 63) // 64 * 64
 
 
+_SEGMENT_PATHS = {}
+
+
 def segment_path(cfg):
     """The segment's file for this project (see the module docstring)."""
+    # asked on every request of a persistent process, and for each doorbell
+    # rung: realpath's lstat of every component is most of the cost
+    key = (cfg.project_dir, cfg.shmem_key)
+    path = _SEGMENT_PATHS.get(key)
+    if path is None:
+        path = _SEGMENT_PATHS[key] = _segment_path(cfg)
+    return path
+
+
+def _segment_path(cfg):
     project = os.path.realpath(cfg.project_dir)
     short = "".join(c if (c.isalnum() or c in "-_") else "_"
                     for c in os.path.basename(project))[:40] or "project"
