@@ -277,3 +277,98 @@ def test_quota_day_is_the_one_job_choice_uses():
     from boincpy.sched.hosts import rpc_day_offset
     for hostid in (1, 7, 123456):
         assert rpc_day_offset(hostid) == random.Random(hostid).random() * 86400
+
+
+# -- the leaf fast path (_fast_children) against the token path ---------------
+
+def both_ways(data, **kw):
+    """parse_request's outcome with and without the fast path: the request, or
+    the error's message and line."""
+    from boincpy.sched.request import _Parser
+    out = []
+    for fast in (True, False):
+        try:
+            out.append(_Parser(data, fast=fast, **kw).parse())
+        except RequestError as err:
+            out.append((str(err), err.line))
+    return out
+
+
+@pytest.mark.parametrize("path", ALL_REQUESTS, ids=lambda p: "/".join(p.split("/")[-2:]))
+def test_fast_path_reads_captured_requests_as_tokens_do(path):
+    data = fixture_text(path)
+    fast, slow = both_ways(data)
+    assert fast == slow
+    fast, slow = both_ways(data, max_results_accepted=1)
+    assert fast == slow
+
+
+HEAD = MINIMAL.split(b"%s")[0]
+FAST_PATH_EDGES = [MINIMAL.replace(b"%s", inner) for inner in (
+    # what the fast path must hand back to the tokens, or read just as they do
+    b"<host_info><p_model>a<!-- c -->b</p_model><p_ncpus>4</p_ncpus></host_info>",
+    b"<host_info><p_model>x &lt;y&gt; &#195;&#169; a&b</p_model></host_info>",
+    b"<host_info><p_model>  spaced \n </p_model><p_ncpus>\n 3 \n</p_ncpus></host_info>",
+    b"<host_info><p_model>a > b</p_model><p_vendor>></p_vendor></host_info>",
+    b"<host_info><os_name><![CDATA[raw <b> &amp;]]></os_name></host_info>",
+    b"<host_info><p_ncpus a=\"1\">5</p_ncpus><p_fpops>2</p_fpops ><p_iops>3</p_iops\n></host_info>",
+    b"<host_info><p_ncpus/><p_vm_extensions_disabled/><x/><y a='/'>1</y></host_info>",
+    b"<host_info><p_ncpus>3<x>1</x></p_ncpus><p_fpops>7</p_fpops></host_info>",
+    b"<host_info><p_ncpus></p_ncpus><p_fpops></p_fpops><p_vendor></p_vendor></host_info>",
+    b"<host_info><unknown>1</unknown><deep><p_ncpus>9</p_ncpus></deep><u>a<!-- </u> -->"
+    b"</u><p_ncpus>6</p_ncpus></host_info>",
+    # children a container's on_child reads itself, shaped like leaves
+    b"<host_info><opencl_cpu_prop>p</opencl_cpu_prop><p_ncpus>2</p_ncpus></host_info>",
+    b"<result><name>r_1</name><file_info>f</file_info><stderr_out>e</stderr_out></result>",
+    b"<app_versions><app_version><app_name>x</app_name><coproc>c</coproc></app_version>"
+    b"</app_versions>",
+    b"<host_info><p_ncpus>\xa07</p_ncpus><m_nbytes>1_0</m_nbytes><p_fpops>\xd9\xa1</p_fpops>"
+    b"<timezone>-3600</timezone><p_calculated>1e999</p_calculated></host_info>",
+    b"<time_stats><total_duration>1</total_duration><on_frac>0.5</on_frac>text"
+    b"<!-- c --><active_frac>0.25</active_frac></time_stats >",
+    b"<net_stats><bwup>1</bwup><bwdown>2</bwdown><avg_up>3</avg_up></net_stats>",
+    b"<hostid>0x10</hostid><rpc_seqno>010</rpc_seqno><dont_send_work>1</dont_send_work>"
+    b"<sandbox>true</sandbox><work_req_seconds>1e999</work_req_seconds>"
+    b"<cpu_req_secs> 5 </cpu_req_secs><estimated_delay>1.5</estimated_delay>"
+    b"<core_client_release>2147483648</core_client_release><rpc_seqno>08</rpc_seqno>",
+    b"<project_name>x</project_name>\n<future>1</future>\n<host_venue>h</host_venue>"
+    b"<?xml version='1.0'?><a b='c'>1</a>",
+    b"<result><name>r_0</name><state>5</state><stderr_out>e</stderr_out>"
+    b"<exit_status>-1</exit_status><extra>1</extra></result>",
+    b"<other_results><other_result><name>a</name><plan_class>mt</plan_class>"
+    b"<app_version>1</app_version></other_result><other_result><name>b</name>"
+    b"<plan_class/></other_result></other_results>",
+    b"<app_versions><app_version><app_name>x</app_name><coproc><type>NVIDIA</type>"
+    b"<count>1</count></coproc><flops>-1</flops></app_version></app_versions>",
+    b"<in_progress_results><ip_result><name>a</name><report_deadline>5</report_deadline>"
+    b"</ip_result><ip_result></ip_result></in_progress_results>",
+)] + [HEAD + inner for inner in (
+    # cut short: the same error and line
+    b"<host_info><p_ncpus>2</p_ncpus>",
+    b"<host_info><p_ncpus>2</p_nc",
+    b"<time_stats>\n<on_frac>1",
+    b"<time_stats>\n<on_frac>1</on_frac>\n<total_duration>",
+    b"<platform_name>x</platform_name>\n<hostid>",
+    b"<result>\n<name>a</name>\n<state>5",
+)]
+
+
+@pytest.mark.parametrize("data", FAST_PATH_EDGES)
+def test_fast_path_edge_cases_read_as_tokens_do(data):
+    fast, slow = both_ways(data)
+    assert fast == slow
+
+
+@pytest.mark.parametrize("text", ["0", "00", "08", "010", "999999999", "2147483647",
+                                  "2147483648", "1" * 41, "-5", "+5", "0x1f", "\u0661", ""])
+def test_integer_fast_path_is_strtol(text):
+    from boincpy.sched.request import _as_int
+    assert _as_int(text.encode()) == (c_strtol(text) if text else 0)
+
+
+@pytest.mark.parametrize("text", ["0.010000", "5.", ".5", ".", "1e3", " 7", "7 days", "9" * 320,
+                                  "9" * 299, "\u0661", "1.2.3", "", "-1.5"])
+def test_prefs_number_fast_path_is_atof(text):
+    from boincpy.cnum import atof
+    from boincpy.sched.request import _find_double
+    assert _find_double("<x>%s</x>" % text, "x") == atof(text)

@@ -304,6 +304,104 @@ def _text(raw):
     return raw.decode("utf-8", "replace")
 
 
+# A leaf's unescaped, stripped text as each kind of field reads it; None
+# means BOINC would not take the value (the field keeps what it had).
+def _as_int(raw):
+    # plain decimal digits, not octal, short of INT_MAX: what strtol reads too
+    if raw.isdigit() and len(raw) < 10 and (raw[0] != 48 or len(raw) == 1):
+        return int(raw)
+    return c_strtol(raw.decode("latin-1")) if raw else 0
+
+
+def _as_float(raw):
+    return c_strtod(raw.decode("latin-1")) if raw else 0.0
+
+
+def _as_bool(raw):
+    if not raw:
+        return None                          # <x></x> is not a boolean to BOINC
+    value = _as_int(raw)
+    return None if value is None else value != 0
+
+
+_CONVERT = {"str_": _text, "int_": _as_int, "float_": _as_float, "bool_": _as_bool}
+
+
+def _fast_table(table, slow=(), target=None):
+    """A field table (tag -> (attribute, kind)) for _fast_children: the tag as
+    bytes -> (its end tag, that tag's length, attribute, converter, target).
+    ``target``, if given, maps the object being filled to the one that gets
+    the field.  ``slow`` names the other children the container's on_child
+    reads itself (False here): they must reach it, not be skipped."""
+    fast = {tag.encode(): (("</%s>" % tag).encode(), len(tag) + 3, attr, _CONVERT[kind], target)
+            for tag, (attr, kind) in table.items() if tag not in slow}
+    fast.update((tag.encode(), False) for tag in slow)
+    return fast
+
+
+def _fast_children(sc, obj, table, end, skip):
+    """Read a container's children while they are plain leaves, without tokens
+    (a Python-level token per tag was most of a request's parse).
+
+    A child ``<tag>text</tag>`` whose tag is in ``table`` (see _fast_table)
+    is stored in ``obj`` as _Parser.fields would; one whose tag is in
+    ``skip`` (True: any tag not in ``table``) is skipped as _Parser.skip
+    would.  Text between children is dropped, as containers drop text
+    tokens.  Returns True after consuming the end tag ``end`` (bytes,
+    "/tag"); otherwise stops at the first child it can't be sure of (a
+    comment, CDATA, attributes, an empty element, a container, a leaf holding
+    markup, a tag it doesn't know...) with ``sc.pos`` at that child's ``<``,
+    for the token path to read.  No ``re``: it costs a CGI process ~7 ms to
+    import, more than the whole parse.
+    """
+    d = sc.d
+    find = d.find
+    startswith = d.startswith
+    pos = sc.pos
+    while True:
+        lt = find(b"<", pos)
+        if lt < 0:
+            break
+        gt = find(b">", lt)
+        if gt < 0:
+            pos = lt
+            break
+        name = d[lt + 1:gt]
+        entry = table.get(name)
+        if entry:
+            close, n, attr, convert, target = entry
+            # the same test as _Parser.leaf's: the next "<" starts </tag>
+            lt2 = find(b"<", gt)
+            if lt2 < 0 or not startswith(close, lt2):
+                pos = lt
+                break
+            raw = d[gt + 1:lt2].strip()
+            if b"&" in raw:
+                raw = xml_unescape(raw)
+            value = convert(raw)
+            if value is not None:
+                setattr(obj if target is None else target(obj), attr, value)
+            pos = lt2 + n
+            continue
+        if name == end:
+            sc.pos = gt + 1
+            return True
+        # A skipped leaf: the scanner's tag must be the raw name (no white
+        # space, which would make attributes; no "/", which would make an
+        # empty element; not a comment or CDATA), followed by text and </name>.
+        if entry is None and (skip is True or name in skip) and name and b"/" not in name \
+                and name[:1] != b"!" and name.split() == [name]:
+            close = b"</" + name + b">"
+            lt2 = find(b"<", gt)
+            if lt2 >= 0 and startswith(close, lt2):
+                pos = lt2 + len(close)
+                continue
+        pos = lt
+        break
+    sc.pos = pos
+    return False
+
+
 class _Scanner:
     """Tokens of the client's dialect, as BOINC's XML_PARSER sees them.
 
@@ -324,7 +422,10 @@ class _Scanner:
         """1-based line number of ``offset`` (default: the current position)."""
         if offset is None:
             offset = self.pos
-        return self.d.count(b"\n", 0, offset) + 1
+        # what count(b"\n", 0, offset) gives, several times faster here
+        # (a <result> takes its line, and bytes.count of one byte is slow)
+        head = self.d[:offset]
+        return len(head) - len(head.replace(b"\n", b"")) + 1
 
     def next(self):
         d = self.d
@@ -379,8 +480,9 @@ class _Scanner:
 class _Parser:
     """Recursive descent over _Scanner tokens, one method per container."""
 
-    def __init__(self, data, max_results_accepted=0):
+    def __init__(self, data, max_results_accepted=0, fast=True):
         self.s = _Scanner(data)
+        self.fast = fast        # False: tokens only (the reference the fast path is tested against)
         self.max_results_accepted = max_results_accepted
         self.req = SchedulerRequest()
         self.open = []          # [(tag, offset)] containers being read, for errors
@@ -474,26 +576,19 @@ class _Parser:
         if tag.endswith("/"):
             return None
         raw = self.leaf(tag, offset)
-        if raw is None:
-            return None
-        return 0 if not raw else c_strtol(raw.decode("latin-1"))
+        return None if raw is None else _as_int(raw)
 
     def float_(self, tag, offset):
         if tag.endswith("/"):
             return None
         raw = self.leaf(tag, offset)
-        if raw is None:
-            return None
-        return 0.0 if not raw else c_strtod(raw.decode("latin-1"))
+        return None if raw is None else _as_float(raw)
 
     def bool_(self, tag, offset):
         if tag.endswith("/"):
             return True
         raw = self.leaf(tag, offset)
-        if not raw:
-            return None                          # <x></x> is not a boolean to BOINC
-        value = c_strtol(raw.decode("latin-1"))
-        return None if value is None else value != 0
+        return None if raw is None else _as_bool(raw)
 
     def fields(self, obj, tag, offset, table):
         """Read one leaf listed in ``table`` (tag -> (attribute, kind)) into ``obj``;
@@ -507,12 +602,23 @@ class _Parser:
             setattr(obj, attr, value)
         return True
 
-    def container(self, tag, offset, on_child):
+    def container(self, tag, offset, on_child, obj=None, fast=None):
         """Call ``on_child(tag, offset)`` for each child until </tag>; unknown
-        children (on_child returns False) are skipped with their subtree."""
+        children (on_child returns False) are skipped with their subtree.
+
+        ``fast`` (a _fast_table, for an on_child that reads those leaves into
+        ``obj`` with fields()) lets runs of plain leaves skip the tokens."""
         end = "/" + tag
         self.open.append((tag, offset))
+        if fast is not None and self.fast:
+            endb = end.encode("latin-1")
+            # skip() would refuse a child this deep; leave that to it
+            skip = True if len(self.open) < MAX_DEPTH else ()
+        else:
+            fast = None
         while True:
+            if fast is not None and _fast_children(self.s, obj, fast, endb, skip):
+                break
             kind, value, start = self.token()
             if kind != TAG:
                 continue
@@ -547,7 +653,12 @@ class _Parser:
         req = self.req
         top = _TOP_FIELDS
         handlers = _TOP_HANDLERS
+        fast = self.fast
         while True:
+            # unknown elements are not skipped here: they are logged with a line
+            if fast and _fast_children(s, req, _TOP_FAST, b"/scheduler_request",
+                                       _IGNORED_TOP_BYTES):
+                break
             kind, tag, start = self.token()
             if kind != TAG:
                 continue
@@ -603,25 +714,28 @@ class _Parser:
                 host.opencl_cpu_props.append(_text(self.raw_block(t, o)))
                 return True
             return self.fields(host, t, o, _HOST_INFO_FIELDS)
-        self.container(tag, offset, child)
+        self.container(tag, offset, child, host, _HOST_INFO_FAST)
 
     def time_stats(self, tag, offset):
         if tag.endswith("/"):
             return
         host = self.req.host
-        self.container(tag, offset, lambda t, o: self.fields(host, t, o, _TIME_STATS_FIELDS))
+        self.container(tag, offset, lambda t, o: self.fields(host, t, o, _TIME_STATS_FIELDS),
+                       host, _TIME_STATS_FAST)
 
     def net_stats(self, tag, offset):
         if tag.endswith("/"):
             return
         host = self.req.host
-        self.container(tag, offset, lambda t, o: self.fields(host, t, o, _NET_STATS_FIELDS))
+        self.container(tag, offset, lambda t, o: self.fields(host, t, o, _NET_STATS_FIELDS),
+                       host, _NET_STATS_FAST)
 
     def disk_usage(self, tag, offset):
         if tag.endswith("/"):
             return
         host = self.req.host
-        self.container(tag, offset, lambda t, o: self.fields(host, t, o, _DISK_USAGE_FIELDS))
+        self.container(tag, offset, lambda t, o: self.fields(host, t, o, _DISK_USAGE_FIELDS),
+                       host, _DISK_USAGE_FAST)
 
     def global_preferences(self, tag, offset):
         if tag.endswith("/"):
@@ -671,7 +785,7 @@ class _Parser:
                     file_infos.append("<file_info>" + _text(raw.strip()) + "</file_info>")
                 return True
             return False
-        self.container(tag, offset, child)
+        self.container(tag, offset, child, res, _RESULT_FAST)
         res.file_info_xml = "".join(file_infos)
         if not res.name:
             return                      # BOINC drops a result without a name
@@ -716,7 +830,7 @@ class _Parser:
                     cav.proc_type = COPROC_TYPE_NAMES[ctype]
                 return True
             return False
-        self.container(tag, offset, child)
+        self.container(tag, offset, child, cav, _APP_VERSION_FAST)
         if cav.avg_ncpus <= 0:
             cav.avg_ncpus = 1.0
         if cav.flops < 0:
@@ -749,7 +863,7 @@ class _Parser:
                         return True
                     return False
                 if not t.endswith("/"):
-                    self.container(t, o, leaf)
+                    self.container(t, o, leaf, orr, _OTHER_RESULT_FAST)
                 if orr.name:
                     self.req.other_results.append(orr)
                 return True
@@ -765,7 +879,8 @@ class _Parser:
             if t == "ip_result":
                 ipr = IpResult()
                 if not t.endswith("/"):
-                    self.container(t, o, lambda t2, o2: self.fields(ipr, t2, o2, _IP_RESULT_FIELDS))
+                    self.container(t, o, lambda t2, o2: self.fields(ipr, t2, o2, _IP_RESULT_FIELDS),
+                                   ipr, _IP_RESULT_FAST)
                 if not ipr.name:
                     ipr.name = "ip%d" % len(self.req.ip_results)
                 self.req.ip_results.append(ipr)
@@ -1053,6 +1168,23 @@ _FILE_INFO_FIELDS = {
 }
 
 
+# The same tables for _fast_children, with the children each container's
+# on_child reads besides its fields (keep them in step with the methods).
+# <other_result>'s <plan_class> also sets have_plan_class.  At the top, only
+# elements BOINC ignores are skipped: the handlers' reach parse()'s loop.
+_TOP_FAST = {**_fast_table(_TOP_FIELDS),
+             **_fast_table(_CPU_FIELDS, target=lambda req: req.resources[0])}
+_IGNORED_TOP_BYTES = frozenset(tag.encode() for tag in _IGNORED_TOP)
+_HOST_INFO_FAST = _fast_table(_HOST_INFO_FIELDS, slow=("opencl_cpu_prop",))
+_TIME_STATS_FAST = _fast_table(_TIME_STATS_FIELDS)
+_NET_STATS_FAST = _fast_table(_NET_STATS_FIELDS)
+_DISK_USAGE_FAST = _fast_table(_DISK_USAGE_FIELDS)
+_RESULT_FAST = _fast_table(_RESULT_FIELDS, slow=("stderr_out", "file_info"))
+_APP_VERSION_FAST = _fast_table(_APP_VERSION_FIELDS, slow=("coproc",))
+_OTHER_RESULT_FAST = _fast_table(_OTHER_RESULT_FIELDS, slow=("plan_class",))
+_IP_RESULT_FAST = _fast_table(_IP_RESULT_FIELDS)
+
+
 def parse_request(data, max_results_accepted=0):
     """Parse a client's <scheduler_request> (bytes) into a SchedulerRequest.
 
@@ -1077,7 +1209,12 @@ def _find_double(text, tag):
         return None
     start += len(tag) + 2
     # strtod reads a prefix, up to the next tag or line at the most
-    return atof(text[start:start + 400].split("<", 1)[0].split("\n", 1)[0])
+    value = text[start:start + 400].split("<", 1)[0].split("\n", 1)[0]
+    # the usual "0.010000" is all number, read by float() as by atof (and
+    # finite, this short); atof walks the rest a character at a time
+    if len(value) < 300 and value.isascii() and value.replace(".", "", 1).isdigit():
+        return float(value)
+    return atof(value)
 
 
 def extract_venue(text, venue):
