@@ -15,6 +15,8 @@ accepted report.
 
 import time
 
+from boincpy.errors import BoincpyError
+
 # The db.* writers are imported where used: most requests (no reports, no
 # trickles) need none of them, and a CGI pays for every import.
 
@@ -276,7 +278,7 @@ def _once_each(ctx, accepted):
     return keep
 
 
-class _RowsChanged(Exception):
+class _RowsChanged(BoincpyError):
     """Some reported rows were no longer as read when written."""
 
 
