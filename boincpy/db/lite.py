@@ -74,11 +74,12 @@ class LiteDatabase(Database):
     """Database over a ``MySQLdb._mysql`` connection (same methods).
 
     On ``_mysql`` (a persistent process) a transaction costs fewer round
-    trips: its BEGIN and the writes whose outcome nobody reads
-    (:meth:`defer`: the host row, the quota counts) wait and go to the server
-    in one COM_QUERY with the next statement or with the COMMIT.  Every
-    statement is a round trip of two processes each woken in turn; a sent
-    job's request makes six instead of nine.  wire (a CGI) sends each alone.
+    trips: its BEGIN, its savepoints and the writes whose outcome nobody
+    reads (:meth:`defer`: the host row, the quota counts) wait and go to the
+    server in one COM_QUERY with the next statement or with the COMMIT.
+    Every statement is a round trip of two processes each woken in turn; a
+    request that gets a job makes five instead of ten.  wire (a CGI) sends
+    each alone.
     """
 
     def __init__(self, conn, params=None):
