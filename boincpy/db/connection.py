@@ -111,17 +111,14 @@ def connect_error(exc, params):
     if code == _ER_BAD_DB:
         return DatabaseError("%s does not exist: create it with make_project "
                              "(or check db_name in config.xml)" % what)
-    if code == _ER_CON_COUNT:
+    if code in (_ER_CON_COUNT, _ER_USER_LIMIT_REACHED):
         # every classic CGI in flight holds a connection: Apache's
-        # MaxRequestWorkers plus the daemons can outnumber the server's limit
-        return DatabaseError("the database server refused %s: too many connections (raise "
-                             "its max_connections above the web server's MaxRequestWorkers "
-                             "plus the project's daemons)" % what)
-    if code == _ER_USER_LIMIT_REACHED:
-        return DatabaseError("the database server refused %s: the account's limit is "
-                             "reached (%s): raise it above the web server's "
-                             "MaxRequestWorkers plus the project's daemons"
-                             % (what, exc.args[-1]))
+        # MaxRequestWorkers plus the daemons can outnumber the limit
+        limit = ("the server's max_connections" if code == _ER_CON_COUNT
+                 else "the account's limit (%s)" % exc.args[-1])
+        return DatabaseError("the database server refused %s: too many connections; raise "
+                             "%s above the web server's MaxRequestWorkers plus the "
+                             "project's daemons" % (what, limit))
     if code in (_CR_CONNECTION_ERROR, _CR_CONN_HOST_ERROR):
         return DatabaseError("cannot reach the database server for %s: is "
                              "MariaDB/MySQL running? (%s)" % (what, exc.args[-1]))

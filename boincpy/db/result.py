@@ -115,10 +115,10 @@ def record_reported_results(db, columns, rows, guard=()):
     would build a temporary table for the derived one."""
     if len(rows) == 1:
         rid, values, expected = rows[0]
-        return db.execute("UPDATE result SET %s WHERE id = %%s%s"
-                          % (", ".join("%s = %%s" % c for c in columns),
-                             "".join(" AND %s = %%s" % c for c in guard)),
-                          list(values) + [rid] + list(expected))
+        changes = dict(zip(columns, values))
+        if not guard:
+            return update_row(db, "result", rid, changes)
+        return update_result_if_unchanged(db, rid, changes, dict(zip(guard, expected)), guard)
     names = list(columns) + ["guard_%s" % c for c in guard]
     first = "SELECT %%s AS id, %s" % ", ".join("%%s AS %s" % c for c in names)
     more = " UNION ALL SELECT %s" % ", ".join(["%s"] * (len(names) + 1))
