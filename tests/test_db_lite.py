@@ -247,6 +247,49 @@ def test_deferred_writes_go_with_the_next_statement_or_the_commit(mini_project, 
         other.close()
 
 
+@pytest.mark.parametrize("wire", [True, False], ids=["wire", "_mysql"])
+def test_several_reads_go_in_one_round_trip(mini_project, wire):
+    """query_many: each read's rows in order (joined ones split by table);
+    on _mysql one COM_QUERY with whatever was deferred before, on wire one
+    each; a failing read names itself and leaves the connection usable."""
+    from boincpy.config import load_config
+    cfg = load_config(str(mini_project))
+    db = lite.connect(cfg, wire=wire)
+    counting = _Counting(db.conn)
+    db.conn = counting
+    try:
+        uid = db.insert("INSERT INTO user (create_time, email_addr, name, authenticator, "
+                        "cross_project_id) VALUES (5, 'u@x', 'u', 'k', '')")
+        hid = db.insert("INSERT INTO host (create_time, userid, misc) VALUES (9, %s, '')",
+                        (uid,))
+        db.execute("INSERT INTO platform (create_time, name) VALUES (1, 'm1'), (1, 'm2')")
+        join = ("SELECT host.*, user.* FROM host LEFT JOIN user ON user.id = host.userid "
+                "WHERE host.id = %s")
+        names = "SELECT name FROM platform WHERE name LIKE %s ORDER BY name"
+        counting.sent.clear()
+        joined, platforms, none = db.query_many([(join, (hid,), True),
+                                                 (names, ("m%",), False),
+                                                 (names, ("zz",), False)])
+        assert len(counting.sent) == (3 if wire else 1)
+        assert [(r["host"]["id"], r["user"]["id"]) for r in joined] == [(hid, uid)]
+        assert joined[0]["host"] == db.query_one("SELECT * FROM host WHERE id = %s", (hid,))
+        assert platforms == [{"name": "m1"}, {"name": "m2"}] and none == []
+        counting.sent.clear()
+        with db.transaction():
+            db.defer("UPDATE platform SET name = 'm3' WHERE name = 'm2'")
+            (after,) = db.query_many([(names, ("m%",), False)])
+            assert after == [{"name": "m1"}, {"name": "m3"}]      # the write went first
+        # _mysql: BEGIN, the write and the read in one (COMMIT is conn.commit(),
+        # not counted); wire: one each
+        assert len(counting.sent) == (3 if wire else 1)
+        with pytest.raises(DatabaseError) as err:
+            db.query_many([(names, ("m%",), False), ("SELECT nope FROM platform", None, False)])
+        assert "nope" in str(err.value)
+        assert db.query_many([(names, ("m1",), False)]) == [[{"name": "m1"}]]
+    finally:
+        db.close()
+
+
 def test_connect_errors_name_the_database(mini_project):
     from boincpy.config import load_config
     cfg = load_config(str(mini_project))

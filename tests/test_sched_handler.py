@@ -66,12 +66,39 @@ class Reply:
         return [a.findtext("name") for a in self.root.findall(tag)]
 
 
-def call(env, data, environ=None):
-    """POST ``data`` to the handler, in-process, with the project's job array."""
+def call(env, data, environ=None, resident=None):
+    """POST ``data`` to the handler, in-process, with the project's job array;
+    with ``resident`` (boincpy.resident.Resident) as a persistent process
+    handles it (its database connection, on _mysql)."""
     log = SchedLog(io.StringIO(), 3)
     out = handle_request(env.cfg, data, dict(environ or ENV), job_array=env.job_array(),
-                         log=log)
+                         log=log, resident=resident)
     return Reply(out, log.stream.getvalue())
+
+
+@pytest.fixture
+def persistent(sched_env):
+    """A persistent process's Resident for the project; its connection
+    counts the COM_QUERYs (round trips) it sends in ``.sent``."""
+    from boincpy.resident import Resident
+    resident = Resident(str(sched_env.root), persistent=True)
+    db = resident.database(sched_env.cfg)
+    db.conn = _Counting(db.conn)
+    resident.sent = db.conn.sent
+    yield resident
+    resident.close()
+
+
+class _Counting:
+    def __init__(self, conn):
+        self.conn, self.sent = conn, []
+
+    def query(self, text):
+        self.sent.append(text)
+        return self.conn.query(text)
+
+    def __getattr__(self, name):
+        return getattr(self.conn, name)
 
 
 def attach(env, **subs):
@@ -857,3 +884,117 @@ def test_many_reports_are_written_in_a_few_statements(sched_env, monkeypatch):
                    (now,))["n"] == n
     data_statements = [s for s in statements if s in ("SELECT", "UPDATE", "INSERT")]
     assert len(data_statements) <= 4, statements
+
+
+@pytest.mark.parametrize("mode", ["cgi", "persistent"])
+@pytest.mark.parametrize("quota,sent", [(2, False), (3, True)])
+def test_job_choice_sees_the_quota_the_reports_left(sched_env, persistent, mode, quota, sent):
+    """A failed task cuts the host's daily quota before job choice looks at
+    it: with one job sent today, a quota of 2 cut to 1 leaves no job for
+    today, 3 cut to 2 leaves one.  (A persistent process hands job choice
+    the rows the reports wrote instead of reading them again.)"""
+    env = sched_env
+    _reporting_host(env, hav_quota=quota)
+    env.execute("UPDATE host_app_version SET n_jobs_today = 1")
+    env.add_job("wu2")
+    env.job_array(refill=True)
+    r = call(env, body("errors", "report_exit_status_3.body.xml"),
+             resident=persistent if mode == "persistent" else None)
+    assert r.acks() == ["wu1_0"], r.log
+    assert (r.names("result") == ["wu2_0"]) is sent, r.log
+    hav = env.row("SELECT max_jobs_per_day, n_jobs_today FROM host_app_version")
+    assert (hav["max_jobs_per_day"], hav["n_jobs_today"]) == (quota - 1, 1 + sent)
+    if not sent:
+        assert "daily quota" in r.log
+
+
+def test_a_persistent_request_reads_ahead_and_defers_its_writes(sched_env, persistent):
+    """On a persistent connection the host's rows (host_app_version, the
+    reported results) are read with the host row, and the writes nobody
+    reads back go with the COMMIT: a report with a new job makes five
+    round trips to MariaDB, a report alone three; the rows are as the
+    CGI writes them."""
+    env = sched_env
+    wuid, rid = _reporting_host(env, hav_quota=100)
+    wuid2, rid2 = env.add_job("wu2")
+    env.job_array(refill=True)
+    before = int(time.time())
+    persistent.sent.clear()
+    r = call(env, body("cycle", "08_sched_report_result.body.xml"), resident=persistent)
+    assert r.acks() == ["wu1_0"] and r.names("result") == ["wu2_0"], r.log
+    assert len(persistent.sent) == 5, b" | ".join(s[:70].replace(b"\n", b" ") for s in persistent.sent)
+    assert persistent.sent[0].count(b"SELECT") == 3       # host + user, its versions, reports
+    res = env.row("SELECT server_state, outcome FROM result WHERE id = %s", (rid,))
+    assert (res["server_state"], res["outcome"]) == (5, 1)
+    assert env.row("SELECT transition_time FROM workunit WHERE id = %s",
+                   (wuid,))["transition_time"] >= before
+    assert env.row("SELECT server_state, hostid FROM result WHERE id = %s", (rid2,)) == \
+        {"server_state": 4, "hostid": 1}
+    hav = env.row("SELECT max_jobs_per_day, n_jobs_today FROM host_app_version")
+    assert (hav["max_jobs_per_day"], hav["n_jobs_today"]) == (200, 1)
+    assert env.row("SELECT rpc_seqno FROM host WHERE id = 1")["rpc_seqno"] == 1
+    # a report and no work wanted: read, write the result, COMMIT with the rest
+    wuid3, rid3 = env.add_job("wu3", state=4, hostid=1, userid=1, sent_time=before - 100,
+                              report_deadline=before + 600000)
+    data = re.sub(rb"<(work_req_seconds|cpu_req_secs)>[^<]*<", rb"<\1>0<",
+                  body("cycle", "08_sched_report_result.body.xml")).replace(b"wu1_0", b"wu3_0")
+    persistent.sent.clear()
+    r = call(env, data.replace(b"<rpc_seqno>1<", b"<rpc_seqno>2<"), resident=persistent)
+    assert r.acks() == ["wu3_0"] and r.names("result") == [], r.log
+    assert len(persistent.sent) == 3, persistent.sent
+    assert env.row("SELECT server_state FROM result WHERE id = %s", (rid3,)) == \
+        {"server_state": 5}
+    assert env.row("SELECT transition_time FROM workunit WHERE id = %s",
+                   (wuid3,))["transition_time"] >= before
+
+
+@pytest.mark.parametrize("replaced", ["another account's host", "a merged host"])
+def test_rows_read_ahead_for_a_host_that_is_not_the_requests_are_dropped(sched_env,
+                                                                        persistent, replaced):
+    """The host's versions are read with the host row the request names;
+    when that is not the request's host (another account's: a new host is
+    made; a merged one: forwarded), its rows must not stand for the real
+    host's.  Here the named host has used up its daily quota."""
+    env = sched_env
+    attach(env)
+    av = env.app_version()
+    if replaced == "another account's host":
+        other = env.add_user("other-key", name="other", email="other@example.com")
+        named = env.add_host(other, domain_name="elsewhere")
+    else:
+        named = env.add_host(0, rpc_seqno=1)        # merged into host 1
+    env.execute("INSERT INTO host_app_version (host_id, app_version_id, max_jobs_per_day, "
+                "n_jobs_today) VALUES (%s, %s, 1, 1)", (named, av["id"]))
+    env.add_job("wu1")
+    env.job_array(refill=True)
+    r = call(env, body("no_work", "03_sched_workfetch_hostid1.body.xml", hostid=named,
+                       allow_multiple_clients=1), resident=persistent)
+    assert r.names("result") == ["wu1_0"], r.log
+    assert "daily quota" not in r.log
+    real = int(r.text("hostid"))
+    assert real != named
+    # the job is counted on the real host's own row, made now; the named one's is untouched
+    assert env.rows("SELECT host_id, max_jobs_per_day, n_jobs_today FROM host_app_version "
+                    "ORDER BY host_id = %s", (real,)) == [
+        {"host_id": named, "max_jobs_per_day": 1, "n_jobs_today": 1},
+        {"host_id": real, "max_jobs_per_day": 0, "n_jobs_today": 1}]
+
+
+def test_a_persistent_request_that_fails_is_not_taken_for_a_missing_feeder(sched_env):
+    """A persistent process attaches the job array itself; a failure while
+    handling the request is a server error in the log, not "feeder not
+    running"."""
+    from boincpy.resident import Resident
+    env = sched_env
+    env.job_array()
+    resident = Resident(str(env.root), persistent=True)
+    try:
+        env.execute("DROP TABLE host")
+        log = SchedLog(io.StringIO(), 3)
+        out = handle_request(env.cfg, body("no_work", "03_sched_workfetch_hostid1.body.xml"),
+                             dict(ENV), log=log, resident=resident)
+        r = Reply(out, log.stream.getvalue())
+    finally:
+        resident.close()
+    assert r.messages()[0][1].startswith("Server error: the scheduler could not handle"), r.raw
+    assert "Scheduler failed" in r.log and "Can't attach shmem" not in r.log

@@ -1,10 +1,21 @@
-"""The host_app_version table's writes (BOINC's DB_HOST_APP_VERSION): a
+"""The host_app_version table's SQL (BOINC's DB_HOST_APP_VERSION): a
 host's per-app-version statistics (runtimes, turnaround, PFC) and quota
 (max_jobs_per_day, n_jobs_today, consecutive_valid), keyed by (host_id,
 app_version_id).  The scheduler loads this module: it imports nothing heavy.
 """
 
 from boincpy.db.bulk import update_by_id
+
+
+def host_rows_read(host_id):
+    """(sql, params) of a SELECT of all of a host's rows, for
+    ``db.query`` or a batch of reads (``db.query_many``)."""
+    return "SELECT * FROM host_app_version WHERE host_id = %s", (host_id,)
+
+
+def host_rows(db, host_id):
+    """All of the host's rows (dicts)."""
+    return db.query(*host_rows_read(host_id))
 
 
 def insert_host_app_version(db, host_id, app_version_id):

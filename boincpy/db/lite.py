@@ -189,10 +189,12 @@ class LiteDatabase(Database):
                 raise self._wrap(exc2, sql if isinstance(sql, str) else sql.decode(
                     "utf-8", "replace")) from None
 
-    def _run_batch(self, statements):
-        """Send ``statements`` in one COM_QUERY; the last one's result is then
-        the connection's current result.  The first that fails raises (the
-        server runs none after it)."""
+    def _run_batch(self, statements, reads=()):
+        """Send ``statements`` in one COM_QUERY.  Without ``reads`` the last
+        one's result is then the connection's current result; with them (the
+        fetch_row ``how`` of each of the last ``len(reads)`` statements) those
+        statements' rows are returned, a list each.  The first statement that
+        fails raises (the server runs none after it)."""
         text = b";\n".join(statements)
         conn = self.conn
         try:
@@ -206,14 +208,23 @@ class LiteDatabase(Database):
         except Exception as exc:
             raise self._wrap(exc, statements[0].decode("utf-8", "replace")) from None
         self._began = True
-        for following in statements[1:]:
+        first_read = len(statements) - len(reads)
+        out = []
+        for i, following in enumerate(statements[1:], 1):
             result = conn.store_result()
-            if result is not None:
+            if i - 1 >= first_read:
+                out.append(list(result.fetch_row(0, reads[i - 1 - first_read]))
+                           if result is not None else [])
+            elif result is not None:
                 result.fetch_row(0)
             try:
                 conn.next_result()
             except Exception as exc:
                 raise self._wrap(exc, following.decode("utf-8", "replace")) from None
+        if reads:
+            result = conn.store_result()
+            out.append(list(result.fetch_row(0, reads[-1])) if result is not None else [])
+        return out
 
     def _reopened(self, exc, text):
         """After "server has gone away" outside a transaction: open a new
@@ -277,25 +288,40 @@ class LiteDatabase(Database):
             return []
         return list(result.fetch_row(0, 1))
 
+    def query_many(self, reads):
+        """Run several SELECTs; return each one's rows (a list), in order.
+
+        ``reads`` is [(sql, params, joined)]; with ``joined`` true a row is
+        ``{table: {column: value}}`` as :meth:`query_tables` gives it.  On a
+        persistent connection they go to the server in one round trip, with
+        any statement deferred before them; wire sends each alone.  Each read
+        sees the database as the one before it left it, nothing more: reads
+        sent together are not one snapshot unless a transaction makes them so.
+        """
+        texts = [self._sql(sql, params) for sql, params, _ in reads]
+        hows = [2 if joined else 1 for _, _, joined in reads]
+        if self._batching and (len(texts) > 1 or self._pending):
+            statements, self._pending = self._pending + texts, []
+            out = self._run_batch(statements, hows)
+        else:
+            out = []
+            for text, how in zip(texts, hows):
+                self._run(text, None)
+                result = self.conn.store_result()
+                out.append(list(result.fetch_row(0, how)) if result is not None else [])
+        for rows, how in zip(out, hows):
+            if how == 2:
+                rows[:] = [_split_tables(row) for row in rows]
+        return out
+
     def query_tables(self, sql, params=None):
         """Run a SELECT of one row from several joined tables (``t1.*, t2.*``);
         return ``{table: {column: value}}``, or None for no row.  Columns the
         tables share (id, create_time ...) stay apart, which a dict keyed by
         column name alone can't do.  A table of an outer join with no matching
         row comes back with every value None."""
-        self._run(sql, params)
-        result = self.conn.store_result()
-        rows = result.fetch_row(1, 2) if result is not None else ()
-        if not rows:
-            return None
-        tables = {}
-        for key, value in rows[0].items():
-            table, _, column = key.partition(".")
-            part = tables.get(table)
-            if part is None:
-                part = tables[table] = {}
-            part[column] = value
-        return tables
+        rows = self.query_many([(sql, params, True)])[0]
+        return rows[0] if rows else None
 
     def query_value(self, sql, params=None, default=None):
         """Run a SELECT of one value; return it (``default`` for no row / NULL)."""
@@ -322,6 +348,17 @@ class LiteDatabase(Database):
             self._run(head + b",".join(parts), None)
         return total
 
+
+def _split_tables(row):
+    """{"table.column": value} (fetch_row's how=2) -> {table: {column: value}}."""
+    tables = {}
+    for key, value in row.items():
+        table, _, column = key.partition(".")
+        part = tables.get(table)
+        if part is None:
+            part = tables[table] = {}
+        part[column] = value
+    return tables
 
 
 def connect(cfg, replica=False, wire=True):

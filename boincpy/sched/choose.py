@@ -43,7 +43,7 @@ import random
 import time
 
 from boincpy import shmem
-from boincpy.db.host_app_version import add_jobs_today, record_jobs_sent
+from boincpy.db.host_app_version import add_jobs_today, host_rows, record_jobs_sent
 from boincpy.db.result import mark_result_sent
 from boincpy.db.workunit import commit_on_send, replicate_workunit
 from boincpy.proc_types import NPROC_TYPES, PROC_TYPE_NAMES, PROC_TYPE_XML
@@ -406,8 +406,11 @@ def _load_host_app_versions(work):
     is_linuxish = any(w in (work.hinfo.os_name or "") for w in ("Windows", "Linux")) or (
         "Darwin" in (work.hinfo.os_name or "") and "Power Macintosh" not in work.hinfo.p_vendor)
     multiplier = 1.0 if is_linuxish else 1.8
-    for row in work.db.query("SELECT * FROM host_app_version WHERE host_id = %s",
-                             (work.hostid,)):
+    # read with the host row, or as the handler's quota update left them
+    rows = work.ctx.take_read_ahead("host_app_version")
+    if rows is None:
+        rows = host_rows(work.db, work.hostid)
+    for row in rows:
         gavid = row["app_version_id"]
         if q and row["max_jobs_per_day"] == 0:
             row["max_jobs_per_day"] = q

@@ -115,7 +115,13 @@ class SchedContext(Record):
         ("new_day", False),              # host's day changed since its last RPC: n_jobs_today reset
         ("work", None),                  # job choice's per-request state (boincpy.sched.choose)
         ("resident", None),              # boincpy.resident.Resident: the process's database
+        ("read_ahead", dict),            # name -> rows read with the host row (hosts.authenticate)
     )
+
+    def take_read_ahead(self, name):
+        """The rows read ahead under ``name`` for this request's host (see
+        :func:`boincpy.sched.hosts.authenticate`), once; None when there are none."""
+        return self.read_ahead.pop(name, None)
 
     def fitted(self, table, row, who):
         """``row`` ({column: value} from what the client sent) with every value

@@ -133,17 +133,18 @@ def _handle(cfg, body, environ, job_array, log, now, start, resident):
         return _handle_attached(cfg, body, environ, job_array, log, now, start, code_sign_key,
                                 resident)
     try:
-        if resident is not None:
-            job_array = resident.job_array(cfg)
-            return _handle_attached(cfg, body, environ, job_array, log, now, start,
-                                    code_sign_key, resident)
-        job_array = attach_job_array(cfg)
+        # only the attaching: a failure of the request itself is not "feeder not running"
+        job_array = (resident.job_array(cfg) if resident is not None
+                     else attach_job_array(cfg))
     except Exception as exc:
         log.critical(getattr(exc, "log_text", None)
                      or "Can't attach shmem: %s (feeder not running?)" % exc)
         return replies.down_reply(getattr(exc, "user_message", None)
                                   or "Server error: feeder not running",
                                   cfg.maintenance_delay, cfg.ended)
+    if resident is not None:            # the process keeps its array attached
+        return _handle_attached(cfg, body, environ, job_array, log, now, start,
+                                code_sign_key, resident)
     try:
         return _handle_attached(cfg, body, environ, job_array, log, now, start, code_sign_key,
                                 None)
@@ -335,7 +336,10 @@ def _load_host_app_versions(ctx):
     """The host's host_app_version rows by (generalized) app version id, with
     BOINC's update_quota applied (quota initialised, n_jobs_today reset on a
     new day); returns (rows, their quota fields as read)."""
-    rows = ctx.db.query("SELECT * FROM host_app_version WHERE host_id = %s", (ctx.host["id"],))
+    rows = ctx.take_read_ahead("host_app_version")
+    if rows is None:
+        from boincpy.db.host_app_version import host_rows
+        rows = host_rows(ctx.db, ctx.host["id"])
     orig = {r["app_version_id"]: _quota_fields(r) for r in rows}
     quota = ctx.cfg.daily_result_quota
     for row in rows:
@@ -351,12 +355,16 @@ def _quota_fields(row):
 
 
 def write_host_app_versions(ctx, orig):
-    """Write back the quota fields that changed (BOINC's update_scheduler)."""
+    """Write back the quota fields that changed (BOINC's update_scheduler).
+    The rows are then as the database has them: job choice takes copies
+    (ctx.read_ahead) instead of reading them again."""
     from boincpy.db.host_app_version import record_quota
+    db = ctx.db.deferring()                 # with the next statement or the COMMIT
     for gavid, row in ctx.host_app_versions.items():
         new = _quota_fields(row)
         if orig.get(gavid) != new:
-            record_quota(ctx.db, ctx.host["id"], gavid, *new)
+            record_quota(db, ctx.host["id"], gavid, *new)
+    ctx.read_ahead["host_app_version"] = [dict(r) for r in ctx.host_app_versions.values()]
 
 
 def _send_code_sign_key(ctx):
@@ -473,7 +481,7 @@ def _process_with_db(ctx, job_array, blocked, wants_work, have_no_work):
         reply.set_delay(cfg.maintenance_delay)
         reply.project_is_down = True
         return
-    if not hosts.authenticate(ctx):
+    if not hosts.authenticate(ctx, _reads_ahead(ctx, wants_work and not have_no_work)):
         return
     host = ctx.host
     reply.nucleus_only = False
@@ -508,6 +516,21 @@ def _process_with_db(ctx, job_array, blocked, wants_work, have_no_work):
     finally:
         if lock:
             _unlock_host(ctx, lock)
+
+
+def _reads_ahead(ctx, may_send):
+    """The reads this request will make of its host's rows, sent with the
+    host row's SELECT (hosts.authenticate): the reported results, and the
+    host_app_version rows that reports and job choice both use."""
+    req = ctx.request
+    if not req.hostid or not (req.results or may_send):
+        return None
+    from boincpy.db.host_app_version import host_rows_read
+    ahead = {"host_app_version": host_rows_read(req.hostid)}
+    if req.results:
+        from boincpy.sched.reports import reported_read
+        ahead["reported"] = reported_read(ctx)
+    return ahead
 
 
 def _process_host_and_files(ctx, job_array, blocked, wants_work, have_no_work):

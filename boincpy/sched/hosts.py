@@ -55,15 +55,21 @@ def _host_by_id(db, hostid):
     return db.query_one("SELECT * FROM host WHERE id = %s", (hostid,))
 
 
-def _host_and_owner(db, hostid):
-    """(host row, its user's row) in one round trip; (None, None) for no
-    host, (host, None) for a host whose user row is gone."""
-    row = db.query_tables("SELECT host.*, user.* FROM host LEFT JOIN user "
-                          "ON user.id = host.userid WHERE host.id = %s", (hostid,))
-    if row is None:
-        return None, None
+def _host_and_owner(db, hostid, ahead=None):
+    """(host row, its user's row, {name: rows} of the ``ahead`` reads
+    {name: (sql, params)}) in one round trip on a persistent connection;
+    host None for no host, user None for a host whose user row is gone."""
+    names = list(ahead or ())
+    results = db.query_many(
+        [("SELECT host.*, user.* FROM host LEFT JOIN user ON user.id = host.userid "
+          "WHERE host.id = %s", (hostid,), True)]
+        + [ahead[name] + (False,) for name in names])
+    extra = dict(zip(names, results[1:]))
+    if not results[0]:
+        return None, None, extra
+    row = results[0][0]
     user = row["user"]
-    return row["host"], (user if user["id"] is not None else None)
+    return row["host"], (user if user["id"] is not None else None), extra
 
 
 def _user_by_id(db, userid):
@@ -148,18 +154,23 @@ def _bad_key(ctx, message, priority):
     reply.nucleus_only = True
 
 
-def authenticate(ctx):
+def authenticate(ctx, ahead=None):
     """Find the user and host of this request (sets ctx.user, ctx.host, ctx.team,
     ctx.email_hash, ctx.using_weak_auth; reply.hostid when the client must
     adopt a host id).  False when the account key is wrong (the reply then
-    carries BOINC's message and a one-hour delay)."""
+    carries BOINC's message and a one-hour delay).
+
+    ``ahead`` ({name: (sql, params)}) are reads the request will make of the
+    host id it names; they go with the host row's SELECT (one round trip
+    instead of several) and their rows are kept in ``ctx.read_ahead`` if
+    that host is indeed the request's (not forwarded, not replaced)."""
     req, db, log, reply = ctx.request, ctx.db, ctx.log, ctx.reply
     user = None
     host = None
     need_host = True
     if req.hostid:
         # the owner comes with the host: one round trip on every RPC
-        host, owner = _host_and_owner(db, req.hostid)
+        host, owner, read_ahead = _host_and_owner(db, req.hostid, ahead)
         seen = set()
         while host is not None and host["userid"] == 0:
             # a zombie merged into another host: its rpc_seqno links to it
@@ -167,7 +178,7 @@ def authenticate(ctx):
                 host = None
                 break
             seen.add(host["id"])
-            host, owner = _host_and_owner(db, host["rpc_seqno"])
+            host, owner, _ = _host_and_owner(db, host["rpc_seqno"])
             if host is not None:
                 reply.hostid = host["id"]
                 log.normal("[HOST#%d] forwarding to new host ID %d" % (req.hostid, host["id"]))
@@ -200,6 +211,8 @@ def authenticate(ctx):
                 host = None
             else:
                 need_host = False
+                if host["id"] == req.hostid:
+                    ctx.read_ahead = read_ahead
     if user is None:
         if "_" in req.authenticator:
             user = _user_by_weak_auth(db, req.authenticator)

@@ -97,14 +97,13 @@ def handle_results(ctx):
     """Write the reported results (see the module docstring); fills
     reply.result_acks and sets ctx.resend_lost_results when a success is
     reported again.  Whatever the number of results, the SQL is a few
-    statements: one read, and one transaction of a locking read, one
-    UPDATE of the results and one of their workunits."""
+    statements: one read (usually made with the host row's), one guarded
+    UPDATE of the results in a savepoint, and one of their workunits."""
     _ack_file_xfers(ctx)
     reported = ctx.request.results
     if not reported:
         return
-    if ctx.cfg.report_max and len(reported) > ctx.cfg.report_max:
-        reported = reported[:ctx.cfg.report_max]
+    reported = _reported(ctx)
     by_name = _read_reported(ctx, reported)
     plan_classes = {}
     accepted = []           # (row as read, new values)
@@ -136,14 +135,30 @@ def _ack_file_xfers(ctx):
         ctx.reply.result_acks.append(r.name)
 
 
+def _reported(ctx):
+    """The reported results handled (the first report_max when it is set)."""
+    reported = ctx.request.results
+    if ctx.cfg.report_max and len(reported) > ctx.cfg.report_max:
+        reported = reported[:ctx.cfg.report_max]
+    return reported
+
+
+def reported_read(ctx):
+    """(sql, params) of the SELECT of the reported results' rows."""
+    names = [r.name for r in _reported(ctx)]
+    return ("SELECT id, name, workunitid, appid, server_state, hostid, userid, sent_time, "
+            "received_time, validate_state, outcome, client_state, file_delete_state, "
+            "app_version_id FROM result WHERE name IN (%s)" % ", ".join(["%s"] * len(names)),
+            names)
+
+
 def _read_reported(ctx, reported):
-    """{name: result row} of the reported results (one query)."""
-    names = [r.name for r in reported]
-    rows = ctx.db.query(
-        "SELECT id, name, workunitid, appid, server_state, hostid, userid, sent_time, "
-        "received_time, validate_state, outcome, client_state, file_delete_state, "
-        "app_version_id FROM result WHERE name IN (%s)" % ", ".join(["%s"] * len(names)),
-        names)
+    """{name: result row} of the reported results: read ahead with the host
+    row (a plain read, as it would be here: the UPDATE checks the row is
+    still as read), else one query now."""
+    rows = ctx.take_read_ahead("reported")
+    if rows is None:
+        rows = ctx.db.query(*reported_read(ctx))
     return {row["name"]: row for row in rows}
 
 
@@ -253,14 +268,19 @@ def _write_reports(ctx, accepted):
                     (row["id"], tuple(sets.values()), tuple(row[c] for c in _GUARD)))
             for columns, rows in groups.items():
                 _update_rows(db, columns, rows)
-            wu_ids = sorted({row["workunitid"] for row, _ in written})
-            if wu_ids:
-                from boincpy.db.workunit import set_transition_times
-                set_transition_times(db, wu_ids, ctx.now)
     except Exception as exc:
         # not acknowledged: the client reports them again next time
         log.critical("[HOST#%d] can't update results: %s" % (hostid, exc))
         return []
+    wu_ids = sorted({row["workunitid"] for row, _ in written})
+    if wu_ids:
+        # After the result rows (the order the transitioner locks them in),
+        # outside the savepoint: on a persistent connection it goes with the
+        # request's COMMIT instead of costing a round trip of its own.  If
+        # it fails, the whole request's transaction is undone and nothing is
+        # acknowledged; a deadlock there has the request handled once more.
+        from boincpy.db.workunit import set_transition_times
+        set_transition_times(db.deferring(), wu_ids, ctx.now)
     return written
 
 
