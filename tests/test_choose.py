@@ -8,7 +8,7 @@ import time
 import pytest
 
 from boincpy import shmem
-from boincpy.db import connect
+from boincpy.db import connect, lite
 from boincpy.sched import send as sched_send
 from jobs_helpers import (Feeding, ClientAppVersion, add_app_version, add_jobs,
                           add_platform, make_ctx, make_request, project_config)
@@ -16,11 +16,14 @@ from jobs_helpers import (Feeding, ClientAppVersion, add_app_version, add_jobs,
 LINUX = "x86_64-pc-linux-gnu"
 
 
-@pytest.fixture
-def proj(mini_project):
+@pytest.fixture(params=["full", "persistent"])
+def proj(mini_project, request):
+    """The project and a database: the full layer, or a persistent process's
+    (boincpy.db.lite on _mysql, in a transaction as the handler has it: the
+    slow check's read and the claim then go in one round trip)."""
     cfg = project_config(mini_project, one_result_per_user_per_wu=True,
                          daily_result_quota=500, report_grace_period=3600)
-    db = connect(cfg)
+    db = connect(cfg) if request.param == "full" else lite.connect(cfg, wire=False)
     feed = Feeding(cfg)
     yield cfg, db, feed
     feed.close()
@@ -29,7 +32,11 @@ def proj(mini_project):
 
 def send(cfg, db, ja, request=None, hostid=1, userid=1, **kw):
     ctx = make_ctx(cfg, db, request or make_request(), hostid=hostid, userid=userid, **kw)
-    sched_send.send_work(ctx, ja)
+    if db.batching:
+        with db.transaction():
+            sched_send.send_work(ctx, ja)
+    else:
+        sched_send.send_work(ctx, ja)
     return ctx
 
 

@@ -290,6 +290,47 @@ def test_several_reads_go_in_one_round_trip(mini_project, wire):
         db.close()
 
 
+@pytest.mark.parametrize("wire", [True, False], ids=["wire", "_mysql"])
+def test_a_read_and_the_writes_it_may_want_go_together(mini_project, wire):
+    """read_then_write: the read sees the rows before the writes (and after
+    what was deferred); the last write's rowcount comes back; undo_writes
+    takes back the writes and what was written since, nothing before; on
+    _mysql read and writes are one COM_QUERY."""
+    from boincpy.config import load_config
+    cfg = load_config(str(mini_project))
+    db, other = lite.connect(cfg, wire=wire), lite.connect(cfg)
+    counting = _Counting(db.conn)
+    db.conn = counting
+    sql = "SELECT name, deprecated FROM platform WHERE name LIKE 't%' ORDER BY name"
+    try:
+        db.execute("INSERT INTO platform (create_time, name) VALUES (1, 't1'), (1, 't2')")
+        with pytest.raises(DatabaseError):
+            db.read_then_write((sql, None), [])     # its savepoint needs a transaction
+        with db.transaction():
+            db.defer("UPDATE platform SET deprecated = 9 WHERE name = 't2'")
+            counting.sent.clear()
+            rows, n = db.read_then_write(
+                (sql, None), [("UPDATE platform SET deprecated = 1 WHERE name = %s", ("t1",)),
+                              ("UPDATE platform SET deprecated = 2 WHERE name LIKE %s",
+                               ("t%",))])
+            assert len(counting.sent) == (4 if wire else 1)
+            assert rows == [{"name": "t1", "deprecated": 0}, {"name": "t2", "deprecated": 9}]
+            assert n == 2
+            db.defer("UPDATE platform SET deprecated = 7 WHERE name = 't2'")
+            rows, n = db.read_then_write(
+                (sql, None), [("UPDATE platform SET deprecated = 5 WHERE name = 'nope'", None)])
+            assert rows[1]["deprecated"] == 7 and n == 0
+            rows, n = db.read_then_write(
+                (sql, None), [("UPDATE platform SET deprecated = 3 WHERE name = 't1'", None)])
+            db.defer("UPDATE platform SET deprecated = 8 WHERE name = 't2'")
+            db.undo_writes()
+        assert other.query(sql) == [{"name": "t1", "deprecated": 2},
+                                    {"name": "t2", "deprecated": 7}]
+    finally:
+        db.close()
+        other.close()
+
+
 def test_connect_errors_name_the_database(mini_project):
     from boincpy.config import load_config
     cfg = load_config(str(mini_project))

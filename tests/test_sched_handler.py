@@ -910,10 +910,10 @@ def test_job_choice_sees_the_quota_the_reports_left(sched_env, persistent, mode,
 
 def test_a_persistent_request_reads_ahead_and_defers_its_writes(sched_env, persistent):
     """On a persistent connection the host's rows (host_app_version, the
-    reported results) are read with the host row, and the writes nobody
-    reads back go with the COMMIT: a report with a new job makes five
-    round trips to MariaDB, a report alone three; the rows are as the
-    CGI writes them."""
+    reported results) are read with the host row, the job's claim goes with
+    the slow check's read, and the writes nobody reads back go with the
+    COMMIT: a report with a new job makes four round trips to MariaDB, a
+    report alone three; the rows are as the CGI writes them."""
     env = sched_env
     wuid, rid = _reporting_host(env, hav_quota=100)
     wuid2, rid2 = env.add_job("wu2")
@@ -922,8 +922,9 @@ def test_a_persistent_request_reads_ahead_and_defers_its_writes(sched_env, persi
     persistent.sent.clear()
     r = call(env, body("cycle", "08_sched_report_result.body.xml"), resident=persistent)
     assert r.acks() == ["wu1_0"] and r.names("result") == ["wu2_0"], r.log
-    assert len(persistent.sent) == 5, b" | ".join(s[:70].replace(b"\n", b" ") for s in persistent.sent)
+    assert len(persistent.sent) == 4, b" | ".join(s[:70].replace(b"\n", b" ") for s in persistent.sent)
     assert persistent.sent[0].count(b"SELECT") == 3       # host + user, its versions, reports
+    assert b"UPDATE result SET server_state = 4" in persistent.sent[2]    # with the check
     res = env.row("SELECT server_state, outcome FROM result WHERE id = %s", (rid,))
     assert (res["server_state"], res["outcome"]) == (5, 1)
     assert env.row("SELECT transition_time FROM workunit WHERE id = %s",

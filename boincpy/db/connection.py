@@ -128,12 +128,21 @@ def connect_error(exc, params):
 class Database:
     """One database connection with dict rows and explicit transactions."""
 
+    # Several statements go to the server in one round trip (boincpy.db.lite
+    # on a persistent connection): then a few things are worth doing otherwise.
+    batching = False
+
     def __init__(self, conn, params=None):
         self.conn = read_text_as_str(conn)     # whoever opened it
         self.params = params or {}
         self._in_transaction = False
         self._after_commit = []
         self._savepoints = 0
+
+    @property
+    def in_transaction(self):
+        """Whether a ``with db.transaction():`` is open."""
+        return self._in_transaction
 
     # -- statements -------------------------------------------------------
 
@@ -448,6 +457,19 @@ class _Deferring:
 
     def execute(self, sql, params=None):
         self.db.defer(sql, params)
+
+
+class Statements:
+    """Stands in for a database to collect the statements the per-table
+    functions would run (``execute`` records (sql, params) and returns
+    None), to send them later in one batch
+    (:meth:`boincpy.db.lite.LiteDatabase.read_then_write`)."""
+
+    def __init__(self):
+        self.list = []
+
+    def execute(self, sql, params=None):
+        self.list.append((sql, params))
 
 
 class _LostTransaction:

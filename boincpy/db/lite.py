@@ -68,6 +68,7 @@ def _mysql_module():
 # CLIENT_MULTI_STATEMENTS: several statements in one COM_QUERY
 _MULTI_STATEMENTS = 1 << 16
 _BEGIN = b"BEGIN"
+_TRY = b"boincpy_try"            # read_then_write's savepoint
 
 
 class LiteDatabase(Database):
@@ -87,25 +88,25 @@ class LiteDatabase(Database):
         self._pending = []          # statements (bytes) waiting for the next one
         self._began = True          # False while the transaction's BEGIN is pending
         # (a reconnection opens the same kind of connection)
-        self._batching = not isinstance(conn, _wire.Connection)
+        self.batching = not isinstance(conn, _wire.Connection)
 
     def defer(self, sql, params=None):
         # not inside a savepoint: a failure there must undo only the savepoint,
         # so it has to happen there
-        if self._in_transaction and not self._savepoints and self._batching:
+        if self._in_transaction and not self._savepoints and self.batching:
             self._pending.append(self._sql(sql, params))
         else:
             self.execute(sql, params)
 
     def _begin(self):
-        if self._batching:
+        if self.batching:
             self._pending.append(_BEGIN)
             self._began = False
         else:
             self._run_plain(_BEGIN)
 
     def _savepoint(self, name):
-        if self._batching:
+        if self.batching:
             self._pending.append(b"SAVEPOINT " + name)
         else:
             self._run_plain(b"SAVEPOINT " + name)
@@ -189,11 +190,11 @@ class LiteDatabase(Database):
                 raise self._wrap(exc2, sql if isinstance(sql, str) else sql.decode(
                     "utf-8", "replace")) from None
 
-    def _run_batch(self, statements, reads=()):
-        """Send ``statements`` in one COM_QUERY.  Without ``reads`` the last
-        one's result is then the connection's current result; with them (the
-        fetch_row ``how`` of each of the last ``len(reads)`` statements) those
-        statements' rows are returned, a list each.  The first statement that
+    def _run_batch(self, statements, reads=None):
+        """Send ``statements`` in one COM_QUERY.  ``reads`` ({index: fetch_row
+        ``how``}) names the statements whose rows are returned, a list each,
+        in order; unless the last statement is one of them, its result is
+        then the connection's current result.  The first statement that
         fails raises (the server runs none after it)."""
         text = b";\n".join(statements)
         conn = self.conn
@@ -208,22 +209,23 @@ class LiteDatabase(Database):
         except Exception as exc:
             raise self._wrap(exc, statements[0].decode("utf-8", "replace")) from None
         self._began = True
-        first_read = len(statements) - len(reads)
+        reads = reads or {}
         out = []
         for i, following in enumerate(statements[1:], 1):
             result = conn.store_result()
-            if i - 1 >= first_read:
-                out.append(list(result.fetch_row(0, reads[i - 1 - first_read]))
-                           if result is not None else [])
+            how = reads.get(i - 1)
+            if how is not None:
+                out.append(list(result.fetch_row(0, how)) if result is not None else [])
             elif result is not None:
                 result.fetch_row(0)
             try:
                 conn.next_result()
             except Exception as exc:
                 raise self._wrap(exc, following.decode("utf-8", "replace")) from None
-        if reads:
+        how = reads.get(len(statements) - 1)
+        if how is not None:
             result = conn.store_result()
-            out.append(list(result.fetch_row(0, reads[-1])) if result is not None else [])
+            out.append(list(result.fetch_row(0, how)) if result is not None else [])
         return out
 
     def _reopened(self, exc, text):
@@ -300,9 +302,10 @@ class LiteDatabase(Database):
         """
         texts = [self._sql(sql, params) for sql, params, _ in reads]
         hows = [2 if joined else 1 for _, _, joined in reads]
-        if self._batching and (len(texts) > 1 or self._pending):
+        if self.batching and (len(texts) > 1 or self._pending):
             statements, self._pending = self._pending + texts, []
-            out = self._run_batch(statements, hows)
+            first = len(statements) - len(texts)
+            out = self._run_batch(statements, {first + i: how for i, how in enumerate(hows)})
         else:
             out = []
             for text, how in zip(texts, hows):
@@ -313,6 +316,37 @@ class LiteDatabase(Database):
             if how == 2:
                 rows[:] = [_split_tables(row) for row in rows]
         return out
+
+    def read_then_write(self, read, writes):
+        """A read and the writes wanted if it turns out as expected, in one
+        round trip when the connection batches: SELECT ``read`` (sql,
+        params), then a savepoint, then ``writes`` [(sql, params)].  Returns
+        (the read's rows, the rows the last write changed).  If the rows show
+        the writes were not wanted after all, :meth:`undo_writes` takes them
+        back.  Inside a transaction only (the savepoint is its)."""
+        if not self._in_transaction:
+            raise DatabaseError("read_then_write outside a transaction")
+        texts = ([self._sql(read[0], read[1]), b"SAVEPOINT " + _TRY]
+                 + [self._sql(sql, params) for sql, params in writes])
+        if self.batching:
+            statements, self._pending = self._pending + texts, []
+            (rows,) = self._run_batch(statements, {len(statements) - len(texts): 1})
+        else:
+            self._run(texts[0], None)
+            result = self.conn.store_result()
+            rows = list(result.fetch_row(0, 1)) if result is not None else []
+            for text in texts[1:]:
+                self._run(text, None)
+        result = self.conn.store_result()
+        if result is not None:
+            result.fetch_row(0)
+        return rows, self.conn.affected_rows()
+
+    def undo_writes(self):
+        """Take back the writes of the last :meth:`read_then_write` and all
+        written since (a write deferred since is dropped: as if undone)."""
+        self._pending = []
+        self._run_plain(b"ROLLBACK TO SAVEPOINT " + _TRY)
 
     def query_tables(self, sql, params=None):
         """Run a SELECT of one row from several joined tables (``t1.*, t2.*``);

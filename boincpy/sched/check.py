@@ -146,6 +146,14 @@ def slow_check_and_read(work, slot, app=None, bav=None):
     Returns (CHECK_OK, result_row), (CHECK_NO_HOST, None) or (CHECK_NO_ANY, None);
     (CHECK_OK, None) when the result is no longer sendable.
     """
+    return slow_check(work, slot, work.db.query_one(*slow_check_read(work, slot)), app, bav)
+
+
+def slow_check_read(work, slot):
+    """(sql, params) of the slow check's one SELECT: the result row, its
+    workunit's error_mask, hr_class and app_version_id, and with
+    one_result_per_user_per_wu (or _host_) how many of its results the user
+    (host) has."""
     cfg = work.cfg
     wu = slot.wu
     cols = ["r.*", "w.error_mask AS wu_error_mask", "w.hr_class AS wu_hr_class",
@@ -162,9 +170,15 @@ def slow_check_and_read(work, slot, app=None, bav=None):
     if slot.xml_len < 0:
         cols.append("w.xml_doc AS wu_xml_doc")
     params += [slot.resultid]
-    row = work.db.query_one(
-        "SELECT %s FROM result r LEFT JOIN workunit w ON w.id = r.workunitid "
-        "WHERE r.id = %%s" % ", ".join(cols), params)
+    return ("SELECT %s FROM result r LEFT JOIN workunit w ON w.id = r.workunitid "
+            "WHERE r.id = %%s" % ", ".join(cols), params)
+
+
+def slow_check(work, slot, row, app=None, bav=None):
+    """The slow check of ``row``, read by :func:`slow_check_read` (None: no
+    such result); returns as :func:`slow_check_and_read`."""
+    cfg = work.cfg
+    wu = slot.wu
     if row is None:
         work.log.critical("[RESULT#%d] result.lookup_id() failed: not found" % slot.resultid)
         return CHECK_NO_ANY, None

@@ -605,29 +605,53 @@ def matched_rows(db, affected):
     return 0
 
 
-def add_result_to_reply(work, result, wu, app, bav, resend=False):
+def claim_statements(work, result_id, wu, app, bav):
+    """The claim of a job (add_result_to_reply's two UPDATEs, the result
+    expected UNSENT) as statements to send with the slow check's read in one
+    round trip (LiteDatabase.read_then_write), where the connection batches
+    (inside the request's transaction) and the workunit is committed to nothing (no homogeneous app version or
+    redundancy: those UPDATEs' outcome decides whether to go on); else None."""
+    db = work.db
+    if not (db.batching and db.in_transaction) or _commitments(work, app, bav):
+        return None
+    from boincpy.db.connection import Statements
+    deadline = work.now + wu["delay_bound"] + work.cfg.report_grace_period
+    claim = Statements()
+    commit_on_send(claim, wu["id"], deadline)
+    mark_result_sent(claim, result_id, SERVER_STATE_UNSENT, SERVER_STATE_IN_PROGRESS,
+                     work.hostid, work.userid, work.now, deadline, bav.usage.peak_flops,
+                     bav.app_version_id())
+    return claim.list
+
+
+def add_result_to_reply(work, result, wu, app, bav, resend=False, claimed=None):
     """Claim ``result`` for this host and put it in the reply (daemons.md §2.6).
 
     The result row is changed by a conditional UPDATE (``server_state`` must
     still be what was read) that must match exactly one row; otherwise
-    another request won the job and None is returned.
+    another request won the job and None is returned.  ``claimed``: the
+    rows :func:`claim_statements`' UPDATE matched when they were sent
+    already, with the slow check's read.
     """
     cfg, db = work.cfg, work.db
     now = work.now
     usage = bav.usage
     deadline = now + wu["delay_bound"]
     grace = cfg.report_grace_period
-    # The workunit first (as BOINC): if we die before the claim, a lowered
-    # transition_time is harmless; a commitment to an HR class / app version
-    # made by another request since we read the workunit makes this fail.
-    committed = _update_wu_on_send(work, wu, app, bav, deadline + grace)
-    if committed is None:
-        return None
-    old_state = result["server_state"]
-    n = mark_result_sent(db, result["id"], old_state, SERVER_STATE_IN_PROGRESS, work.hostid,
-                         work.userid, now, deadline + grace, usage.peak_flops,
-                         bav.app_version_id())
-    if matched_rows(db, n) != 1:
+    if claimed is None:
+        # The workunit first (as BOINC): if we die before the claim, a lowered
+        # transition_time is harmless; a commitment to an HR class / app version
+        # made by another request since we read the workunit makes this fail.
+        committed = _update_wu_on_send(work, wu, app, bav, deadline + grace)
+        if committed is None:
+            return None
+        old_state = result["server_state"]
+        n = matched_rows(db, mark_result_sent(
+            db, result["id"], old_state, SERVER_STATE_IN_PROGRESS, work.hostid, work.userid,
+            now, deadline + grace, usage.peak_flops, bav.app_version_id()))
+    else:
+        committed, n = {}, claimed
+    if n != 1:
         work.log.critical("[RESULT#%d] [HOST#%d]: CAN'T SEND, already sent to another host"
                           % (result["id"], work.hostid))
         work.taken += 1
@@ -703,18 +727,25 @@ def add_result_to_reply(work, result, wu, app, bav, resend=False):
     return job
 
 
-def _update_wu_on_send(work, wu, app, bav, transition_time):
-    """update_wu_on_send(): lower the workunit's transition_time and, for
-    homogeneous app version / redundancy, commit it to this host's app
-    version / HR class -- only if it is uncommitted or committed to the same
-    (the transitioner may have reset it meanwhile).  Returns the committed
-    fields, or None when the UPDATE matched no row (committed elsewhere)."""
+def _commitments(work, app, bav):
+    """What sending a job of ``app`` with ``bav`` commits its workunit to:
+    {app_version_id, hr_class} for homogeneous app version / redundancy."""
     committed = {}
     if app.get("homogeneous_app_version") and bav.av:
         committed["app_version_id"] = bav.av["id"]
     hr_type = hr.app_hr_type(work.cfg, app)
     if hr_type:
         committed["hr_class"] = host_hr_class(work, hr_type)
+    return committed
+
+
+def _update_wu_on_send(work, wu, app, bav, transition_time):
+    """update_wu_on_send(): lower the workunit's transition_time and, for
+    homogeneous app version / redundancy, commit it to this host's app
+    version / HR class -- only if it is uncommitted or committed to the same
+    (the transitioner may have reset it meanwhile).  Returns the committed
+    fields, or None when the UPDATE matched no row (committed elsewhere)."""
+    committed = _commitments(work, app, bav)
     if not committed:
         # no commitment to make: the UPDATE only lowers transition_time, of a
         # row this transaction has just read, so it can go with the result's

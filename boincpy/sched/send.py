@@ -55,9 +55,10 @@ from boincpy.proc_types import NPROC_TYPES, PROC_TYPE_NAMES
 from boincpy.sched import plan_class
 from boincpy.sched.assign import send_broadcast_jobs, send_targeted_jobs
 from boincpy.sched.check import (
-    CHECK_NO_ANY, CHECK_NO_HOST, slow_check_and_read, infeasible_fast)
+    CHECK_NO_ANY, CHECK_NO_HOST, CHECK_OK, infeasible_fast, slow_check, slow_check_and_read,
+    slow_check_read)
 from boincpy.sched.choose import (
-    LOCALITY_SCHED_LITE, SERVER_STATE_IN_PROGRESS, app_label,
+    LOCALITY_SCHED_LITE, SERVER_STATE_IN_PROGRESS, app_label, claim_statements,
     host_sticky_files, matched_rows, setup_work, write_host_app_versions,
     add_result_to_reply, daily_quota_exceeded, estimate_duration,
     work_needed)
@@ -199,7 +200,21 @@ def _try_send(work, i, resultid, app, bav):
             work.taken += 1
             work.reason("taken", "the job chosen was taken by another request")
         return None
-    status, row = slow_check_and_read(work, slot, app, bav)
+    claim = claim_statements(work, resultid, slot.wu, app, bav)
+    claimed = None
+    if claim is None:
+        status, row = slow_check_and_read(work, slot, app, bav)
+    else:
+        # The claim is sent with the check's read (one round trip instead of
+        # two) and taken back if the check says no -- rarely: the feeder's
+        # copy was just checked (infeasible_fast).
+        db = work.db
+        rows, n = db.read_then_write(slow_check_read(work, slot), claim)
+        status, row = slow_check(work, slot, rows[0] if rows else None, app, bav)
+        if status == CHECK_OK and row is not None:
+            claimed = matched_rows(db, n)
+        else:
+            db.undo_writes()
     if status == CHECK_NO_HOST:
         ja.release(i, pid, empty=False)
         return None
@@ -211,7 +226,7 @@ def _try_send(work, i, resultid, app, bav):
     wu = slot.wu
     if "xml_doc" not in wu:
         wu["xml_doc"] = ja.read_xml_doc(i)
-    return add_result_to_reply(work, row, wu, app, bav)
+    return add_result_to_reply(work, row, wu, app, bav, claimed=claimed)
 
 
 # ---------------------------------------------------------------------------
