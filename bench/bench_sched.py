@@ -11,7 +11,9 @@ then replays the reference server's captured work-fetch request
 rpc_seqno and host CPID varied per host) and prints requests/s and
 p50/p95/p99 latency per scenario, concurrency and server, with the ratio to
 the C++ CGI measured in the same run (the three servers alternate, each with
-its own feeder: bin/feeder, or the C++ feeder for the C++ CGI).  The C++
+its own feeder: bin/feeder, or the C++ feeder for the C++ CGI).  Each
+server's measurement lasts at least ``--min_seconds``: a run of ``--requests``
+that was shorter is taken as a warm-up and followed by a longer one.  The C++
 server is the one built from BOINC's source outside this repository
 (``--cxx_dir``, a tree where ``make`` has built sched/cgi and sched/feeder);
 without it only boincpy's two modes are measured.
@@ -27,7 +29,7 @@ start-up, imports, configuration, parsing, database, reply) and the profile
 of one persistent request (cProfile, work sent); ``--memory N`` serves N
 requests in one persistent process and prints its resident set size.
 
-    python bench/bench_sched.py [--requests N] [--hosts H] [--conc 1,2,4]
+    python bench/bench_sched.py [--requests N] [--min_seconds S] [--hosts H] [--conc 1,2,4]
                                 [--scenarios a,b,...] [--servers cxx,cgi,persistent]
                                 [--cxx_dir DIR] [--profile] [--memory N] [--keep]
 
@@ -563,10 +565,11 @@ def run_load(port, requests, n, conc, warmup=5, path="/bench_cgi/cgi"):
 
 def print_row(name, conc, server, r, cxx=None):
     ratio = "%5.2f" % (r["rps"] / cxx["rps"]) if cxx and server != "cxx" else "    -"
-    print("%-40s %4d %-10s %7.1f %7.1f %7.1f %7.1f  %s   jobs %d acks %d err %d down %d"
-          "  feeder %.1f ms/RPC"
+    print("%-40s %4d %-10s %7.1f %7.1f %7.1f %7.1f  %s   n %d jobs %d acks %d err %d "
+          "down %d  feeder %.1f ms/RPC"
           % (TITLES[name], conc, server, r["rps"], r["p50"], r["p95"], r["p99"], ratio,
-             r["jobs"], r["acks"], r["errors"], r["down"], r.get("feeder_cpu", 0.0)))
+             r.get("requests", 0), r["jobs"], r["acks"], r["errors"], r["down"],
+             r.get("feeder_cpu", 0.0)))
     if r.get("cpu"):
         print("%57s CPU ms/RPC: %s" % ("", ", ".join(
             "%s %.2f" % (k, v) for k, v in sorted(r["cpu"].items()) if v > 0.005)))
@@ -787,6 +790,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=400,
                         help="measured requests per scenario and concurrency (default 400)")
+    parser.add_argument("--min_seconds", type=float, default=3.0,
+                        help="a measurement that took less is repeated with as many "
+                             "requests as fill this long, the first run taken as a warm-up "
+                             "(default 3)")
     parser.add_argument("--hosts", type=int, default=200, help="simulated hosts (default 200)")
     parser.add_argument("--conc", default="1,2,4", help="concurrency levels (default 1,2,4)")
     parser.add_argument("--scenarios", default=",".join(SCENARIOS),
@@ -847,7 +854,7 @@ def main(argv=None):
                     row = {}
                     for server in servers:
                         row[server] = run_server(project, feeder, apache, key, name, conc,
-                                                 server, args.requests)
+                                                 server, args.requests, args.min_seconds)
                     for server in servers:
                         print_row(name, conc, server, row[server], row.get("cxx"))
                     results.append((name, conc, row))
@@ -900,29 +907,45 @@ def cpu_by_process():
     return kinds
 
 
-def run_server(project, feeder, apache, key, name, conc, server, n):
+def run_server(project, feeder, apache, key, name, conc, server, n, min_seconds=0.0):
     """One measurement: scenario ``name`` at ``conc`` against ``server``, with
-    that server's feeder running (and stopped afterwards)."""
+    that server's feeder running (and stopped afterwards).  If the ``n``
+    requests took less than ``min_seconds`` they were a warm-up, and as many
+    as fill ``min_seconds`` at that rate are measured instead: a fast
+    server's 400 requests last under a second, too short to be steady."""
     cxx = server == "cxx"
     slots = int(name.split("_")[1]) if name.startswith("sent_") else 100
-    if name.startswith("sent_"):
-        project.add_jobs(n + 5 + slots + 50)
-        reqs = Requests(project, key, want_work=True)
-    elif name == "report":
-        reqs = Requests(project, key, want_work=False)
-        reqs.add_reports(project.add_jobs(n + 10, state=4, hosts=[h[0] for h in project.hosts]))
-    else:
-        reqs = Requests(project, key, want_work=(name == "none_available"))
+    reqs = Requests(project, key, want_work=name.startswith("sent_")
+                    or name == "none_available")
+
+    def supply(count):
+        """Jobs to send, or results to report, for ``count`` more requests."""
+        if name.startswith("sent_"):
+            project.add_jobs(count + 5)
+        elif name == "report":
+            reqs.add_reports(project.add_jobs(count + 10, state=4,
+                                              hosts=[h[0] for h in project.hosts]))
+
+    def measure(count, warmup):
+        before = feeder.cpu_seconds()
+        cpu_before = cpu_by_process()
+        stats = run_load(apache.port, reqs, count, conc, warmup=warmup, path=PATHS[server])
+        stats["feeder_cpu"] = (feeder.cpu_seconds() - before) * 1000 / count
+        cpu_after = cpu_by_process()
+        stats["cpu"] = {k: (v - cpu_before.get(k, 0.0)) * 1000 / (count + warmup)
+                        for k, v in cpu_after.items()}
+        stats["requests"] = count
+        return stats
+
+    supply(n + slots + 50 if name.startswith("sent_") else n)
     feeder.start(slots, cxx=cxx)
     feeder.wait_filled(min(slots, 100) if name.startswith("sent_") else 0, cxx=cxx)
-    before = feeder.cpu_seconds()
-    cpu_before = cpu_by_process()
     try:
-        stats = run_load(apache.port, reqs, n, conc, path=PATHS[server])
-        stats["feeder_cpu"] = (feeder.cpu_seconds() - before) * 1000 / n
-        cpu_after = cpu_by_process()
-        stats["cpu"] = {k: (v - cpu_before.get(k, 0.0)) * 1000 / (n + 5)
-                        for k, v in cpu_after.items()}
+        stats = measure(n, 5)
+        if min_seconds and n / stats["rps"] < min_seconds:
+            count = int(stats["rps"] * min_seconds) + 1
+            supply(count)
+            stats = measure(count, 0)
         return stats
     finally:
         feeder.stop()
