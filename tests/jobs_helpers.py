@@ -1,6 +1,7 @@
 """Helpers for the feeder / job array / job choice tests and the benchmark:
 app versions, jobs and scheduler requests written straight into a project's
-database, a feeder driven in-process, and a SchedContext for choose."""
+database, a feeder driven in-process, a SchedContext for choose, and a
+connection that counts its round trips."""
 
 import io
 import os
@@ -18,6 +19,28 @@ WU_XML = ("<file_info>\n    <name>%s_in</name>\n    <url>http://x/download/%s_in
           "</file_info>\n<workunit>\n    <file_ref>\n        <file_name>%s_in</file_name>\n"
           "        <open_name>in</open_name>\n    </file_ref>\n</workunit>\n")
 RESULT_XML = "<result>\n    <file_ref><file_name>%s_out</file_name></file_ref>\n</result>\n"
+
+
+class _CountingConnection:
+    """A database connection that records each COM_QUERY (a round trip) it sends."""
+
+    def __init__(self, conn, sent):
+        self.conn, self.sent = conn, sent
+
+    def query(self, text):
+        self.sent.append(text)
+        return self.conn.query(text)
+
+    def __getattr__(self, name):
+        return getattr(self.conn, name)
+
+
+def count_round_trips(db):
+    """Make the boincpy.db.lite database ``db`` record what it sends to the
+    server, one entry per round trip; returns that list."""
+    sent = []
+    db.conn = _CountingConnection(db.conn, sent)
+    return sent
 
 
 def project_config(root, **options):

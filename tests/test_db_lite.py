@@ -8,6 +8,7 @@ import pytest
 
 from boincpy.db import connect, lite
 from boincpy.errors import DatabaseError
+from jobs_helpers import count_round_trips
 
 
 @pytest.fixture
@@ -179,156 +180,131 @@ def test_a_dropped_connection_is_opened_again_for_a_read_not_inside_a_transactio
         db.close()
 
 
-class _Counting:
-    """A connection that counts the statements (COM_QUERY) sent through it."""
-
-    def __init__(self, conn):
-        self.conn, self.sent = conn, []
-
-    def query(self, text):
-        self.sent.append(text)
-        return self.conn.query(text)
-
-    def __getattr__(self, name):
-        return getattr(self.conn, name)
-
-
-@pytest.mark.parametrize("wire", [True, False], ids=["wire", "_mysql"])
-def test_deferred_writes_go_with_the_next_statement_or_the_commit(mini_project, wire):
+@pytest.fixture
+def counted(mini_project, wire):
+    """(the light layer on wire or _mysql as ``wire`` says, another connection
+    to look with, the list of what the first sends: one entry a round trip)."""
     from boincpy.config import load_config
     cfg = load_config(str(mini_project))
     db, other = lite.connect(cfg, wire=wire), lite.connect(cfg)
-    counting = _Counting(db.conn)
-    db.conn = counting
-    sql = "SELECT deprecated FROM platform WHERE name = %s"
-    try:
-        db.execute("INSERT INTO platform (create_time, name) VALUES (1, 'a'), (1, 'b')")
-        db.defer("UPDATE platform SET deprecated = 1 WHERE name = 'a'")     # no transaction
-        assert other.query_value(sql, ("a",)) == 1
-        counting.sent.clear()
-        with db.transaction():
-            db.defer("UPDATE platform SET deprecated = 2 WHERE name = 'a'")
-            db.deferring().execute("UPDATE platform SET deprecated = 2 WHERE name = 'b'")
-            assert db.query_value(sql, ("a",)) == 2         # in order, before the SELECT
-            assert db.execute("UPDATE platform SET deprecated = 3 WHERE name LIKE %s",
-                              ("%",)) >= 2                 # its own rowcount
-            db.defer("UPDATE platform SET deprecated = 4 WHERE name = 'b'")
-            assert other.query_value(sql, ("b",)) == 0      # nothing committed yet
-        assert [other.query_value(sql, (n,)) for n in "ab"] == [3, 4]
-        # _mysql: BEGIN with the first statement, the last write with COMMIT
-        # (wire: one statement each; its COMMIT is conn.commit(), not counted)
-        assert len(counting.sent) == (3 if not wire else 6)
-        counting.sent.clear()
-        with db.transaction():
-            pass
-        assert len(counting.sent) == (0 if not wire else 1)
-        with pytest.raises(DatabaseError) as err:
-            with db.transaction():
-                db.defer("UPDATE platform SET deprecated = 5 WHERE name = 'a'")
-                db.defer("UPDATE platform SET no_such_column = 1")
-                db.defer("UPDATE platform SET deprecated = 5 WHERE name = 'b'")
-        assert "no_such_column" in str(err.value)
-        assert [other.query_value(sql, (n,)) for n in "ab"] == [3, 4]  # all undone
-        with db.transaction():
-            db.defer("UPDATE platform SET deprecated = 6 WHERE name = 'a'")
-            with pytest.raises(DatabaseError):
-                with db.transaction():              # a savepoint fails alone
-                    db.defer("UPDATE platform SET deprecated = 6 WHERE name = 'b'")
-                    db.defer("UPDATE platform SET no_such_column = 1")
-        assert [other.query_value(sql, (n,)) for n in "ab"] == [6, 4]
-        with db.transaction():
-            db.defer("UPDATE platform SET deprecated = 7 WHERE name = 'a'")
-            with pytest.raises(ValueError):
-                with db.transaction():              # undone before it reached the server
-                    raise ValueError("nothing sent")
-        assert [other.query_value(sql, (n,)) for n in "ab"] == [7, 4]
-    finally:
-        db.close()
-        other.close()
+    yield db, other, count_round_trips(db)
+    db.close()
+    other.close()
 
 
 @pytest.mark.parametrize("wire", [True, False], ids=["wire", "_mysql"])
-def test_several_reads_go_in_one_round_trip(mini_project, wire):
+def test_deferred_writes_go_with_the_next_statement_or_the_commit(counted, wire):
+    db, other, sent = counted
+    sql = "SELECT deprecated FROM platform WHERE name = %s"
+    db.execute("INSERT INTO platform (create_time, name) VALUES (1, 'a'), (1, 'b')")
+    db.defer("UPDATE platform SET deprecated = 1 WHERE name = 'a'")     # no transaction
+    assert other.query_value(sql, ("a",)) == 1
+    sent.clear()
+    with db.transaction():
+        db.defer("UPDATE platform SET deprecated = 2 WHERE name = 'a'")
+        db.deferring().execute("UPDATE platform SET deprecated = 2 WHERE name = 'b'")
+        assert db.query_value(sql, ("a",)) == 2         # in order, before the SELECT
+        assert db.execute("UPDATE platform SET deprecated = 3 WHERE name LIKE %s",
+                          ("%",)) >= 2                 # its own rowcount
+        db.defer("UPDATE platform SET deprecated = 4 WHERE name = 'b'")
+        assert other.query_value(sql, ("b",)) == 0      # nothing committed yet
+    assert [other.query_value(sql, (n,)) for n in "ab"] == [3, 4]
+    # _mysql: BEGIN with the first statement, the last write with COMMIT
+    # (wire: one statement each; its COMMIT is conn.commit(), not counted)
+    assert len(sent) == (3 if not wire else 6)
+    sent.clear()
+    with db.transaction():
+        pass
+    assert len(sent) == (0 if not wire else 1)
+    with pytest.raises(DatabaseError) as err:
+        with db.transaction():
+            db.defer("UPDATE platform SET deprecated = 5 WHERE name = 'a'")
+            db.defer("UPDATE platform SET no_such_column = 1")
+            db.defer("UPDATE platform SET deprecated = 5 WHERE name = 'b'")
+    assert "no_such_column" in str(err.value)
+    assert [other.query_value(sql, (n,)) for n in "ab"] == [3, 4]  # all undone
+    with db.transaction():
+        db.defer("UPDATE platform SET deprecated = 6 WHERE name = 'a'")
+        with pytest.raises(DatabaseError):
+            with db.transaction():              # a savepoint fails alone
+                db.defer("UPDATE platform SET deprecated = 6 WHERE name = 'b'")
+                db.defer("UPDATE platform SET no_such_column = 1")
+    assert [other.query_value(sql, (n,)) for n in "ab"] == [6, 4]
+    with db.transaction():
+        db.defer("UPDATE platform SET deprecated = 7 WHERE name = 'a'")
+        with pytest.raises(ValueError):
+            with db.transaction():              # undone before it reached the server
+                raise ValueError("nothing sent")
+    assert [other.query_value(sql, (n,)) for n in "ab"] == [7, 4]
+
+
+@pytest.mark.parametrize("wire", [True, False], ids=["wire", "_mysql"])
+def test_several_reads_go_in_one_round_trip(counted, wire):
     """query_many: each read's rows in order (joined ones split by table);
     on _mysql one COM_QUERY with whatever was deferred before, on wire one
     each; a failing read names itself and leaves the connection usable."""
-    from boincpy.config import load_config
-    cfg = load_config(str(mini_project))
-    db = lite.connect(cfg, wire=wire)
-    counting = _Counting(db.conn)
-    db.conn = counting
-    try:
-        uid = db.insert("INSERT INTO user (create_time, email_addr, name, authenticator, "
-                        "cross_project_id) VALUES (5, 'u@x', 'u', 'k', '')")
-        hid = db.insert("INSERT INTO host (create_time, userid, misc) VALUES (9, %s, '')",
-                        (uid,))
-        db.execute("INSERT INTO platform (create_time, name) VALUES (1, 'm1'), (1, 'm2')")
-        join = ("SELECT host.*, user.* FROM host LEFT JOIN user ON user.id = host.userid "
-                "WHERE host.id = %s")
-        names = "SELECT name FROM platform WHERE name LIKE %s ORDER BY name"
-        counting.sent.clear()
-        joined, platforms, none = db.query_many([(join, (hid,), True),
-                                                 (names, ("m%",), False),
-                                                 (names, ("zz",), False)])
-        assert len(counting.sent) == (3 if wire else 1)
-        assert [(r["host"]["id"], r["user"]["id"]) for r in joined] == [(hid, uid)]
-        assert joined[0]["host"] == db.query_one("SELECT * FROM host WHERE id = %s", (hid,))
-        assert platforms == [{"name": "m1"}, {"name": "m2"}] and none == []
-        counting.sent.clear()
-        with db.transaction():
-            db.defer("UPDATE platform SET name = 'm3' WHERE name = 'm2'")
-            (after,) = db.query_many([(names, ("m%",), False)])
-            assert after == [{"name": "m1"}, {"name": "m3"}]      # the write went first
-        # _mysql: BEGIN, the write and the read in one (COMMIT is conn.commit(),
-        # not counted); wire: one each
-        assert len(counting.sent) == (3 if wire else 1)
-        with pytest.raises(DatabaseError) as err:
-            db.query_many([(names, ("m%",), False), ("SELECT nope FROM platform", None, False)])
-        assert "nope" in str(err.value)
-        assert db.query_many([(names, ("m1",), False)]) == [[{"name": "m1"}]]
-    finally:
-        db.close()
+    db, _, sent = counted
+    uid = db.insert("INSERT INTO user (create_time, email_addr, name, authenticator, "
+                    "cross_project_id) VALUES (5, 'u@x', 'u', 'k', '')")
+    hid = db.insert("INSERT INTO host (create_time, userid, misc) VALUES (9, %s, '')",
+                    (uid,))
+    db.execute("INSERT INTO platform (create_time, name) VALUES (1, 'm1'), (1, 'm2')")
+    join = ("SELECT host.*, user.* FROM host LEFT JOIN user ON user.id = host.userid "
+            "WHERE host.id = %s")
+    names = "SELECT name FROM platform WHERE name LIKE %s ORDER BY name"
+    sent.clear()
+    joined, platforms, none = db.query_many([(join, (hid,), True),
+                                             (names, ("m%",), False),
+                                             (names, ("zz",), False)])
+    assert len(sent) == (3 if wire else 1)
+    assert [(r["host"]["id"], r["user"]["id"]) for r in joined] == [(hid, uid)]
+    assert joined[0]["host"] == db.query_one("SELECT * FROM host WHERE id = %s", (hid,))
+    assert platforms == [{"name": "m1"}, {"name": "m2"}] and none == []
+    sent.clear()
+    with db.transaction():
+        db.defer("UPDATE platform SET name = 'm3' WHERE name = 'm2'")
+        (after,) = db.query_many([(names, ("m%",), False)])
+        assert after == [{"name": "m1"}, {"name": "m3"}]      # the write went first
+    # _mysql: BEGIN, the write and the read in one (COMMIT is conn.commit(),
+    # not counted); wire: one each
+    assert len(sent) == (3 if wire else 1)
+    with pytest.raises(DatabaseError) as err:
+        db.query_many([(names, ("m%",), False), ("SELECT nope FROM platform", None, False)])
+    assert "nope" in str(err.value)
+    assert db.query_many([(names, ("m1",), False)]) == [[{"name": "m1"}]]
 
 
 @pytest.mark.parametrize("wire", [True, False], ids=["wire", "_mysql"])
-def test_a_read_and_the_writes_it_may_want_go_together(mini_project, wire):
+def test_a_read_and_the_writes_it_may_want_go_together(counted, wire):
     """read_then_write: the read sees the rows before the writes (and after
     what was deferred); the last write's rowcount comes back; undo_writes
     takes back the writes and what was written since, nothing before; on
     _mysql read and writes are one COM_QUERY."""
-    from boincpy.config import load_config
-    cfg = load_config(str(mini_project))
-    db, other = lite.connect(cfg, wire=wire), lite.connect(cfg)
-    counting = _Counting(db.conn)
-    db.conn = counting
+    db, other, sent = counted
     sql = "SELECT name, deprecated FROM platform WHERE name LIKE 't%' ORDER BY name"
-    try:
-        db.execute("INSERT INTO platform (create_time, name) VALUES (1, 't1'), (1, 't2')")
-        with pytest.raises(DatabaseError):
-            db.read_then_write((sql, None), [])     # its savepoint needs a transaction
-        with db.transaction():
-            db.defer("UPDATE platform SET deprecated = 9 WHERE name = 't2'")
-            counting.sent.clear()
-            rows, n = db.read_then_write(
-                (sql, None), [("UPDATE platform SET deprecated = 1 WHERE name = %s", ("t1",)),
-                              ("UPDATE platform SET deprecated = 2 WHERE name LIKE %s",
-                               ("t%",))])
-            assert len(counting.sent) == (4 if wire else 1)
-            assert rows == [{"name": "t1", "deprecated": 0}, {"name": "t2", "deprecated": 9}]
-            assert n == 2
-            db.defer("UPDATE platform SET deprecated = 7 WHERE name = 't2'")
-            rows, n = db.read_then_write(
-                (sql, None), [("UPDATE platform SET deprecated = 5 WHERE name = 'nope'", None)])
-            assert rows[1]["deprecated"] == 7 and n == 0
-            rows, n = db.read_then_write(
-                (sql, None), [("UPDATE platform SET deprecated = 3 WHERE name = 't1'", None)])
-            db.defer("UPDATE platform SET deprecated = 8 WHERE name = 't2'")
-            db.undo_writes()
-        assert other.query(sql) == [{"name": "t1", "deprecated": 2},
-                                    {"name": "t2", "deprecated": 7}]
-    finally:
-        db.close()
-        other.close()
+    db.execute("INSERT INTO platform (create_time, name) VALUES (1, 't1'), (1, 't2')")
+    with pytest.raises(DatabaseError):
+        db.read_then_write((sql, None), [])     # its savepoint needs a transaction
+    with db.transaction():
+        db.defer("UPDATE platform SET deprecated = 9 WHERE name = 't2'")
+        sent.clear()
+        rows, n = db.read_then_write(
+            (sql, None), [("UPDATE platform SET deprecated = 1 WHERE name = %s", ("t1",)),
+                          ("UPDATE platform SET deprecated = 2 WHERE name LIKE %s",
+                           ("t%",))])
+        assert len(sent) == (4 if wire else 1)
+        assert rows == [{"name": "t1", "deprecated": 0}, {"name": "t2", "deprecated": 9}]
+        assert n == 2
+        db.defer("UPDATE platform SET deprecated = 7 WHERE name = 't2'")
+        rows, n = db.read_then_write(
+            (sql, None), [("UPDATE platform SET deprecated = 5 WHERE name = 'nope'", None)])
+        assert rows[1]["deprecated"] == 7 and n == 0
+        rows, n = db.read_then_write(
+            (sql, None), [("UPDATE platform SET deprecated = 3 WHERE name = 't1'", None)])
+        db.defer("UPDATE platform SET deprecated = 8 WHERE name = 't2'")
+        db.undo_writes()
+    assert other.query(sql) == [{"name": "t1", "deprecated": 2},
+                                {"name": "t2", "deprecated": 7}]
 
 
 def test_connect_errors_name_the_database(mini_project):

@@ -18,6 +18,7 @@ import pytest
 from boincpy.log import SchedLog
 from boincpy.sched.handler import handle_request
 from boincpy.sched.hosts import md5_hex, weak_auth
+from jobs_helpers import count_round_trips
 from tests.sched_env import (CLIENT, code_sign_keys,  # noqa: F401
                              fixture_text, sched_env)
 
@@ -82,23 +83,9 @@ def persistent(sched_env):
     counts the COM_QUERYs (round trips) it sends in ``.sent``."""
     from boincpy.resident import Resident
     resident = Resident(str(sched_env.root), persistent=True)
-    db = resident.database(sched_env.cfg)
-    db.conn = _Counting(db.conn)
-    resident.sent = db.conn.sent
+    resident.sent = count_round_trips(resident.database(sched_env.cfg))
     yield resident
     resident.close()
-
-
-class _Counting:
-    def __init__(self, conn):
-        self.conn, self.sent = conn, []
-
-    def query(self, text):
-        self.sent.append(text)
-        return self.conn.query(text)
-
-    def __getattr__(self, name):
-        return getattr(self.conn, name)
 
 
 def attach(env, **subs):
