@@ -960,16 +960,27 @@ def run_server(project, feeder, apache, key, name, conc, server, n, min_seconds=
 def summary(results):
     """The targets: persistent >= 2x the C++ CGI in every scenario at
     concurrency 2, >= 5x sending from 2,000 slots; CGI >= 0.6x with no work."""
-    print("\nRatios to the C++ CGI (req/s), measured in the same run:")
+    print("\nRatios to the C++ CGI (req/s), measured in the same run; sending work, also "
+          "of jobs sent per second\n(a server whose array runs dry answers some requests "
+          "without a job, which costs less):")
     for name, conc, row in results:
         if "cxx" not in row:
             continue
-        base = row["cxx"]["rps"]
-        parts = ["%s %.2fx" % (server, row[server]["rps"] / base)
-                 for server in row if server != "cxx"]
+        others = [server for server in row if server != "cxx"]
+        parts = ["%s %.2fx" % (server, row[server]["rps"] / row["cxx"]["rps"])
+                 for server in others]
+        if name.startswith("sent_") and row["cxx"]["jobs"]:
+            base = _jobs_per_second(row["cxx"])
+            parts.append("| jobs/s: " + "  ".join(
+                "%s %.2fx" % (server, _jobs_per_second(row[server]) / base)
+                for server in others))
         print("  %-40s c=%d  %s" % (TITLES[name], conc, "  ".join(parts)))
     print("Targets: persistent >= 2x in every scenario at c=2 (>= 5x sending from 2,000 "
           "slots); CGI >= 0.6x with no work.")
+
+
+def _jobs_per_second(r):
+    return r["rps"] * r["jobs"] / max(r.get("requests", 0), 1)
 
 
 if __name__ == "__main__":
