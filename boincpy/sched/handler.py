@@ -521,9 +521,11 @@ def _process_with_db(ctx, job_array, blocked, wants_work, have_no_work):
 def _reads_ahead(ctx, may_send):
     """The reads this request will make of its host's rows, sent with the
     host row's SELECT (hosts.authenticate): the reported results, and the
-    host_app_version rows that reports and job choice both use."""
+    host_app_version rows that reports and job choice both use.  None where
+    the connection sends each statement alone (a CGI's): there reading ahead
+    saves no round trip, and would read for requests turned away later."""
     req = ctx.request
-    if not req.hostid or not (req.results or may_send):
+    if not ctx.db.batching or not req.hostid or not (req.results or may_send):
         return None
     from boincpy.db.host_app_version import host_rows_read
     ahead = {"host_app_version": host_rows_read(req.hostid)}
