@@ -210,22 +210,18 @@ class LiteDatabase(Database):
             raise self._wrap(exc, statements[0].decode("utf-8", "replace")) from None
         self._began = True
         reads = reads or {}
+        last = len(statements) - 1
         out = []
-        for i, following in enumerate(statements[1:], 1):
-            result = conn.store_result()
-            how = reads.get(i - 1)
-            if how is not None:
-                out.append(list(result.fetch_row(0, how)) if result is not None else [])
-            elif result is not None:
-                result.fetch_row(0)
-            try:
-                conn.next_result()
-            except Exception as exc:
-                raise self._wrap(exc, following.decode("utf-8", "replace")) from None
-        how = reads.get(len(statements) - 1)
-        if how is not None:
-            result = conn.store_result()
-            out.append(list(result.fetch_row(0, how)) if result is not None else [])
+        for i, statement in enumerate(statements):
+            if i:
+                try:
+                    conn.next_result()
+                except Exception as exc:
+                    raise self._wrap(exc, statement.decode("utf-8", "replace")) from None
+            if i in reads:
+                out.append(_rows(conn, reads[i]))
+            elif i < last:
+                _rows(conn, 0)              # read and dropped: the next one's comes after
         return out
 
     def _reopened(self, exc, text):
@@ -285,10 +281,7 @@ class LiteDatabase(Database):
     def query(self, sql, params=None):
         """Run a SELECT; return a list of dicts keyed by column name."""
         self._run(sql, params)
-        result = self.conn.store_result()
-        if result is None:
-            return []
-        return list(result.fetch_row(0, 1))
+        return _rows(self.conn)
 
     def query_many(self, reads):
         """Run several SELECTs; return each one's rows (a list), in order.
@@ -310,8 +303,7 @@ class LiteDatabase(Database):
             out = []
             for text, how in zip(texts, hows):
                 self._run(text, None)
-                result = self.conn.store_result()
-                out.append(list(result.fetch_row(0, how)) if result is not None else [])
+                out.append(_rows(self.conn, how))
         for rows, how in zip(out, hows):
             if how == 2:
                 rows[:] = [_split_tables(row) for row in rows]
@@ -333,13 +325,10 @@ class LiteDatabase(Database):
             (rows,) = self._run_batch(statements, {len(statements) - len(texts): 1})
         else:
             self._run(texts[0], None)
-            result = self.conn.store_result()
-            rows = list(result.fetch_row(0, 1)) if result is not None else []
+            rows = _rows(self.conn)
             for text in texts[1:]:
                 self._run(text, None)
-        result = self.conn.store_result()
-        if result is not None:
-            result.fetch_row(0)
+        _rows(self.conn, 0)                 # the last UPDATE's (none)
         return rows, self.conn.affected_rows()
 
     def undo_writes(self):
@@ -381,6 +370,13 @@ class LiteDatabase(Database):
         if parts:
             self._run(head + b",".join(parts), None)
         return total
+
+
+def _rows(conn, how=1):
+    """The rows of the connection's current result (fetch_row's ``how``:
+    1 dicts, 2 "table.column" dicts, 0 tuples), [] for a statement with none."""
+    result = conn.store_result()
+    return list(result.fetch_row(0, how)) if result is not None else []
 
 
 def _split_tables(row):
