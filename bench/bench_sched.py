@@ -517,7 +517,9 @@ def run_load(port, requests, n, conc, warmup=5, path="/bench_cgi/cgi"):
     each concurrent stream is its own process: threads of this one would
     share its interpreter lock, and wait for it between a reply and the next
     request -- a delay of the client's that would count against the faster
-    server.  A host's requests all go through one stream, in order."""
+    server.  Stream k sends bodies k, k + conc, ...: with as many hosts as a
+    multiple of ``conc`` (200 hosts; 1, 2 or 4 streams) a host's requests
+    all go through one stream, in order."""
     import multiprocessing
     for _ in range(warmup):
         post(port, requests.next(), path)

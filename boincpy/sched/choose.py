@@ -609,8 +609,9 @@ def claim_statements(work, result_id, wu, app, bav):
     """The claim of a job (add_result_to_reply's two UPDATEs, the result
     expected UNSENT) as statements to send with the slow check's read in one
     round trip (LiteDatabase.read_then_write), where the connection batches
-    (inside the request's transaction) and the workunit is committed to nothing (no homogeneous app version or
-    redundancy: those UPDATEs' outcome decides whether to go on); else None."""
+    (inside the request's transaction) and the workunit is committed to
+    nothing (no homogeneous app version or redundancy: those UPDATEs'
+    outcome decides whether to go on); else None."""
     db = work.db
     if not (db.batching and db.in_transaction) or _commitments(work, app, bav):
         return None
