@@ -198,6 +198,9 @@ def _process_once_more_after_deadlock(ctx, body, job_array):
     (a deadlock with another request or daemon, a lock wait timeout),
     nothing of it was written: handle the request once more, from a fresh
     parse, rather than make the client wait out an error reply's delay.
+    The second try waits 10-50 ms first, a random time: two requests that
+    deadlocked each other (a client's retry racing its own stalled RPC)
+    would otherwise start again together and meet the same way.
     Returns the context whose reply is sent."""
     for attempt in (1, 2):
         try:
@@ -212,6 +215,8 @@ def _process_once_more_after_deadlock(ctx, body, job_array):
         finally:
             if ctx.db is not None and ctx.resident is None:
                 ctx.db.close()
+        import random           # only here: the module costs every CGI request its import
+        time.sleep(random.uniform(0.01, 0.05))
         again = SchedContext(cfg=ctx.cfg, log=ctx.log, now=ctx.now, environ=ctx.environ,
                              code_sign_key=ctx.code_sign_key)
         again.resident = ctx.resident
