@@ -878,8 +878,7 @@ def test_many_reports_are_written_in_a_few_statements(sched_env, monkeypatch):
 def test_job_choice_sees_the_quota_the_reports_left(sched_env, persistent, mode, quota, sent):
     """A failed task cuts the host's daily quota before job choice looks at
     it: with one job sent today, a quota of 2 cut to 1 leaves no job for
-    today, 3 cut to 2 leaves one.  (A persistent process hands job choice
-    the rows the reports wrote instead of reading them again.)"""
+    today, 3 cut to 2 leaves one."""
     env = sched_env
     _reporting_host(env, hav_quota=quota)
     env.execute("UPDATE host_app_version SET n_jobs_today = 1")
@@ -899,7 +898,7 @@ def test_a_persistent_request_reads_ahead_and_defers_its_writes(sched_env, persi
     """On a persistent connection the host's rows (host_app_version, the
     reported results) are read with the host row, the job's claim goes with
     the slow check's read, and the writes nobody reads back go with the
-    COMMIT: a report with a new job makes four round trips to MariaDB, a
+    COMMIT: a report with a new job makes five round trips to MariaDB, a
     report alone three; the rows are as the CGI writes them."""
     env = sched_env
     wuid, rid = _reporting_host(env, hav_quota=100)
@@ -909,9 +908,9 @@ def test_a_persistent_request_reads_ahead_and_defers_its_writes(sched_env, persi
     persistent.sent.clear()
     r = call(env, body("cycle", "08_sched_report_result.body.xml"), resident=persistent)
     assert r.acks() == ["wu1_0"] and r.names("result") == ["wu2_0"], r.log
-    assert len(persistent.sent) == 4, b" | ".join(s[:70].replace(b"\n", b" ") for s in persistent.sent)
+    assert len(persistent.sent) == 5, b" | ".join(s[:70].replace(b"\n", b" ") for s in persistent.sent)
     assert persistent.sent[0].count(b"SELECT") == 3       # host + user, its versions, reports
-    assert b"UPDATE result SET server_state = 4" in persistent.sent[2]    # with the check
+    assert b"UPDATE result SET server_state = 4" in persistent.sent[3]    # with the check
     res = env.row("SELECT server_state, outcome FROM result WHERE id = %s", (rid,))
     assert (res["server_state"], res["outcome"]) == (5, 1)
     assert env.row("SELECT transition_time FROM workunit WHERE id = %s",

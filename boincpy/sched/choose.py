@@ -406,7 +406,7 @@ def _load_host_app_versions(work):
     is_linuxish = any(w in (work.hinfo.os_name or "") for w in ("Windows", "Linux")) or (
         "Darwin" in (work.hinfo.os_name or "") and "Power Macintosh" not in work.hinfo.p_vendor)
     multiplier = 1.0 if is_linuxish else 1.8
-    # read with the host row, or as the handler's quota update left them
+    # read with the host row when the handler did not need them
     rows = work.ctx.take_read_ahead("host_app_version")
     if rows is None:
         rows = host_rows(work.db, work.hostid)
