@@ -10,6 +10,7 @@ import pytest
 from boincpy import shmem
 from boincpy.db import connect, lite
 from boincpy.sched import send as sched_send
+from boincpy.sched.handler import write_transition_times
 from jobs_helpers import (Feeding, ClientAppVersion, add_app_version, add_jobs,
                           add_platform, make_ctx, make_request, project_config)
 
@@ -35,8 +36,11 @@ def send(cfg, db, ja, request=None, hostid=1, userid=1, **kw):
     if db.batching:
         with db.transaction():
             sched_send.send_work(ctx, ja)
+            # as the handler does at the end of the request's transaction
+            write_transition_times(ctx)
     else:
         sched_send.send_work(ctx, ja)
+    assert ctx.wu_transition_times == {}
     return ctx
 
 

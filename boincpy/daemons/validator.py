@@ -57,7 +57,7 @@ from boincpy.cli import option
 from boincpy.daemons.base import Daemon
 from boincpy.db import host_app_version, result as result_table, workunit as workunit_table
 from boincpy.db.app_version import record_pfc_and_credit
-from boincpy.db.bulk import select_in
+from boincpy.db.bulk import by_primary_key, select_in
 from boincpy.db.user import record_credited_jobs
 from boincpy.db.credit import add_credit_by_app, grant_credits
 from boincpy.db.rows import App, HostAppVersion, Result, Workunit
@@ -541,15 +541,17 @@ class Validator(Daemon):
         """Lock the batch's workunits and results; return {wu id: fresh wu row} of
         those unchanged since the checks."""
         ids = [p.wu.id for p in plans]
-        wus = {r["id"]: r for r in select_in(
-            self.db, "SELECT id, need_validate, canonical_resultid, error_mask, assimilate_state,"
-            " transition_time, target_nresults FROM workunit WHERE id IN ({ids}) ORDER BY id"
-            " FOR UPDATE", ids)}
+        # results before workunits, as the transitioner and the scheduler
+        # take them: opposite orders deadlock under load
         states = {}
         for r in select_in(self.db, "SELECT id, workunitid, server_state, outcome, validate_state"
                            " FROM result WHERE workunitid IN ({ids}) ORDER BY id FOR UPDATE", ids):
             states.setdefault(r["workunitid"], []).append(
                 (r["id"], r["server_state"], r["outcome"], r["validate_state"]))
+        wus = {r["id"]: r for r in select_in(
+            self.db, "SELECT id, need_validate, canonical_resultid, error_mask, assimilate_state,"
+            " transition_time, target_nresults FROM " + by_primary_key("workunit")
+            + " WHERE id IN ({ids}) ORDER BY id FOR UPDATE", ids)}
         fresh = {}
         for p in plans:
             w = wus.get(p.wu.id)
@@ -588,27 +590,38 @@ class Validator(Daemon):
                     cache[(row["owner"], row["appid"])] = creditlib.CreditHolder(
                         id=row["owner"], njobs=row["njobs"], total_credit=row["total"],
                         expavg_credit=row["expavg"], expavg_time=row["expavg_time"])
+        # host_app_version rows before the hosts: the scheduler writes them
+        # in that order
+        keys = sorted(hav_keys)
+        for row in host_app_version.lock_rows(self.db, keys):
+            hav = HostAppVersion.from_row(row)
+            batch.havs[(hav.host_id, hav.app_version_id)] = hav
+        by_host = {}
+        missing_hosts = sorted({k[0] for k in keys if k not in batch.havs})
+        # (rare: a host's first result of an app version) its other rows, one
+        # of which it may take over
+        for row in select_in(self.db, "SELECT * FROM host_app_version WHERE host_id IN ({ids})"
+                             " ORDER BY host_id, app_version_id FOR UPDATE", missing_hosts):
+            hav = batch.havs.setdefault((row["host_id"], row["app_version_id"]),
+                                        HostAppVersion.from_row(row))
+            by_host.setdefault(hav.host_id, []).append(hav)
+        for key in keys:
+            if key not in batch.havs:
+                self._hav_lookup(batch, key, by_host.get(key[0], []))
         for row in select_in(self.db, "SELECT id, userid, total_credit, expavg_credit, expavg_time,"
-                             " avg_turnaround FROM host WHERE id IN ({ids}) ORDER BY id FOR UPDATE",
-                             sorted(host_ids)):
+                             " avg_turnaround FROM " + by_primary_key("host")
+                             + " WHERE id IN ({ids}) ORDER BY id FOR UPDATE", sorted(host_ids)):
             batch.hosts[row["id"]] = creditlib.CreditHolder(**row)
         user_ids = sorted({h.userid for h in batch.hosts.values()})
         for row in select_in(self.db, "SELECT id, teamid, total_credit, expavg_credit, expavg_time"
-                             " FROM user WHERE id IN ({ids}) ORDER BY id FOR UPDATE", user_ids):
+                             " FROM " + by_primary_key("user") + " WHERE id IN ({ids}) ORDER BY id"
+                             " FOR UPDATE", user_ids):
             batch.users[row["id"]] = creditlib.CreditHolder(**row)
         team_ids = sorted({u.teamid for u in batch.users.values() if u.teamid})
         for row in select_in(self.db, "SELECT id, total_credit, expavg_credit, expavg_time"
-                             " FROM team WHERE id IN ({ids}) ORDER BY id FOR UPDATE", team_ids):
+                             " FROM " + by_primary_key("team") + " WHERE id IN ({ids}) ORDER BY id"
+                             " FOR UPDATE", team_ids):
             batch.teams[row["id"]] = creditlib.CreditHolder(**row)
-        by_host = {}
-        for row in select_in(self.db, "SELECT * FROM host_app_version WHERE host_id IN ({ids})"
-                             " ORDER BY host_id, app_version_id FOR UPDATE", sorted(host_ids)):
-            hav = HostAppVersion.from_row(row)
-            by_host.setdefault(hav.host_id, []).append(hav)
-            batch.havs[(hav.host_id, hav.app_version_id)] = hav
-        for key in sorted(hav_keys):
-            if key not in batch.havs:
-                self._hav_lookup(batch, key, by_host.get(key[0], []))
         for key, hav in batch.havs.items():
             batch.havs_orig[key] = _hav_tuple(hav)
 

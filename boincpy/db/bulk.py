@@ -15,6 +15,19 @@ def chunks(items, size=CHUNK):
         yield items[i:i + size]
 
 
+def by_primary_key(table, alias=""):
+    """``table`` with the hint that has ``UPDATE table ... WHERE id IN (...)``
+    find its rows through the primary key.  Without it the optimizer scans a
+    small table's whole index once the list covers a good part of it, or
+    takes a secondary index named in the rest of the WHERE clause, and InnoDB
+    then locks every row it looked at, not only the listed ones: a file
+    deleter's or transitioner's pass held every workunit until it committed,
+    and schedulers claiming jobs deadlocked with it.  (MariaDB takes the hint
+    in an UPDATE, not in a single-table DELETE.)  ``alias``: the table's
+    name in the statement, if it has one."""
+    return "%s%s FORCE INDEX (PRIMARY)" % (table, " " + alias if alias else "")
+
+
 def placeholders(n):
     """``%s, %s, ...`` for ``n`` parameters."""
     return ", ".join(["%s"] * n)
@@ -36,21 +49,24 @@ def sql_number(value):
 
 
 def update_by_id(db, table, columns, rows, key="id", relative=(), where="", where_params=(),
-                 size=CHUNK):
+                 size=CHUNK, index="PRIMARY"):
     """Give each row its own numeric values in as few UPDATEs as possible; return rows changed.
 
     ``rows`` maps a key value to a tuple of numbers in ``columns`` order;
     ``key`` is a column name, or a tuple of names (then the row keys are
     tuples too, e.g. host_app_version's (host_id, app_version_id)).
-    The values travel as a derived table joined on the key (``UPDATE t JOIN
-    (SELECT k, v0, .. UNION ALL ..) v ON t.key = v.k SET ..``), which the
+    The values travel as a derived table joined on the key (``UPDATE (SELECT
+    k, v0, .. UNION ALL ..) v STRAIGHT_JOIN t ON t.key = v.k SET ..``), which the
     server handles in linear time, unlike one ``CASE`` per column; they are
     written as SQL numbers directly (:func:`sql_number`), which is much
     cheaper than the driver's per-value quoting for thousands of values.
     Columns named in ``relative`` are incremented by the value (``col = col
     + v``), as BOINC writes credit totals.  ``where`` (SQL with ``%s``;
     unqualified names are ``table``'s columns) further restricts the rows,
-    e.g. a compare-and-set on the state that was read.
+    e.g. a compare-and-set on the state that was read.  ``index`` is the
+    unique index on ``key``: each row is found through it, from the derived
+    table (as with :func:`by_primary_key`, a scan would lock rows the
+    statement does not write).
     """
     total = 0
     keys = (key,) if isinstance(key, str) else tuple(key)
@@ -71,8 +87,8 @@ def update_by_id(db, table, columns, rows, key="id", relative=(), where="", wher
                 nums = ["%s AS %s" % (x, name) for x, name in zip(nums, names)]
             selects.append("SELECT " + ", ".join(nums))
         # the statement has no %s of its own: escape % for the driver's formatting
-        sql = "UPDATE %s t JOIN (%s) v ON %s SET %s" % (
-            table, " UNION ALL ".join(selects), on, sets)
+        sql = "UPDATE (%s) v STRAIGHT_JOIN %s t FORCE INDEX (%s) ON %s SET %s" % (
+            " UNION ALL ".join(selects), table, index, on, sets)
         if where_params:
             total += db.execute(sql.replace("%", "%%") + tail, list(where_params))
         else:
@@ -93,7 +109,8 @@ def update_ids(db, table, assignments, ids, params=(), where="", where_params=()
     total = 0
     for part in chunks(ids, size):
         sql = "UPDATE %s SET %s WHERE id IN (%s)%s" % (
-            table, assignments, placeholders(len(part)), (" AND " + where) if where else "")
+            by_primary_key(table), assignments, placeholders(len(part)),
+            (" AND " + where) if where else "")
         total += db.execute(sql, list(params) + list(part) + list(where_params))
     return total
 

@@ -4,7 +4,7 @@ host's per-app-version statistics (runtimes, turnaround, PFC) and quota
 app_version_id).  The scheduler loads this module: it imports nothing heavy.
 """
 
-from boincpy.db.bulk import update_by_id
+from boincpy.db.bulk import chunks, update_by_id
 
 
 def host_rows_read(host_id):
@@ -16,6 +16,20 @@ def host_rows_read(host_id):
 def host_rows(db, host_id):
     """All of the host's rows (dicts)."""
     return db.query(*host_rows_read(host_id))
+
+
+def lock_rows(db, keys):
+    """The rows of these (host_id, app_version_id) keys, locked FOR UPDATE,
+    in key order.  Each is found by its whole key: a range of a host's rows
+    (``host_id IN ...``) would also lock the first row past it, the next
+    host's, which that host's scheduler request then waits for."""
+    rows = []
+    for part in chunks(sorted(keys)):
+        rows.extend(db.query(
+            "SELECT * FROM host_app_version WHERE (host_id, app_version_id) IN (%s) "
+            "ORDER BY host_id, app_version_id FOR UPDATE" % ", ".join(["(%s, %s)"] * len(part)),
+            [x for key in part for x in key]))
+    return rows
 
 
 def insert_host_app_version(db, host_id, app_version_id):
@@ -95,7 +109,7 @@ def record_statistics(db, columns, rows):
     """The validator's pass: ``rows`` maps (host_id, app_version_id) to values
     of ``columns``; return rows changed."""
     return update_by_id(db, "host_app_version", columns, rows,
-                        key=("host_id", "app_version_id"))
+                        key=("host_id", "app_version_id"), index="hap")
 
 
 def delete_host_app_versions(db, host_id):

@@ -6,7 +6,8 @@ UPDATE (``... AND server_state = %s``) returns the driver's rowcount, which
 callers use to tell whether they won a race; none of these commit.
 """
 
-from boincpy.db.bulk import chunks, placeholders, update_by_id, update_ids, update_row
+from boincpy.db.bulk import (by_primary_key, chunks, placeholders, update_by_id, update_ids,
+                             update_row)
 
 # Values of boincpy.states (ServerState, Outcome, ValidateState), literal
 # because the scheduler's CGI requests load this module and importing enum
@@ -127,8 +128,9 @@ def record_reported_results(db, columns, rows, guard=()):
         params.append(rid)
         params.extend(values)
         params.extend(expected)
-    return db.execute("UPDATE result r JOIN (%s%s) v ON r.id = v.id%s SET %s"
-                      % (first, more * (len(rows) - 1),
+    # the rows locked in the order given: the derived table drives the join
+    return db.execute("UPDATE (%s%s) v STRAIGHT_JOIN %s ON r.id = v.id%s SET %s"
+                      % (first, more * (len(rows) - 1), by_primary_key("result", "r"),
                          "".join(" AND r.%s = v.guard_%s" % (c, c) for c in guard),
                          ", ".join("r.%s = v.%s" % (c, c) for c in columns)), params)
 

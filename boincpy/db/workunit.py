@@ -7,7 +7,7 @@ these commit (cancel and revalidate run in their own transaction, as the
 pages and tools that call them expect).
 """
 
-from boincpy.db.bulk import chunks, placeholders, update_by_id, update_ids
+from boincpy.db.bulk import by_primary_key, chunks, placeholders, update_by_id, update_ids
 from boincpy.db.result import (INACTIVE, OUTCOME_SUCCESS, OVER, UNSENT,
                                VALIDATE_INIT)
 
@@ -48,14 +48,27 @@ def set_transition_time(db, wu_id, when):
 
 def set_transition_times(db, wu_ids, when):
     """transition_time = ``when`` for all these workunits, in one statement."""
-    return db.execute("UPDATE workunit SET transition_time = %%s WHERE id IN (%s)"
-                      % placeholders(len(wu_ids)), [when] + list(wu_ids))
+    return db.execute("UPDATE %s SET transition_time = %%s WHERE id IN (%s)"
+                      % (by_primary_key("workunit"), placeholders(len(wu_ids))),
+                      [when] + list(wu_ids))
 
 
-def lower_transition_time(db, wu_id, when):
-    """transition_time = ``when`` unless it is already earlier."""
-    return db.execute("UPDATE workunit SET transition_time = LEAST(transition_time, %s) "
-                      "WHERE id = %s", (when, wu_id))
+def lower_transition_times(db, times):
+    """transition_time = ``when`` unless already earlier, for each workunit in
+    ``times`` ({wu id: when}), in one statement that takes the rows in id
+    order."""
+    ids = sorted(times)
+    if not ids:
+        return 0
+    whens = set(times.values())
+    if len(whens) == 1:
+        value, params = "%s", [whens.pop()]
+    else:
+        value = "CASE id%s END" % (" WHEN %s THEN %s" * len(ids))
+        params = [x for i in ids for x in (i, times[i])]
+    return db.execute("UPDATE %s SET transition_time = LEAST(transition_time, %s) "
+                      "WHERE id IN (%s)" % (by_primary_key("workunit"), value,
+                                             placeholders(len(ids))), params + ids)
 
 
 def set_timeout_transition_time(db, wu_id, when):
@@ -135,8 +148,9 @@ def transition_set_clause(changes, read_transition_time):
 
 def apply_set_clause(db, sets, params, wu_ids):
     """UPDATE these workunits with a transition_set_clause()."""
-    return db.execute("UPDATE workunit SET %s WHERE id IN (%s)"
-                      % (sets, placeholders(len(wu_ids))), tuple(params) + tuple(wu_ids))
+    return db.execute("UPDATE %s SET %s WHERE id IN (%s)"
+                      % (by_primary_key("workunit"), sets, placeholders(len(wu_ids))),
+                      tuple(params) + tuple(wu_ids))
 
 
 def record_assimilate_states(db, new_states, when):
@@ -213,8 +227,9 @@ def cancel_workunits_by_id(db, wuids, now, unsent_only=False):
                 "AND server_state IN (%%s, %%s)" % marks,
                 [OVER, OUTCOME_DIDNT_NEED] + chunk + [INACTIVE, UNSENT])
             nwu += db.execute(
-                "UPDATE workunit SET error_mask = error_mask | %%s, transition_time = %%s "
-                "WHERE id IN (%s)" % marks, [WU_ERROR_CANCELLED, now] + chunk)
+                "UPDATE %s SET error_mask = error_mask | %%s, transition_time = %%s "
+                "WHERE id IN (%s)" % (by_primary_key("workunit"), marks),
+                [WU_ERROR_CANCELLED, now] + chunk)
     return nwu, nres
 
 
@@ -243,7 +258,7 @@ def revalidate_workunits(db, wuids):
                 continue
             nres += db.execute("UPDATE result SET validate_state = %%s WHERE %s" % cond,
                                [VALIDATE_INIT] + params)
-            db.execute("UPDATE workunit SET need_validate = 1 WHERE id IN (%s)"
-                       % ", ".join(["%s"] * len(touched)), touched)
+            db.execute("UPDATE %s SET need_validate = 1 WHERE id IN (%s)"
+                       % (by_primary_key("workunit"), placeholders(len(touched))), touched)
             nwu += len(touched)
     return nwu, nres

@@ -606,8 +606,9 @@ def matched_rows(db, affected):
 
 
 def claim_statements(work, result_id, wu, app, bav):
-    """The claim of a job (add_result_to_reply's two UPDATEs, the result
-    expected UNSENT) as statements to send with the slow check's read in one
+    """The claim of a job (add_result_to_reply's UPDATE of the result,
+    expected UNSENT; the workunit's transition_time is lowered at the end of
+    the request) as statements to send with the slow check's read in one
     round trip (LiteDatabase.read_then_write), where the connection batches
     (inside the request's transaction) and the workunit is committed to
     nothing (no homogeneous app version or redundancy: those UPDATEs'
@@ -618,7 +619,6 @@ def claim_statements(work, result_id, wu, app, bav):
     from boincpy.db.connection import Statements
     deadline = work.now + wu["delay_bound"] + work.cfg.report_grace_period
     claim = Statements()
-    commit_on_send(claim, wu["id"], deadline)
     mark_result_sent(claim, result_id, SERVER_STATE_UNSENT, SERVER_STATE_IN_PROGRESS,
                      work.hostid, work.userid, work.now, deadline, bav.usage.peak_flops,
                      bav.app_version_id())
@@ -640,9 +640,8 @@ def add_result_to_reply(work, result, wu, app, bav, resend=False, claimed=None):
     deadline = now + wu["delay_bound"]
     grace = cfg.report_grace_period
     if claimed is None:
-        # The workunit first (as BOINC): if we die before the claim, a lowered
-        # transition_time is harmless; a commitment to an HR class / app version
-        # made by another request since we read the workunit makes this fail.
+        # A commitment to an HR class / app version goes first (as BOINC): one
+        # made by another request since we read the workunit makes it fail.
         committed = _update_wu_on_send(work, wu, app, bav, deadline + grace)
         if committed is None:
             return None
@@ -658,6 +657,8 @@ def add_result_to_reply(work, result, wu, app, bav, resend=False, claimed=None):
         work.taken += 1
         work.reason("taken", "the job chosen was sent to another host meanwhile")
         return None
+    if not committed:
+        work.ctx.lower_transition_time(wu["id"], deadline + grace)
     result = dict(result)
     result.update(server_state=SERVER_STATE_IN_PROGRESS, hostid=work.hostid,
                   userid=work.userid, sent_time=now, report_deadline=deadline + grace,
@@ -748,10 +749,8 @@ def _update_wu_on_send(work, wu, app, bav, transition_time):
     fields, or None when the UPDATE matched no row (committed elsewhere)."""
     committed = _commitments(work, app, bav)
     if not committed:
-        # no commitment to make: the UPDATE only lowers transition_time, of a
-        # row this transaction has just read, so it can go with the result's
-        # claim (db.defer): one round trip for both
-        commit_on_send(work.db.deferring(), wu["id"], transition_time)
+        # nothing to commit to: transition_time is lowered once the result
+        # is claimed (SchedContext.lower_transition_time)
         return committed
     n = commit_on_send(work.db, wu["id"], transition_time, **committed)
     if matched_rows(work.db, n) != 1:

@@ -116,7 +116,24 @@ class SchedContext(Record):
         ("work", None),                  # job choice's per-request state (boincpy.sched.choose)
         ("resident", None),              # boincpy.resident.Resident: the process's database
         ("read_ahead", dict),            # name -> rows read with the host row (hosts.authenticate)
+        ("wu_transition_times", dict),   # wu id -> transition_time to lower it to, at the end
     )
+
+    def lower_transition_time(self, wu_id, when):
+        """Have workunit ``wu_id``'s transition_time lowered to ``when`` (a
+        report to look at, a deadline to watch).  Inside the request's
+        transaction the workunits are written together at its end, in id
+        order (:func:`boincpy.sched.handler.write_transition_times`), after
+        the result rows: the order the transitioner and the validator lock
+        them in, so a request can't hold a workunit one of them waits for
+        while it waits for a result they hold, and two requests can't hold
+        each other's workunits.  Outside a transaction at once."""
+        if self.db.in_transaction:
+            old = self.wu_transition_times.get(wu_id)
+            self.wu_transition_times[wu_id] = when if old is None else min(old, when)
+        else:
+            from boincpy.db.workunit import lower_transition_times
+            lower_transition_times(self.db, {wu_id: when})
 
     def take_read_ahead(self, name):
         """The rows read ahead under ``name`` for this request's host (see

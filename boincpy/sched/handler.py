@@ -193,21 +193,29 @@ _ER_LOCK_DEADLOCK = 1213
 RETRY_ERRORS = (_ER_LOCK_WAIT_TIMEOUT, _ER_LOCK_DEADLOCK)
 
 
+# How many times a request whose transaction the database gave up is tried,
+# and the random wait before each try after the first (seconds): waits that
+# grow, so that requests a burst threw together (a daemon that stalled while
+# holding locks, then let them go) come apart.
+TRIES = 3
+_RETRY_WAITS = ((0.01, 0.05), (0.05, 0.25))
+
+
 def _process_once_more_after_deadlock(ctx, body, job_array):
     """process_request; if the database gave up the request's transaction
     (a deadlock with another request or daemon, a lock wait timeout),
-    nothing of it was written: handle the request once more, from a fresh
-    parse, rather than make the client wait out an error reply's delay.
-    The second try waits 10-50 ms first, a random time: two requests that
-    deadlocked each other (a client's retry racing its own stalled RPC)
-    would otherwise start again together and meet the same way.
-    Returns the context whose reply is sent."""
-    for attempt in (1, 2):
+    nothing of it was written: handle the request again, from a fresh
+    parse, up to TRIES times in all, rather than make the client wait out an
+    error reply's delay.  Each try after the first waits a random time
+    first: requests that deadlocked each other (a client's retry racing its
+    own stalled RPC) would otherwise start again together and meet the same
+    way.  Returns the context whose reply is sent."""
+    for attempt in range(1, TRIES + 1):
         try:
             process_request(ctx, job_array)
             return ctx
         except Exception as exc:
-            if attempt == 2 or getattr(exc, "mysql_code", None) not in RETRY_ERRORS:
+            if attempt == TRIES or getattr(exc, "mysql_code", None) not in RETRY_ERRORS:
                 raise
             ctx.log.indent = 1
             ctx.log.normal("[HOST#%d] database: %s; the request's writes were undone, "
@@ -216,7 +224,7 @@ def _process_once_more_after_deadlock(ctx, body, job_array):
             if ctx.db is not None and ctx.resident is None:
                 ctx.db.close()
         import random           # only here: the module costs every CGI request its import
-        time.sleep(random.uniform(0.01, 0.05))
+        time.sleep(random.uniform(*_RETRY_WAITS[attempt - 1]))
         again = SchedContext(cfg=ctx.cfg, log=ctx.log, now=ctx.now, environ=ctx.environ,
                              code_sign_key=ctx.code_sign_key)
         again.resident = ctx.resident
@@ -631,7 +639,19 @@ def _process_host(ctx, job_array, blocked, wants_work, have_no_work):
     reports.handle_msgs_from_host(ctx)
     if cfg.msg_to_host:
         reports.handle_msgs_to_host(ctx)
+    write_transition_times(ctx)
     hosts.write_host(ctx, host_orig)
+
+
+def write_transition_times(ctx):
+    """The workunits' transition_time lowered by the request's reports and
+    claims (SchedContext.lower_transition_time), in one statement, in id
+    order; with the next statement or the COMMIT where the connection
+    batches."""
+    if ctx.wu_transition_times:
+        from boincpy.db.workunit import lower_transition_times
+        lower_transition_times(ctx.db.deferring(), ctx.wu_transition_times)
+        ctx.wu_transition_times = {}
 
 
 def _explain_no_work(ctx, reasons):

@@ -240,8 +240,9 @@ _UPDATE_TEXT_BYTES = 4 << 20
 
 
 def _write_reports(ctx, accepted):
-    """Write the accepted reports and their workunits' transition_time in one
-    transaction; returns [(row, values)] written ([] if the transaction
+    """Write the accepted reports in one transaction (a savepoint of the
+    request's) and have their workunits' transition_time lowered at the
+    request's end; returns [(row, values)] written ([] if the transaction
     failed: then nothing is acknowledged and the client reports again)."""
     db, log = ctx.db, ctx.log
     hostid = ctx.host["id"]
@@ -249,7 +250,9 @@ def _write_reports(ctx, accepted):
         with db.transaction():
             written = _once_each(ctx, accepted)
             groups = {}         # column tuple -> [(id, values, guard values)]
-            for row, v in written:
+            # rows in (workunit, id) order: the order the daemons lock a
+            # workunit's results in (through the result.workunitid index)
+            for row, v in sorted(written, key=lambda rv: (rv[0]["workunitid"], rv[0]["id"])):
                 # What the client sent, fitted to the columns (a stderr larger
                 # than its column is cut): a report must never fail to be
                 # written, or it is reported again on every RPC, forever.
@@ -272,15 +275,12 @@ def _write_reports(ctx, accepted):
         # not acknowledged: the client reports them again next time
         log.critical("[HOST#%d] can't update results: %s" % (hostid, exc))
         return []
-    wu_ids = sorted({row["workunitid"] for row, _ in written})
-    if wu_ids:
-        # After the result rows (the order the transitioner locks them in),
-        # outside the savepoint: on a persistent connection it goes with the
-        # request's COMMIT instead of costing a round trip of its own.  If
-        # it fails, the whole request's transaction is undone and nothing is
-        # acknowledged; a deadlock there has the request handled once more.
-        from boincpy.db.workunit import set_transition_times
-        set_transition_times(db.deferring(), wu_ids, ctx.now)
+    # Outside the savepoint, at the end of the request's transaction (see
+    # SchedContext.lower_transition_time): if it fails, the whole
+    # transaction is undone and nothing is acknowledged; a deadlock there has
+    # the request handled once more.
+    for row, _ in written:
+        ctx.lower_transition_time(row["workunitid"], ctx.now)
     return written
 
 

@@ -50,7 +50,6 @@ import random
 
 from boincpy import shmem
 from boincpy.db.result import expire_result
-from boincpy.db.workunit import lower_transition_time
 from boincpy.proc_types import NPROC_TYPES, PROC_TYPE_NAMES
 from boincpy.sched import plan_class
 from boincpy.sched.assign import send_broadcast_jobs, send_targeted_jobs
@@ -774,6 +773,6 @@ def _expire_lost_result(work, result, wu):
     if not matched_rows(work.db, n):
         return
     if wu is not None:
-        lower_transition_time(work.db, wu["id"], deadline + grace)
+        work.ctx.lower_transition_time(wu["id"], deadline + grace)
     work.ctx.reply.add_message("Didn't resend lost task %s (expired)" % result["name"],
                                PRIORITY_LOW)
