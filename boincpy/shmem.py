@@ -477,18 +477,22 @@ class JobArray:
                     return True
             return False
 
-    def restore(self, pid, everywhere=False):
+    def restore(self, pid, everywhere=False, keep=()):
         """BOINC's ``restore_work()``: slots still reserved by ``pid`` go back to
         PRESENT; returns how many.  Looks at the slots this object reserved
-        (cheap), or at every slot with ``everywhere``."""
+        (cheap), or at every slot with ``everywhere``.  Slots in ``keep``
+        (jobs claimed, waiting for the claim's commit) stay reserved, and
+        are still this object's to restore should the claim be undone."""
         n = 0
         with self._lock:
             slots = range(self.nslots) if everywhere else sorted(self._mine)
             for i in slots:
+                if i in keep:
+                    continue
                 if self.slot_state(i) == pid:
                     self._change_state(i, pid, PRESENT, 0)
                     n += 1
-            self._mine.clear()
+            self._mine.intersection_update(keep)
         return n
 
     def claim(self, i, resultid, pid, check=None):

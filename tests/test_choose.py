@@ -81,6 +81,34 @@ def test_sends_a_job_and_commits_it(proj):
     assert ja.n_present == 0 and ja.slot_state(0) == shmem.EMPTY
 
 
+def test_a_claimed_jobs_slot_is_emptied_only_when_the_claim_is_committed(proj):
+    # Emptied before, the feeder could put the job back from a read that
+    # still sees it UNSENT, and the next request would wait on this one's
+    # lock for it.  Undone, the job is back in the array at once.
+    cfg, db, feed = proj
+    add_app_version(db)
+    (wuid, (rid,)), = add_jobs(db, 1, delay_bound=7200)
+    ja = feed()
+    for outcome in ("rollback", "commit"):
+        ctx = make_ctx(cfg, db, make_request(), hostid=1, userid=1)
+        try:
+            with db.transaction():
+                sched_send.send_work(ctx, ja)
+                assert [j.result["id"] for j in ctx.reply.jobs] == [rid]
+                assert ja.slot_state(0) == os.getpid()      # still reserved
+                assert ctx.work.pending_slots == {0}
+                if outcome == "rollback":
+                    raise RuntimeError("the request failed after job choice")
+        except RuntimeError:
+            assert ja.slot_state(0) == os.getpid()
+            ja.restore(os.getpid())                 # what the handler does then
+            assert ja.slot_state(0) == shmem.PRESENT
+            assert db.query_value("SELECT server_state FROM result WHERE id = %s",
+                                  (rid,)) == 2
+    assert ja.slot_state(0) == shmem.EMPTY
+    assert db.query_value("SELECT server_state FROM result WHERE id = %s", (rid,)) == 4
+
+
 def test_no_jobs_available(proj):
     cfg, db, feed = proj
     add_app_version(db)

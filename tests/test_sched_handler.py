@@ -534,6 +534,38 @@ def test_a_request_caught_in_a_deadlock_is_handled_once_more(sched_env, monkeypa
         {"server_state": 4}
 
 
+@pytest.mark.parametrize("mode", ["cgi", "persistent"])
+def test_jobs_claimed_by_a_request_the_database_gave_up_go_back_to_the_array(
+        sched_env, persistent, monkeypatch, mode):
+    # The claim's slot stays reserved until the commit; the transaction was
+    # undone every time, so the job is in the array again, unsent.
+    from boincpy import shmem
+    from boincpy.errors import DatabaseError
+    from boincpy.sched import hosts
+    from boincpy.sched.handler import TRIES
+    env = sched_env
+    _reporting_host(env, hav_quota=100)
+    wuid2, rid2 = env.add_job("wu2")
+    ja = env.job_array(refill=True)
+    slot = [i for i in range(ja.nslots) if ja.slot_head(i)[4] == rid2][0]
+    tries = []
+
+    def deadlock(ctx, orig):
+        tries.append(ctx.work.pending_slots if ctx.work else None)
+        ctx.db._run_plain(b"ROLLBACK")
+        err = DatabaseError("database error 1213: Deadlock found when trying to get lock")
+        err.mysql_code = 1213
+        raise err
+    monkeypatch.setattr(hosts, "write_host", deadlock)
+    r = call(env, body("cycle", "08_sched_report_result.body.xml"),
+             resident=persistent if mode == "persistent" else None)
+    assert r.acks() == [] and r.names("result") == []
+    assert tries == [{slot}] * TRIES               # claimed each time, then undone
+    assert ja.slot_head(slot)[0] == shmem.PRESENT and ja.slot_head(slot)[4] == rid2
+    assert env.row("SELECT server_state FROM result WHERE id = %s", (rid2,)) == \
+        {"server_state": 2}
+
+
 def test_reports_of_one_request_are_written_all_or_none_when_a_row_changed(sched_env,
                                                                           monkeypatch):
     """Two reports in one request (one UPDATE joined with a derived table):

@@ -62,7 +62,7 @@ from boincpy.credit import (HAV_AVG_LIMIT, HAV_AVG_THRESH, HAV_AVG_WEIGHT,
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon, run_daemon
 from boincpy.db import host_app_version
-from boincpy.db.bulk import placeholders
+from boincpy.db.bulk import by_primary_key, placeholders
 from boincpy.db.result import insert_results, update_result_if_unchanged
 from boincpy.db.workunit import apply_set_clause, set_transition_times, transition_set_clause
 from boincpy.errors import DatabaseError, TemplateError
@@ -594,8 +594,8 @@ class Transitioner(Daemon):
                    if now.get(wu["id"], set()) != {tuple(r[c] for c in key) for r in results}}
         wu_key = WU_WATCHED_COLUMNS
         rows = {w["id"]: tuple(w[c] for c in wu_key) for w in self.db.query(
-            "SELECT id, %s FROM workunit WHERE id IN (%s) FOR UPDATE"
-            % (", ".join(wu_key), placeholders(len(ids))), ids)}
+            "SELECT id, %s FROM %s WHERE id IN (%s) FOR UPDATE"
+            % (", ".join(wu_key), by_primary_key("workunit"), placeholders(len(ids))), ids)}
         changed.update(wu["id"] for wu, _ in group
                        if rows.get(wu["id"]) != tuple(wu[c] for c in wu_key))
         return changed

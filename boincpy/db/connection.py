@@ -322,12 +322,13 @@ class Database:
         fails, its own statements are undone and the outer goes on."""
         return Transaction(self)
 
-    def after_commit(self, action):
+    def after_commit(self, action, committed_only=False):
         """Call ``action()`` once the current transaction has ended (at once
         outside one): a daemon woken before the commit would read the rows as
-        they were (boincpy.doorbell)."""
+        they were (boincpy.doorbell).  With ``committed_only``, only if it
+        ended in a commit."""
         if self._in_transaction:
-            self._after_commit.append(action)
+            self._after_commit.append((action, committed_only))
         else:
             action()
 
@@ -425,6 +426,7 @@ class Transaction:
         lost = db.conn if isinstance(db.conn, _LostTransaction) else None
         if lost is not None:
             db.conn = lost.real
+        committed = False
         try:
             if exc_type is not None or lost is not None:
                 try:
@@ -438,13 +440,15 @@ class Transaction:
                 db._commit()
             except Exception as err:
                 raise db._wrap(err, "COMMIT") from None
+            committed = True
             return False
         finally:
             db._in_transaction = False
             db._savepoints = 0
             actions, db._after_commit = db._after_commit, []
-            for action in actions:
-                action()
+            for action, committed_only in actions:
+                if committed or not committed_only:
+                    action()
 
 
 class _Deferring:

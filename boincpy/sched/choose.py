@@ -147,6 +147,9 @@ class Work:
         self.hav_reset = set()
         self.hav_added = {}                 # gavid -> jobs sent this request
         self.hav_quota_init = set()
+        # slots of jobs claimed in the request's transaction: reserved until
+        # it commits, so the feeder can't put the job back meanwhile
+        self.pending_slots = set()
         self.has_reliable_version = False
         self.taken = 0
         self.pc_specs = False               # plan_class_spec.xml not looked for yet

@@ -215,6 +215,10 @@ def _process_once_more_after_deadlock(ctx, body, job_array):
             process_request(ctx, job_array)
             return ctx
         except Exception as exc:
+            # the transaction was undone: the jobs it claimed go back to the
+            # array (their slots were kept reserved until a commit)
+            if ctx.work is not None and ctx.work.pending_slots:
+                ctx.work.ja.restore(ctx.work.pid)
             if attempt == TRIES or getattr(exc, "mysql_code", None) not in RETRY_ERRORS:
                 raise
             ctx.log.indent = 1

@@ -137,7 +137,7 @@ def _scan_type(work, rt):
             i = (start + pos) % n
             pos += 1
             state, prio, _, _, resultid, appid = ja.slot_head(i)
-            if state != shmem.PRESENT and state != pid:
+            if state != shmem.PRESENT and (state != pid or i in work.pending_slots):
                 continue
             app = ja.lookup_app(appid)
             if app is None or app["non_cpu_intensive"]:
@@ -217,15 +217,27 @@ def _try_send(work, i, resultid, app, bav):
     if status == CHECK_NO_HOST:
         ja.release(i, pid, empty=False)
         return None
-    ja.release(i, pid, empty=True)
     if status == CHECK_NO_ANY or row is None:
+        ja.release(i, pid, empty=True)
         return None
     row.pop("n_mine", None)
     row.pop("wu_error_mask", None)
     wu = slot.wu
     if "xml_doc" not in wu:
         wu["xml_doc"] = ja.read_xml_doc(i)
-    return add_result_to_reply(work, row, wu, app, bav, claimed=claimed)
+    sent = add_result_to_reply(work, row, wu, app, bav, claimed=claimed)
+    db = work.db
+    if sent is None or not db.in_transaction:
+        ja.release(i, pid, empty=True)
+    else:
+        # The slot stays reserved until the claim is committed: emptied
+        # sooner, the feeder could put the job back from a read that still
+        # sees it UNSENT, and another request would wait for this one's
+        # transaction to claim it (two such requests deadlocked).  Undone,
+        # job choice's restore() makes it PRESENT again.
+        work.pending_slots.add(i)
+        db.after_commit(lambda: ja.release(i, pid, empty=True), committed_only=True)
+    return sent
 
 
 # ---------------------------------------------------------------------------
@@ -260,7 +272,8 @@ def _send_job_for_app(work, app):
     ja, pid, cfg = work.ja, work.pid, work.cfg
     for i in range(ja.nslots):
         state, _, _, _, resultid, appid = ja.slot_head(i)
-        if (state != shmem.PRESENT and state != pid) or appid != app["id"]:
+        if ((state != shmem.PRESENT and (state != pid or i in work.pending_slots))
+                or appid != app["id"]):
             continue
         slot = ja.read_slot(i)
         wu = slot.wu
@@ -423,7 +436,7 @@ def _scan_work_array(work, p):
         if debug:
             work.log.normal("[send_job] scanning slot %d" % i)
         state, _, _, _, resultid, appid = ja.slot_head(i)
-        if state != shmem.PRESENT and state != pid:
+        if state != shmem.PRESENT and (state != pid or i in work.pending_slots):
             continue
         app = ja.lookup_app(appid)
         if app is None:
@@ -522,8 +535,8 @@ def send_work(ctx, job_array):
     try:
         _send_work_body(work, reserved)
     finally:
-        job_array.restore(work.pid)
-        if job_array.take_emptied():
+        job_array.restore(work.pid, keep=work.pending_slots)
+        if job_array.take_emptied() or work.pending_slots:
             # the feeder refills the slots once the jobs sent are committed
             from boincpy import doorbell
             work.db.after_commit(lambda: doorbell.ring(work.cfg, doorbell.FEEDER))
