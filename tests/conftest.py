@@ -48,6 +48,27 @@ def scratch_db_name(db_root_params):
         conn.close()
 
 
+@pytest.fixture
+def schema_db(db_root_params, scratch_db_name):
+    """A function connecting to a fresh database with BOINC's schema loaded
+    (as root, autocommit): one Database per call."""
+    from boincpy.db import Database, schema
+    root = MySQLdb.connect(**db_root_params)
+    schema.create_database(root, scratch_db_name)
+    schema.load_schema(root, scratch_db_name)
+    root.close()
+    opened = []
+
+    def connect():
+        conn = MySQLdb.connect(db=scratch_db_name, autocommit=True, charset="utf8mb4",
+                               **db_root_params)
+        opened.append(Database(conn, dict(db_root_params, db=scratch_db_name)))
+        return opened[-1]
+    yield connect
+    for d in opened:
+        d.close()
+
+
 EXAMPLE_IN = """<input_template>
     <file_info>
         <number>0</number>

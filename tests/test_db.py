@@ -11,16 +11,8 @@ from boincpy.errors import DatabaseError
 
 
 @pytest.fixture
-def db(db_root_params, scratch_db_name):
-    root = MySQLdb.connect(**db_root_params)
-    schema.create_database(root, scratch_db_name)
-    schema.load_schema(root, scratch_db_name)
-    root.close()
-    conn = MySQLdb.connect(db=scratch_db_name, autocommit=True, charset="utf8mb4",
-                           **db_root_params)
-    d = Database(conn, dict(db_root_params, db=scratch_db_name))
-    yield d
-    d.close()
+def db(schema_db):
+    return schema_db()
 
 
 def test_schema_has_core_tables_and_indexes(db):

@@ -8,10 +8,8 @@ second connection, with a one-second lock wait, that a row the first did
 not name can still be written and a named one cannot.
 """
 
-import MySQLdb
 import pytest
 
-from boincpy.db import Database, schema
 from boincpy.db.host_app_version import lock_rows, record_statistics
 from boincpy.db.result import set_results_file_delete_state
 from boincpy.db.workunit import (lower_transition_times, set_transition_times,
@@ -20,19 +18,9 @@ from boincpy.db.workunit import (lower_transition_times, set_transition_times,
 N_ROWS = 300
 
 
-def _connect(db_root_params, name):
-    conn = MySQLdb.connect(db=name, autocommit=True, charset="utf8mb4", **db_root_params)
-    return Database(conn, dict(db_root_params, db=name))
-
-
 @pytest.fixture
-def two(db_root_params, scratch_db_name):
-    root = MySQLdb.connect(**db_root_params)
-    schema.create_database(root, scratch_db_name)
-    schema.load_schema(root, scratch_db_name)
-    root.close()
-    first = _connect(db_root_params, scratch_db_name)
-    second = _connect(db_root_params, scratch_db_name)
+def two(schema_db):
+    first, second = schema_db(), schema_db()
     first.execute("INSERT INTO workunit (id, appid, name, xml_doc, file_delete_state, "
                   "transition_time) SELECT seq, 1, CONCAT('wu_', seq), '', 1, 2147483647 "
                   "FROM seq_1_to_%d" % N_ROWS)
@@ -45,9 +33,7 @@ def two(db_root_params, scratch_db_name):
     for table in ("workunit", "result", "host_app_version"):
         first.execute("ANALYZE TABLE %s" % table)
     second.execute("SET SESSION innodb_lock_wait_timeout = 1")
-    yield first, second
-    first.close()
-    second.close()
+    return first, second
 
 
 def _blocked(db, sql, params=()):
