@@ -600,8 +600,7 @@ class Validator(Daemon):
         missing_hosts = sorted({k[0] for k in keys if k not in batch.havs})
         # (rare: a host's first result of an app version) its other rows, one
         # of which it may take over
-        for row in select_in(self.db, "SELECT * FROM host_app_version WHERE host_id IN ({ids})"
-                             " ORDER BY host_id, app_version_id FOR UPDATE", missing_hosts):
+        for row in host_app_version.lock_host_rows(self.db, missing_hosts):
             hav = batch.havs.setdefault((row["host_id"], row["app_version_id"]),
                                         HostAppVersion.from_row(row))
             by_host.setdefault(hav.host_id, []).append(hav)

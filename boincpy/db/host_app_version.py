@@ -4,7 +4,7 @@ host's per-app-version statistics (runtimes, turnaround, PFC) and quota
 app_version_id).  The scheduler loads this module: it imports nothing heavy.
 """
 
-from boincpy.db.bulk import chunks, update_by_id
+from boincpy.db.bulk import chunks, select_in, update_by_id
 
 
 def host_rows_read(host_id):
@@ -30,6 +30,14 @@ def lock_rows(db, keys):
             "ORDER BY host_id, app_version_id FOR UPDATE" % ", ".join(["(%s, %s)"] * len(part)),
             [x for key in part for x in key]))
     return rows
+
+
+def lock_host_rows(db, host_ids):
+    """All the rows of these hosts, locked FOR UPDATE, in key order (the
+    validator's rare lookup of a row a host may take over: this range also
+    locks the first row past each host's)."""
+    return select_in(db, "SELECT * FROM host_app_version WHERE host_id IN ({ids})"
+                     " ORDER BY host_id, app_version_id FOR UPDATE", sorted(host_ids))
 
 
 def insert_host_app_version(db, host_id, app_version_id):

@@ -129,7 +129,7 @@ class LiteDatabase(Database):
             self.conn.commit()
 
     def _rollback(self):
-        pending, self._pending = self._pending, []
+        self._pending = []                  # never sent: nothing to undo
         if not self._began:
             self._began = True
             return                          # the server never saw the BEGIN

@@ -180,6 +180,12 @@ class Work:
         if r.request_delay < delay:
             r.request_delay = min(delay, DELAY_MAX)
 
+    def may_take(self, i, state):
+        """Whether slot ``i``, in ``state``, holds a job this request may
+        claim: PRESENT, or reserved by this process and not already claimed
+        by this request (waiting for its commit)."""
+        return state == shmem.PRESENT or (state == self.pid and i not in self.pending_slots)
+
     def need_proc_type(self, pt):
         if self.rsc_spec_request:
             return self.req_secs[pt] > 0 or self.req_instances[pt] > 0

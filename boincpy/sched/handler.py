@@ -173,7 +173,7 @@ def _handle_attached(cfg, body, environ, job_array, log, now, start, code_sign_k
     else:
         for tag, line in ctx.request.unexpected:
             log.normal("SCHEDULER_REQUEST::parse(): unexpected: %s (line %d)" % (tag, line))
-        ctx = _process_once_more_after_deadlock(ctx, body, job_array)
+        ctx = _process_retrying_deadlocks(ctx, body, job_array)
     if cfg.debug_user_messages:
         for priority, text in ctx.reply.messages:
             log.normal("[user_messages] [HOST#%d] MSG(%s) %s"
@@ -201,7 +201,7 @@ TRIES = 3
 _RETRY_WAITS = ((0.01, 0.05), (0.05, 0.25))
 
 
-def _process_once_more_after_deadlock(ctx, body, job_array):
+def _process_retrying_deadlocks(ctx, body, job_array):
     """process_request; if the database gave up the request's transaction
     (a deadlock with another request or daemon, a lock wait timeout),
     nothing of it was written: handle the request again, from a fresh
@@ -373,9 +373,10 @@ def _quota_fields(row):
 
 def write_host_app_versions(ctx, orig):
     """Write back the quota fields that changed (BOINC's update_scheduler).
-    Job choice reads them again: handing it these rows instead saved a round
-    trip, but the fault test (seed 1520) then met deadlocks twice in a row
-    in 6 runs of 6, against 1 in 5 without (cause not found yet)."""
+    Job choice reads the rows again (a round trip): handing it these was
+    taken back while the fault test's deadlocks were chased, whose causes
+    turned out to be elsewhere (lock order, index scans), so it could come
+    back."""
     from boincpy.db.host_app_version import record_quota
     db = ctx.db.deferring()                 # with the next statement or the COMMIT
     for gavid, row in ctx.host_app_versions.items():

@@ -48,7 +48,6 @@ feasibility hook (:func:`boincpy.sched.check.infeasible_custom`).
 import math
 import random
 
-from boincpy import shmem
 from boincpy.db.result import expire_result
 from boincpy.proc_types import NPROC_TYPES, PROC_TYPE_NAMES
 from boincpy.sched import plan_class
@@ -118,7 +117,6 @@ def _scan_type(work, rt):
             saved.append((pt, work.req_secs[pt], work.req_instances[pt]))
             work.req_secs[pt] = work.req_instances[pt] = 0.0
     n = ja.nslots
-    pid = work.pid
     full = n <= FULL_SCAN_SLOTS or ja.n_high_priority > 0
     start = random.randrange(n)
     pos = 0
@@ -137,7 +135,7 @@ def _scan_type(work, rt):
             i = (start + pos) % n
             pos += 1
             state, prio, _, _, resultid, appid = ja.slot_head(i)
-            if state != shmem.PRESENT and (state != pid or i in work.pending_slots):
+            if not work.may_take(i, state):
                 continue
             app = ja.lookup_app(appid)
             if app is None or app["non_cpu_intensive"]:
@@ -269,11 +267,10 @@ def _apps_with_jobs(work, appids):
 def _send_job_for_app(work, app):
     """Send one job of NCI app ``app`` from the array; True if one was sent.
     Its jobs are alike: if the first one can't go to this host, none can."""
-    ja, pid, cfg = work.ja, work.pid, work.cfg
+    ja, cfg = work.ja, work.cfg
     for i in range(ja.nslots):
         state, _, _, _, resultid, appid = ja.slot_head(i)
-        if ((state != shmem.PRESENT and (state != pid or i in work.pending_slots))
-                or appid != app["id"]):
+        if not work.may_take(i, state) or appid != app["id"]:
             continue
         slot = ja.read_slot(i)
         wu = slot.wu
@@ -427,7 +424,7 @@ def _quick_check(work, slot, app, p):
 def _scan_work_array(work, p):
     """scan_work_array(): one pass over the whole array from a random slot,
     sending every job the pass takes.  True when no more work is needed."""
-    ja, pid = work.ja, work.pid
+    ja = work.ja
     debug = work.cfg.debug_send_job
     n = ja.nslots
     start = random.randrange(n)
@@ -436,7 +433,7 @@ def _scan_work_array(work, p):
         if debug:
             work.log.normal("[send_job] scanning slot %d" % i)
         state, _, _, _, resultid, appid = ja.slot_head(i)
-        if state != shmem.PRESENT and (state != pid or i in work.pending_slots):
+        if not work.may_take(i, state):
             continue
         app = ja.lookup_app(appid)
         if app is None:
