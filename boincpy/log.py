@@ -20,13 +20,21 @@ DEBUG = 4
 _KIND_WORDS = {CRITICAL: "[CRITICAL]", NORMAL: "[normal]", DEBUG: "[debug]"}
 
 
+_last_second = (None, "")    # (a whole second, its text): one tuple, swapped whole
+
+
 def timestamp(now=None):
     """BOINC's precision_time_to_string: ``YYYY-MM-DD HH:MM:SS.ffff UTC``."""
+    global _last_second
     if now is None:
         now = time.time()
     whole = int(now)
     frac = int((now - whole) * 10000)
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(whole)) + ".%04d UTC" % frac
+    second, text = _last_second
+    if second != whole:         # a request logs many lines in one second
+        text = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(whole))
+        _last_second = (whole, text)
+    return "%s.%04d UTC" % (text, frac)
 
 
 class MessageLog:

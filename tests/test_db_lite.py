@@ -59,6 +59,13 @@ def test_a_joined_row_keeps_each_tables_columns_apart(mini_project, wire):
         lone = db.query_tables(sql, (orphan,))
         assert lone["host"]["id"] == orphan and set(lone["user"].values()) == {None}
         assert db.query_tables(sql, (orphan + 1,)) is None
+        # a table's columns apart from each other in the SELECT, read twice
+        # (the second time by the split worked out the first time)
+        mixed = ("SELECT user.name, host.id, user.id, host.domain_name FROM host "
+                 "JOIN user ON user.id = host.userid WHERE host.id = %s")
+        for _ in range(2):
+            assert db.query_tables(mixed, (hid,)) == {
+                "user": {"name": "u", "id": uid}, "host": {"id": hid, "domain_name": "h"}}
     finally:
         db.close()
 
