@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Scheduler throughput under Apache: boincpy's CGI, boincpy's persistent
-mode (mod_wsgi daemon processes) and BOINC's C++ CGI, side by side.
+mode (processes mod_fcgid runs) and BOINC's C++ CGI, side by side.
 
 Builds a throwaway project (under /var/tmp, readable by www-data) with its own
 database and database account, a private Apache (prefork + mod_cgi, children
 running as www-data, no keep-alive: a new TCP connection per RPC; plus four
-mod_wsgi daemon processes for the persistent mode) on a free loopback port;
+mod_fcgid processes for the persistent mode) on a free loopback port;
 then replays the reference server's captured work-fetch request
 (other_results stripped) from many simulated hosts (authenticator, hostid,
 rpc_seqno and host CPID varied per host) and prints requests/s and
@@ -74,7 +74,7 @@ TITLES = {
 SCENARIOS = ("no_work", "none_available", "report", "sent_100", "sent_2000")
 SERVERS = ("cxx", "cgi", "persistent")
 # the URL path of each server's scheduler
-PATHS = {"cxx": "/bench_cgi/cgi_cxx", "cgi": "/bench_cgi/cgi", "persistent": "/bench_wsgi/cgi"}
+PATHS = {"cxx": "/bench_cgi/cgi_cxx", "cgi": "/bench_cgi/cgi", "persistent": "/bench_fcgi/cgi"}
 PLATFORM = "x86_64-pc-linux-gnu"
 
 
@@ -99,7 +99,7 @@ class Project:
 
     def _build(self):
         root = self.root
-        for d in ("cgi-bin", "cgi-wsgi", "keys", "download", "upload", "templates", "html"):
+        for d in ("cgi-bin", "cgi-fcgi", "keys", "download", "upload", "templates", "html"):
             os.makedirs(os.path.join(root, d), mode=0o755)
         os.makedirs(self.log_dir, mode=0o775)
         os.chown(self.log_dir, self.www.pw_uid, self.www.pw_gid)
@@ -114,11 +114,11 @@ class Project:
         from boincpy.tools.make_project import cgi_paths, copy_tree_files
         copy_tree_files(os.path.join(REPO, "cgi-bin"), os.path.join(root, "cgi-bin"),
                         sys.executable, cgi_paths(sys.executable))
-        # the persistent mode: a file named cgi handled by the WSGI application
-        with open(os.path.join(root, "cgi-wsgi", "cgi"), "w") as f:
-            f.write("served by the mod_wsgi daemon processes (boincpy.wsgi)\n")
-        from boincpy.tools.server_mode import write_wsgi_script
-        self.wsgi_script = write_wsgi_script(root)
+        # the persistent mode: a file named cgi handed to the processes
+        with open(os.path.join(root, "cgi-fcgi", "cgi"), "w") as f:
+            f.write("served by mod_fcgid's processes (boincpy.persistent)\n")
+        from boincpy.tools.server_mode import write_fcgi_script
+        self.fcgi_script = write_fcgi_script(root)
         if self.cxx_dir:
             # BOINC's C++ scheduler, built from its source outside this repository
             shutil.copy(os.path.join(self.cxx_dir, "sched", "cgi"),
@@ -267,9 +267,11 @@ def free_port():
 class Apache:
     """A private Apache: prefork, mod_cgi, children as www-data, no keep-alive."""
 
-    MODULES = ("mpm_prefork", "authz_core", "alias", "mime", "cgi", "env", "wsgi")
+    MODULES = ("mpm_prefork", "authz_core", "alias", "mime", "cgi", "env", "fcgid")
 
     def __init__(self, project, workers=8, processes=4):
+        self.processes = processes
+        self.pool_filled = False
         self.dir = os.path.join(project.root, "apache")
         os.makedirs(self.dir)
         self.port = free_port()
@@ -296,11 +298,12 @@ KeepAlive Off
 Timeout 120
 TypesConfig /etc/mime.types
 ScriptAlias /bench_cgi/ %(root)s/cgi-bin/
-Alias /bench_wsgi/ %(root)s/cgi-wsgi/
-WSGISocketPrefix %(dir)s/wsgi
-WSGIRestrictEmbedded On
-WSGIDaemonProcess bench processes=%(processes)d threads=1 python-home=%(home)s display-name=%%{GROUP} lang=C.UTF-8 locale=C.UTF-8
-WSGIHandlerScript boincpy-bench %(script)s process-group=bench application-group=%%{GLOBAL}
+Alias /bench_fcgi/ %(root)s/cgi-fcgi/
+FcgidIPCDir %(dir)s/fcgid
+FcgidProcessTableFile %(dir)s/fcgid_shm
+FcgidMaxProcessesPerClass %(processes)d
+FcgidMinProcessesPerClass %(processes)d
+FcgidMaxRequestsPerProcess 0
 <Directory />
     Require all denied
 </Directory>
@@ -308,13 +311,15 @@ WSGIHandlerScript boincpy-bench %(script)s process-group=bench application-group
     Options ExecCGI
     Require all granted
 </Directory>
-<Directory %(root)s/cgi-wsgi>
-    SetHandler boincpy-bench
+<Directory %(root)s/cgi-fcgi>
+    SetHandler fcgid-script
+    FcgidWrapper %(script)s virtual
+    Options ExecCGI
     Require all granted
 </Directory>
 """ % {"port": self.port, "dir": self.dir, "mods": mods, "workers": workers,
                 "max": workers * 2, "root": project.root, "processes": processes,
-                "home": sys.prefix, "script": project.wsgi_script})
+                "script": project.fcgi_script})
         subprocess.run(["apache2", "-f", self.conf, "-k", "start"], check=True,
                        env={"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin")})
         self.pid = None
@@ -716,14 +721,14 @@ print(ms(t1 - t0), ms(t3 - t2), ms(t5 - t4), ms(T.get('connect', 0)), ms(T.get('
 # ---------------------------------------------------------------------------
 
 def in_process_app(project):
-    """boincpy.wsgi's application for the project, in this process (as a
-    mod_wsgi daemon process runs it), and a function serving one request."""
+    """boincpy.persistent's application for the project, in this process (as
+    a persistent process runs it), and a function serving one request."""
     import io
-    from boincpy.wsgi import Application
+    from boincpy.persistent import Application
     app = Application(project.root)
 
     def serve(data):
-        environ = {"SCRIPT_NAME": "/bench_wsgi/cgi", "REQUEST_METHOD": "POST",
+        environ = {"SCRIPT_NAME": "/bench_fcgi/cgi", "REQUEST_METHOD": "POST",
                    "CONTENT_LENGTH": str(len(data)), "REMOTE_ADDR": "127.0.0.1"}
         return app.respond(environ, io.BytesIO(data))
     return app, serve
@@ -884,7 +889,7 @@ def cpu_by_process():
     """CPU seconds (user + system, reaped children included) used so far by
     each kind of process a request passes through: the database server, the
     web server (Apache's children, and the CGIs they reaped), the persistent
-    workers (mod_wsgi daemons, named "(wsgi:...)") and this benchmark."""
+    workers (mod_fcgid's, running PROJECT/fcgi/boincpy.fcgi) and this benchmark."""
     import psutil
     kinds = {}
     for proc in psutil.process_iter(["name", "cmdline"]):
@@ -895,7 +900,7 @@ def cpu_by_process():
                 kind = "bench client"
             elif name.startswith("mariadbd") or name.startswith("mysqld"):
                 kind = "database"
-            elif cmd.startswith("(wsgi:"):
+            elif os.path.join("fcgi", "boincpy.fcgi") in cmd:
                 kind = "persistent workers"
             elif name == "apache2":
                 kind = "web server + CGIs"
@@ -907,6 +912,27 @@ def cpu_by_process():
         except psutil.Error:
             continue
     return kinds
+
+
+def persistent_pids(project):
+    """The persistent processes running (mod_fcgid's, PROJECT/fcgi/boincpy.fcgi)."""
+    import psutil
+    script = os.path.join(project.root, "fcgi", "boincpy.fcgi")
+    return [p.pid for p in psutil.process_iter(["cmdline"]) if script in (p.info["cmdline"] or ())]
+
+
+def fill_pool(project, apache, key):
+    """Start all of the persistent mode's processes before measuring it.
+    mod_fcgid starts one at the first request, and another only when a
+    request found every process busy for a second: bursts of no-work
+    requests, many at once, until all are up (at most 20 s), so that no
+    measurement waits for a start."""
+    reqs = Requests(project, key, want_work=False)
+    deadline = time.monotonic() + 20
+    while len(persistent_pids(project)) < apache.processes and time.monotonic() < deadline:
+        run_load(apache.port, reqs, 8 * apache.processes, 4 * apache.processes, warmup=0,
+                 path=PATHS["persistent"])
+    apache.pool_filled = True
 
 
 def run_server(project, feeder, apache, key, name, conc, server, n, min_seconds=0.0):
@@ -939,6 +965,8 @@ def run_server(project, feeder, apache, key, name, conc, server, n, min_seconds=
         stats["requests"] = count
         return stats
 
+    if server == "persistent" and not apache.pool_filled:
+        fill_pool(project, apache, key)
     supply(n + slots + 50 if name.startswith("sent_") else n)
     feeder.start(slots, cxx=cxx)
     feeder.wait_filled(min(slots, 100) if name.startswith("sent_") else 0, cxx=cxx)

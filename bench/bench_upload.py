@@ -9,7 +9,7 @@ run exactly as Apache's mod_cgi runs them (the script, its ``#!`` line,
 CONTENT_LENGTH and the body on stdin, in cgi-bin/), the boincpy one as
 make_project writes it (``copy_tree_files``); CPU is user + system of the
 child processes (getrusage), wall the median.  The persistent mode is
-boincpy.wsgi's application in this process (as a mod_wsgi daemon process
+boincpy.persistent's application in this process (as a persistent process
 runs it): CPU per request by ``time.process_time``.  Servers alternate in
 rounds; ratios are to the C++ handler measured in the same run.
 
@@ -170,7 +170,7 @@ def main(argv=None):
         if cxx:
             servers = {"cxx": os.path.join(project.root, "cgi-bin", "fuh_cxx"), **servers}
             shutil.copy(cxx, servers["cxx"])
-        from boincpy.wsgi import Application
+        from boincpy.persistent import Application
         app = Application(project.root)
         run_persistent(app, [project.body(args.size) for _ in range(5)])      # warm
         totals = {}

@@ -2,7 +2,7 @@
 
 The scheduler, the upload handler and the web RPCs run either as classic
 CGIs (one process per request) or persistently (one process serving many
-requests, :mod:`boincpy.wsgi`).  Both go through a :class:`Resident`: a CGI
+requests, :mod:`boincpy.persistent`).  Both go through a :class:`Resident`: a CGI
 makes one, serves its request and closes it; a persistent process keeps one
 for its whole life.  So the two modes run the same code, and what differs
 is only how long these things live:

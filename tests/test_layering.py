@@ -24,7 +24,7 @@ FLOORS = {
     "boincpy.jobfiles": 4, "boincpy.sizeclass": 4, "boincpy.backend_lib": 4,
     "boincpy.submit": 4, "boincpy.resident": 4, "boincpy.hrclass": 4,
     "boincpy.sched": 5, "boincpy.daemons": 5, "boincpy.web": 5,
-    "boincpy.tools": 6, "boincpy.testing": 6, "boincpy.wsgi": 6,
+    "boincpy.tools": 6, "boincpy.testing": 6, "boincpy.persistent": 6, "boincpy.fcgi": 6,
 }
 
 

@@ -683,11 +683,11 @@ def test_public_status_is_cached_an_hour(ops_project):
 
 
 def test_public_status_through_the_persistent_dispatch(ops_project):
-    """The page as boincpy.wsgi serves it in the persistent mode (WEB_PAGES)."""
+    """The page as boincpy.persistent serves it in the persistent mode (WEB_PAGES)."""
     import io
     from boincpy.resident import Resident
     from boincpy.web.cgi import serve
-    from boincpy.wsgi import WEB_PAGES, page_handler
+    from boincpy.persistent import WEB_PAGES, page_handler
     resident = Resident(str(ops_project), persistent=True)
     try:
         out = serve(page_handler(WEB_PAGES["server_status.php"]),

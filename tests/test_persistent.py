@@ -1,4 +1,4 @@
-"""The persistent mode (boincpy.wsgi under Apache's mod_wsgi, daemon mode):
+"""The persistent mode (boincpy.persistent in processes Apache's mod_fcgid runs):
 what a long-lived scheduler process must get right, each through a real
 Apache, the real feeder and MariaDB.
 
@@ -25,7 +25,8 @@ import psutil
 import pytest
 
 from boincpy import shmem
-from tests.sched_env import CLIENT, CLIENT_AUTH, apache_site, fixture_text  # noqa: F401
+from tests.sched_env import (CLIENT, CLIENT_AUTH, apache_site, fixture_text,  # noqa: F401
+                             persistent_pids)
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="Apache's children run as www-data"),
@@ -61,13 +62,8 @@ def sched_log(s):
 
 
 def daemon_pids(s):
-    """Process ids of the project's mod_wsgi daemon processes."""
-    pids = []
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        cmd = " ".join(proc.info["cmdline"] or ())
-        if cmd.startswith("(wsgi:boincpy_") and s.p.root in cmd:
-            pids.append(proc.info["pid"])
-    return pids
+    """Process ids of the project's persistent processes."""
+    return persistent_pids(s.p.root)
 
 
 def db_connections(s):
@@ -309,10 +305,10 @@ def _try_post(s):
 
 
 def test_memory_stays_flat_over_many_requests(apache_site):
-    """In-process (boincpy.wsgi.Application, as mod_wsgi calls it): the resident
+    """In-process (boincpy.persistent.Application, as boincpy.fcgi calls it): the resident
     set after 3,000 more requests is within 2 MB of where it was.  bench/
     bench_sched.py --memory measures 100,000."""
-    from boincpy.wsgi import Application
+    from boincpy.persistent import Application
     s = apache_site
     s.start_feeder()
     reply(s)

@@ -1,4 +1,4 @@
-"""Fault test of the persistent mode: the mod_wsgi daemon processes serving
+"""Fault test of the persistent mode: the processes (mod_fcgid's) serving
 the scheduler and the upload handler are SIGKILLed while simulated clients
 fetch jobs, upload outputs and report results, and the database server is
 restarted under that load (once shut down cleanly, once killed outright).
@@ -26,7 +26,6 @@ import subprocess
 import threading
 import time
 
-import psutil
 import pytest
 
 from boincpy.config import write_config
@@ -35,7 +34,7 @@ from boincpy.states import ClientState, Outcome, ServerState
 from boincpy.testing import simclient as sc
 import mariadb_instance
 from conftest import TEST_BASE, make_test_project, remove_test_project
-from tests.sched_env import install_script_app, run_tool
+from tests.sched_env import install_script_app, persistent_pids, run_tool
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not mariadb_instance.available(),
@@ -125,15 +124,8 @@ def watched(host, clock):
 
 
 def worker_pids(p):
-    """The project's mod_wsgi daemon processes (display-name %{GROUP}, cut to
-    the length of Apache's argv[0]; the rest of the command line names the
-    project's Apache configuration)."""
-    pids = []
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        cmd = " ".join(proc.info["cmdline"] or ())
-        if cmd.startswith("(wsgi:") and p.root in cmd:
-            pids.append(proc.info["pid"])
-    return pids
+    """The project's persistent processes (mod_fcgid's)."""
+    return persistent_pids(p.root)
 
 
 def test_worker_killed_and_mariadb_restarted_under_load(persistent_site, private_db):
@@ -215,7 +207,7 @@ def test_worker_killed_and_mariadb_restarted_under_load(persistent_site, private
             while not worker_pids(p) and time.monotonic() < deadline:
                 time.sleep(0.1)
             pids = worker_pids(p)
-            assert pids, "no mod_wsgi daemon process"
+            assert pids, "no persistent process"
             os.kill(rng.choice(pids), signal.SIGKILL)
         else:
             sig = signal.SIGTERM if what.endswith("TERM") else signal.SIGKILL

@@ -3,7 +3,7 @@
 # Idempotent: packages already present are not touched.
 set -eu
 need=""
-for pkg in mariadb-server apache2 apache2-utils libapache2-mod-wsgi-py3 boinc-client libboinc-app-dev libmariadb-dev pkg-config build-essential python3-venv python3-dev chromium chromium-driver curl; do
+for pkg in mariadb-server apache2 apache2-utils libapache2-mod-fcgid boinc-client libboinc-app-dev libmariadb-dev pkg-config build-essential python3-venv python3-dev chromium chromium-driver curl; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need="$need $pkg"
 done
 if [ -n "$need" ]; then

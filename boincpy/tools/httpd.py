@@ -68,16 +68,16 @@ def project_snippet(project_dir):
     return found[0]
 
 
-def _uses_wsgi(snippet):
+def _uses_fcgid(snippet):
     with open(snippet, encoding="utf-8") as f:
-        return "WSGIDaemonProcess" in f.read()
+        return "FcgidWrapper" in f.read()
 
 
-def _wsgi_module():
-    path = os.path.join(MODULE_DIR, "mod_wsgi.so")
+def _fcgid_module():
+    path = os.path.join(MODULE_DIR, "mod_fcgid.so")
     if not os.path.exists(path):
-        raise ToolError("the project runs persistently (mod_wsgi) but %s is missing "
-                        "(Debian: apt-get install libapache2-mod-wsgi-py3)" % path)
+        raise ToolError("the project runs persistently (mod_fcgid) but %s is missing "
+                        "(Debian: apt-get install libapache2-mod-fcgid)" % path)
     return path
 
 
@@ -134,12 +134,12 @@ def conf_text(project_dir, port, run_dir, user=None, address="127.0.0.1"):
         lines += ["User %s" % user, "Group %s" % grp.getgrgid(group).gr_name]
     lines += ["LoadModule %s %s" % (name, os.path.join(MODULE_DIR, so)) for name, so in MODULES]
     snippet = project_snippet(project_dir)
-    if _uses_wsgi(snippet):
-        # the persistent mode (boincpy.wsgi): daemon processes only, never
-        # Python inside Apache's own children
-        lines += ["LoadModule wsgi_module %s" % _wsgi_module(),
-                  'WSGISocketPrefix "%s"' % os.path.join(run_dir, "wsgi"),
-                  "WSGIRestrictEmbedded On"]
+    if _uses_fcgid(snippet):
+        # the persistent mode (boincpy.persistent): mod_fcgid's sockets and
+        # process table in the run directory, apart from a system Apache's
+        lines += ["LoadModule fcgid_module %s" % _fcgid_module(),
+                  'FcgidIPCDir "%s"' % os.path.join(run_dir, "fcgid"),
+                  'FcgidProcessTableFile "%s"' % os.path.join(run_dir, "fcgid_shm")]
     lines += [
         "StartServers 2",
         "MinSpareServers 1",

@@ -53,6 +53,7 @@ from urllib.parse import urlsplit
 from boincpy.config import SAFE_NEW_PROJECT
 from boincpy.errors import BoincpyError, DatabaseError, ToolError
 from boincpy.tools import server_mode
+from boincpy.tools.server_mode import cgi_paths
 from boincpy.web.ops import csrf as ops_csrf
 from boincpy.xml import xml_escape
 
@@ -179,7 +180,7 @@ class ProjectSpec:
     ops_user: str = ""
     ops_passwd: str = ""
     db_passwd_generated: bool = False
-    persistent: bool = False   # scheduler, upload handler, web RPCs under mod_wsgi
+    persistent: bool = False   # scheduler, upload handler, web RPCs under mod_fcgid
     processes: int = 4
 
     @property
@@ -249,7 +250,7 @@ def _command():
     a("web_only", is_flag=True, default=False, help="web files only: no keys, bin/ or cgi-bin/")
     a("persistent", is_flag=True, default=False,
       help="serve the scheduler, upload handler and web RPCs with long-lived processes "
-           "(Apache's mod_wsgi, daemon mode) instead of CGIs; bin/server_mode switches later")
+           "(processes started by Apache's mod_fcgid) instead of CGIs; bin/server_mode switches later")
     a("processes", type=int, default=4, help="with --persistent: how many processes (default 4)")
     a("no_query", is_flag=True, default=False, help="don't ask for confirmation")
     a("srcdir", help="boincpy source tree holding bin/, cgi-bin/, html/ "
@@ -534,29 +535,6 @@ def _write(path, text, mode=0o644):
     os.chmod(path, mode)
 
 
-def cgi_paths(python):
-    """The import paths ``python`` gets from its ``site`` start-up (a venv's
-    site-packages, an editable install's source tree from its ``.pth`` file)
-    beyond those it has with ``-S``; None if they can't be found out.
-
-    A CGI started as ``python -S`` with these paths added by its second line
-    imports the same modules without running site at every request: site
-    reads every ``.pth`` file of the install (setuptools' distutils hook,
-    editable-install hooks) and Debian's sitecustomize, a few ms of CPU on
-    each of the scheduler's and upload handler's requests.  The user's own
-    site directory is left out, as under Apache."""
-    import ast
-    code = "import sys; print(repr(sys.path[1:]))"
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    try:
-        full, bare = (ast.literal_eval(subprocess.run(
-            [python] + flags + ["-c", code], capture_output=True, text=True, env=env,
-            cwd="/", timeout=60, check=True).stdout) for flags in (["-s"], ["-s", "-S"]))
-    except (OSError, ValueError, SyntaxError, subprocess.SubprocessError):
-        return None
-    return [p for p in full if p not in bare]
-
-
 def copy_tree_files(src_dir, dest_dir, python, paths=None):
     """Copy every file under ``src_dir`` to ``dest_dir`` (sub-directories too),
     pointing ``#!/usr/bin/env python3`` scripts at ``python``.
@@ -810,9 +788,9 @@ def build_tree(spec, stage, undo, say):
         _write(S("templates", TEST_APP[0] + "_out"), TEST_APP_OUT)
     _write(S(spec.short_name + ".httpd.conf"), httpd_conf(spec))
     if spec.persistent:
-        _mkdir(S(server_mode.WSGI_DIR), 0o755)
-        _write(S(server_mode.WSGI_DIR, server_mode.WSGI_SCRIPT),
-               server_mode.wsgi_script_text(spec.project_root))
+        _mkdir(S(server_mode.FCGI_DIR), 0o755)
+        _write(S(server_mode.FCGI_DIR, server_mode.FCGI_SCRIPT),
+               server_mode.fcgi_script_text(spec.project_root, python, paths), 0o755)
     _write(S(spec.short_name + ".cronjob"),
            "0,5,10,15,20,25,30,35,40,45,50,55 * * * * cd %s ; %s/bin/start --cron\n"
            % (spec.project_root, spec.project_root))
@@ -978,7 +956,7 @@ def readme(spec):
              "      echo 'Include %s/%s.httpd.conf' > /etc/apache2/conf-available/%s.conf"
              % (root, spec.short_name, spec.short_name),
              "      a2enmod cgi%s; a2enconf %s; apache2ctl graceful"
-             % (" wsgi" if spec.persistent else "", spec.short_name),
+             % (" fcgid" if spec.persistent else "", spec.short_name),
              "  Apache runs as %s: its group reads config.xml and the public keys and"
              % spec.httpd_user,
              "  writes upload/ and %s/." % spec.host_dirs[0],

@@ -1,6 +1,6 @@
 """server_mode: serve a project's scheduler, upload handler and web RPCs as
-classic CGIs (the default) or persistently (Apache's mod_wsgi in daemon mode,
-see :mod:`boincpy.wsgi`).
+classic CGIs (the default) or persistently (processes that Apache's mod_fcgid
+starts, see :mod:`boincpy.persistent`).
 
     server_mode [--project_dir DIR]                      print the mode
     server_mode cgi [--project_dir DIR]
@@ -8,7 +8,7 @@ see :mod:`boincpy.wsgi`).
 
 It rewrites the block of PROJECT/SHORT.httpd.conf between the ``## boincpy
 persistent mode`` markers (added for persistent, removed for cgi) and writes
-PROJECT/wsgi/boincpy.wsgi; then reload Apache (``apache2ctl graceful``, or
+PROJECT/fcgi/boincpy.fcgi; then reload Apache (``apache2ctl graceful``, or
 ``python -m boincpy.tools.httpd stop/start`` for a private one).  Requests in
 progress finish in the processes that started them; the client sees the same
 URLs and the same replies in both modes.  make_project's --persistent writes
@@ -18,6 +18,7 @@ the same block when it creates the project.
 import glob
 import os
 import re
+import subprocess
 import sys
 
 import click
@@ -27,58 +28,105 @@ from boincpy.errors import BoincpyError, ToolError
 
 MODES = ("cgi", "persistent")
 DEFAULT_PROCESSES = 4
-WSGI_DIR = "wsgi"
-WSGI_SCRIPT = "boincpy.wsgi"
+FCGI_DIR = "fcgi"
+FCGI_SCRIPT = "boincpy.fcgi"
 BEGIN = "## boincpy persistent mode: begin"
 END = "## boincpy persistent mode: end"
+# the largest request body mod_fcgid takes (it holds the body before the
+# process reads it): uploads are limited by their certificates' max_nbytes
+MAX_REQUEST_LEN = 1 << 30
 
 
-def wsgi_script_text(project_dir):
-    """PROJECT/wsgi/boincpy.wsgi: the application mod_wsgi loads."""
-    return ("# The project's persistent scheduler, upload handler and web RPCs\n"
-            "# (mod_wsgi daemon mode), written by boincpy; see boincpy/wsgi.py.\n"
-            "# Touch this file to make Apache replace the processes.\n"
-            "from boincpy.wsgi import make_application\n\n"
-            "application = make_application(%r)\n"
-            "handle_request = application      # the name WSGIHandlerScript calls\n"
-            % project_dir)
+def cgi_paths(python):
+    """The import paths ``python`` gets from its ``site`` start-up (a venv's
+    site-packages, an editable install's source tree from its ``.pth`` file)
+    beyond those it has with ``-S``; None if they can't be found out.
+
+    A CGI started as ``python -S`` with these paths added by its second line
+    imports the same modules without running site at every request: site
+    reads every ``.pth`` file of the install (setuptools' distutils hook,
+    editable-install hooks) and Debian's sitecustomize, a few ms of CPU on
+    each of the scheduler's and upload handler's requests.  The user's own
+    site directory is left out, as under Apache."""
+    import ast
+    code = "import sys; print(repr(sys.path[1:]))"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    try:
+        full, bare = (ast.literal_eval(subprocess.run(
+            [python] + flags + ["-c", code], capture_output=True, text=True, env=env,
+            cwd="/", timeout=60, check=True).stdout) for flags in (["-s"], ["-s", "-S"]))
+    except (OSError, ValueError, SyntaxError, subprocess.SubprocessError):
+        return None
+    return [p for p in full if p not in bare]
 
 
-def persistent_block(short_name, project_dir, processes, python_home=None):
-    """The Apache directives routing the scheduler, the upload handler and the
-    web RPCs of boincpy.wsgi.WEB_PAGES to one mod_wsgi daemon process group."""
-    from boincpy.wsgi import SCHEDULER, UPLOAD_HANDLER, WEB_PAGES
-    python_home = python_home or sys.prefix
-    group = "boincpy_" + re.sub(r"[^A-Za-z0-9_]", "_", short_name)
-    script = os.path.join(project_dir, WSGI_DIR, WSGI_SCRIPT)
+def fcgi_script_text(project_dir, python=None, paths=None):
+    """PROJECT/fcgi/boincpy.fcgi: the program mod_fcgid starts.  Like the
+    CGIs make_project installs, it runs ``python -S`` with the import paths
+    site would have added (:func:`cgi_paths`)."""
+    python = python or sys.executable
+    paths = cgi_paths(python) if paths is None else paths
+    return ("#!%s -S\n"
+            "# The project's persistent scheduler, upload handler and web RPCs,\n"
+            "# started by Apache's mod_fcgid; written by boincpy (boincpy/fcgi.py).\n"
+            "import sys; sys.path += %r\n"
+            "from boincpy.fcgi import main\n"
+            "main(%r)\n" % (python, paths or [], project_dir))
+
+
+def write_fcgi_script(project_dir):
+    """Write PROJECT/fcgi/boincpy.fcgi (executable by the web server)."""
+    directory = os.path.join(project_dir, FCGI_DIR)
+    os.makedirs(directory, mode=0o755, exist_ok=True)
+    path = os.path.join(directory, FCGI_SCRIPT)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(fcgi_script_text(project_dir))
+    os.chmod(path, 0o755)
+    return path
+
+
+def persistent_block(short_name, project_dir, processes):
+    """The Apache directives handing the scheduler, the upload handler and
+    the web RPCs of boincpy.persistent.WEB_PAGES to mod_fcgid's processes
+    running PROJECT/fcgi/boincpy.fcgi."""
+    from boincpy.persistent import SCHEDULER, UPLOAD_HANDLER, WEB_PAGES
+    script = os.path.join(project_dir, FCGI_DIR, FCGI_SCRIPT)
     pages = "|".join(re.escape(name[:-len(".php")]) for name in sorted(WEB_PAGES))
     # mod_alias maps the URLs to the files (cgi-bin/cgi, html/user/NAME.php) as
-    # for the CGIs; only the handler of those files changes
+    # for the CGIs; only the handler of those files changes.  One wrapper
+    # ("virtual": the file asked for is not run) makes one pool of processes.
+    handler = """\
+        SetHandler fcgid-script
+        FcgidWrapper "{script}" virtual""".format(script=script)
     return """\
 {begin}
-# The scheduler, the upload handler and the account web RPCs run in {n}
-# long-lived processes (Apache's mod_wsgi, daemon mode; a2enmod wsgi), one
-# request at a time each.  Switch back with bin/server_mode cgi.
-WSGIDaemonProcess {group} processes={n} threads=1 python-home="{home}" display-name=%{{GROUP}} lang=C.UTF-8 locale=C.UTF-8 request-timeout=300 graceful-timeout=15 shutdown-timeout=10
-WSGIHandlerScript {handler} "{script}" process-group={group} application-group=%{{GLOBAL}}
+# The scheduler, the upload handler and the account web RPCs of {short} run in
+# {n} long-lived processes that Apache's mod_fcgid starts (a2enmod fcgid), one
+# request at a time each.  Switch back with bin/server_mode cgi.  mod_fcgid's
+# process limits are the server's: they apply to its other FastCGI programs too.
+FcgidMaxProcessesPerClass {n}
+FcgidMinProcessesPerClass {n}
+FcgidMaxRequestsPerProcess 0
+FcgidMaxRequestLen {max_len}
+FcgidIOTimeout 300
+FcgidBusyTimeout 300
 <Directory "{project_dir}/cgi-bin">
-    WSGIChunkedRequest On
     <FilesMatch "^({sched}|{upload})$">
-        SetHandler {handler}
+{handler}
     </FilesMatch>
 </Directory>
 <Directory "{project_dir}/html/user">
     <FilesMatch "^({pages})\\.php$">
-        SetHandler {handler}
+{handler}
     </FilesMatch>
 </Directory>
-<Directory "{project_dir}/{wsgi_dir}">
+<Directory "{project_dir}/{fcgi_dir}">
     Require all denied
 </Directory>
 {end}
-""".format(begin=BEGIN, end=END, n=processes, group=group, home=python_home,
-           handler=group.replace("_", "-"), sched=SCHEDULER, upload=UPLOAD_HANDLER,
-           script=script, pages=pages, project_dir=project_dir, wsgi_dir=WSGI_DIR)
+""".format(begin=BEGIN, end=END, short=short_name, n=processes, max_len=MAX_REQUEST_LEN,
+           sched=SCHEDULER, upload=UPLOAD_HANDLER, pages=pages, handler=handler,
+           project_dir=project_dir, fcgi_dir=FCGI_DIR)
 
 
 def conf_path(project_dir):
@@ -109,17 +157,6 @@ def without_block(text):
     return text[:start] + text[end:]
 
 
-def write_wsgi_script(project_dir):
-    """Write PROJECT/wsgi/boincpy.wsgi (readable by the web server)."""
-    directory = os.path.join(project_dir, WSGI_DIR)
-    os.makedirs(directory, mode=0o755, exist_ok=True)
-    path = os.path.join(directory, WSGI_SCRIPT)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(wsgi_script_text(project_dir))
-    os.chmod(path, 0o644)
-    return path
-
-
 def set_mode(project_dir, mode, processes=DEFAULT_PROCESSES):
     """Rewrite PROJECT/SHORT.httpd.conf for ``mode`` ("cgi" or "persistent");
     returns the configuration file's path."""
@@ -133,7 +170,7 @@ def set_mode(project_dir, mode, processes=DEFAULT_PROCESSES):
         text = without_block(f.read())
     if mode == "persistent":
         short = os.path.basename(path)[:-len(".httpd.conf")]
-        write_wsgi_script(project_dir)
+        write_fcgi_script(project_dir)
         text = text.rstrip("\n") + "\n\n" + persistent_block(short, project_dir, processes)
     tmp = path + ".new"
     with open(tmp, "w", encoding="utf-8") as f:

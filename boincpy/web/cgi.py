@@ -80,7 +80,7 @@ class WebRequest:
     files: list = field(default_factory=list)       # multipart.UploadedFile, in body order
     body_error: str = ""                            # why the body could not be read
     # boincpy.resident.Resident: the process's configuration and database,
-    # kept between requests when the page runs persistently (boincpy.wsgi)
+    # kept between requests when the page runs persistently (boincpy.persistent)
     resident: object = field(default=None, repr=False, compare=False)
 
     def remove_files(self):
@@ -264,8 +264,8 @@ def error_response(err, header=True):
 
 
 def log_error(message):
-    """A line in the web server's error log (a CGI's stderr, mod_wsgi's
-    error log), as PHP's error_log."""
+    """A line in the web server's error log (a CGI's or a persistent
+    process's stderr), as PHP's error_log."""
     sys.stderr.write("[boincpy web rpc] %s\n" % message)
     sys.stderr.flush()
 

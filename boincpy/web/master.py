@@ -69,6 +69,6 @@ def handle(cfg, request):
 
 def cgi_main():
     """Entry point of html/user/index.php (a CGI; the persistent mode serves
-    :func:`handle` through boincpy.wsgi)."""
+    :func:`handle` through boincpy.persistent)."""
     from boincpy.web.cgi import run_cgi
     run_cgi(handle, PAGE)

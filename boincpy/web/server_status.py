@@ -337,6 +337,6 @@ def handle(cfg, request, now=None):
 
 def cgi_main():
     """Entry point of html/user/server_status.php (a CGI; in the persistent
-    mode boincpy.wsgi serves :func:`handle` itself)."""
+    mode boincpy.persistent serves :func:`handle` itself)."""
     from boincpy.web.cgi import run_cgi
     run_cgi(handle, PAGE)

@@ -1,5 +1,5 @@
 """The persistent mode: the scheduler, the upload handler and the web RPCs
-served by long-lived processes of Apache's mod_wsgi (daemon mode).
+served by long-lived processes that Apache's mod_fcgid starts and keeps.
 
 A classic CGI pays for a Python start-up and the imports on every request;
 here a process imports everything once and serves request after request
@@ -7,20 +7,23 @@ through the same plain functions the CGIs call (``serve(environ, stream,
 resident)`` -> the CGI's output), so replies and log lines are byte for byte
 those of the CGIs.  What a process keeps between requests (configuration
 re-read when its files change, keys, one database connection, the feeder's
-job array) is a :class:`boincpy.resident.Resident`.
+job array) is a :class:`boincpy.resident.Resident`; :mod:`boincpy.fcgi`
+speaks FastCGI to the web server.
 
-Why mod_wsgi in daemon mode (Debian's libapache2-mod-wsgi-py3) rather than
-mod_fcgid: WSGI is Python's own server interface, so no FastCGI protocol code
-(the standard library has none) or extra package is needed; Apache starts the
-daemon processes under the project's web server user, restarts one that dies
-(a crash, a SIGKILL, ``request-timeout``), and replaces them all gracefully
-when the ``.wsgi`` file is touched or Apache is reloaded.  Processes run one
-request at a time (``threads=1``): a reserved slot of the job array carries
-the process id, as BOINC's scheduler processes do, so two requests of one
-process must never be in flight together.
+Why mod_fcgid (Debian's libapache2-mod-fcgid) rather than mod_wsgi: mod_fcgid
+runs the project's own interpreter (/usr/bin/python3), while mod_wsgi runs
+Python inside Apache's processes through Debian's shared libpython3.11.so,
+which runs Python code more slowly: the same scheduler request took 25-35%
+more CPU there (measured in one process on each, and under Apache with
+bench/bench_sched.py).  mod_fcgid starts the processes
+under the web server's user, starts another when one dies (a crash, a
+SIGKILL), stops them on a graceful reload, and hands each one request at a
+time, as a reserved slot of the job array carrying the process id requires.
+The FastCGI protocol (about 200 lines) is written here: the standard library
+has none and the packages that had one are no longer kept.
 
 ``make_project --persistent`` writes the Apache configuration and
-PROJECT/wsgi/boincpy.wsgi (which calls :func:`make_application`);
+PROJECT/fcgi/boincpy.fcgi (which calls :func:`boincpy.fcgi.main`);
 ``bin/server_mode`` switches an existing project between the two modes.
 """
 
@@ -55,10 +58,6 @@ WEB_PAGES = {
     "index.php": "boincpy.web.master:handle",
 }
 
-_STATUS = {"200": "200 OK", "400": "400 Bad Request", "403": "403 Forbidden",
-           "404": "404 Not Found", "500": "500 Internal Server Error"}
-
-
 def page_handler(target):
     """The callable ``handler(cfg, request)`` a WEB_PAGES entry names."""
     import importlib
@@ -73,30 +72,10 @@ def page_handler(target):
     return handler
 
 
-def split_cgi_output(data):
-    """A CGI's output (bytes) -> (WSGI status line, header list, body)."""
-    head, sep, body = data.partition(b"\r\n\r\n")
-    if not sep:
-        head, sep, body = data.partition(b"\n\n")
-    if not sep:
-        return "500 Internal Server Error", [("Content-Type", "text/plain")], data
-    status = "200 OK"
-    headers = []
-    for line in head.decode("latin-1").splitlines():
-        name, _, value = line.partition(":")
-        name, value = name.strip(), value.strip()
-        if name.lower() == "status":
-            status = value if " " in value else _STATUS.get(value, value + " Unknown")
-        elif name.lower() != "content-length":
-            headers.append((name, value))
-    headers.append(("Content-Length", str(len(body))))
-    return status, headers, body
-
-
 class Application:
-    """The WSGI application of one project: dispatch by script name (the last
-    part of SCRIPT_NAME) to the scheduler, the upload handler or a WEB_PAGES
-    entry.  One per process; ``resident`` lives as long as it does."""
+    """One project's persistent application: dispatch by script name (the
+    last part of SCRIPT_NAME) to the scheduler, the upload handler or a
+    WEB_PAGES entry.  One per process; ``resident`` lives as long as it does."""
 
     def __init__(self, project_dir, preload=True):
         self.project_dir = os.path.abspath(project_dir)
@@ -130,10 +109,12 @@ class Application:
             handler = self.pages[name] = page_handler(WEB_PAGES[name])
         return handler
 
-    def respond(self, environ, stream):
-        """The CGI output (bytes) for one request, or None for an unknown script."""
+    def respond(self, environ, stream, errors=None):
+        """The CGI output (bytes) for one request, or None for an unknown
+        script.  ``errors``: the web server's error log (default stderr,
+        which mod_fcgid sends there)."""
         script = environ.get("SCRIPT_NAME", "").rstrip("/").rsplit("/", 1)[-1]
-        errors = environ.get("wsgi.errors", sys.stderr)
+        errors = sys.stderr if errors is None else errors
         if script == SCHEDULER:
             from boincpy.sched import handler
             try:
@@ -157,19 +138,3 @@ class Application:
                 array.restore(os.getpid())
             except (OSError, ValueError):
                 self.resident.close_job_array()
-
-    def __call__(self, environ, start_response):
-        out = self.respond(environ, environ["wsgi.input"])
-        if out is None:
-            start_response("404 Not Found", [("Content-Type", "text/plain")])
-            return [b"not found\n"]
-        status, headers, body = split_cgi_output(out)
-        start_response(status, headers)
-        return [body]
-
-
-def make_application(project_dir):
-    """The WSGI application for the project in ``project_dir`` (what
-    PROJECT/wsgi/boincpy.wsgi calls)."""
-    os.environ.setdefault("BOINC_PROJECT_DIR", os.path.abspath(project_dir))
-    return Application(project_dir)
