@@ -20,6 +20,8 @@ import socket
 import struct
 import sys
 
+from boincpy.errors import BoincpyError
+
 VERSION = 1
 BEGIN_REQUEST = 1
 ABORT_REQUEST = 2
@@ -44,9 +46,12 @@ END_BODY = struct.Struct("!IB3x")
 BEGIN_BODY = struct.Struct("!HB5x")
 # what a web server may ask with GET_VALUES: one request at a time
 LIMITS = {b"FCGI_MAX_CONNS": b"1", b"FCGI_MAX_REQS": b"1", b"FCGI_MPXS_CONNS": b"0"}
+INTERNAL_ERROR = (b"Status: 500 Internal Server Error\r\nContent-Type: text/plain\r\n\r\n"
+                  b"internal server error\n")
+NOT_FOUND = b"Status: 404 Not Found\r\nContent-Type: text/plain\r\n\r\nnot found\n"
 
 
-class ProtocolError(Exception):
+class ProtocolError(BoincpyError):
     """The web server sent what FastCGI does not allow; the connection is dropped."""
 
 
@@ -247,7 +252,18 @@ def serve_connection(sock, respond):
         reply = b""
         if environ is not None:         # None: aborted before it began
             stdin = _Stdin(reader, rid)
-            out = respond(environ, io.BufferedReader(stdin, 65536))
+            try:
+                out = respond(environ, io.BufferedReader(stdin, 65536))
+            except ProtocolError:
+                raise
+            except Exception:
+                # a fault of the application: the web server's error log gets
+                # the traceback, the client a 500, and the process lives on
+                import traceback
+                sys.stderr.write("fcgi: %s failed:\n%s" % (
+                    environ.get("SCRIPT_NAME", "?"), traceback.format_exc()))
+                sys.stderr.flush()
+                out = INTERNAL_ERROR
             stdin.drain()
             reply = stream_records(STDOUT, rid, out)
         sock.sendall(reply + record(END_REQUEST, rid, END_BODY.pack(0, REQUEST_COMPLETE)))
@@ -290,9 +306,6 @@ def run(respond, listener=None, errors=None):
         finally:
             conn.close()
             stop.busy = False
-
-
-NOT_FOUND = b"Status: 404 Not Found\r\nContent-Type: text/plain\r\n\r\nnot found\n"
 
 
 def main(project_dir):

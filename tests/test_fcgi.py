@@ -134,6 +134,20 @@ def test_management_records_other_roles_and_a_second_request_are_answered():
     assert stdout_of(got, 4) == b"\n\nok"
 
 
+def test_a_failing_application_gets_its_client_a_500_and_the_connection_goes_on(capsys):
+    def respond(environ, stream):
+        if environ["A"] == "1":
+            raise KeyError("no such thing")
+        return b"\n\nfine"
+    data = (request_records(1, {"A": "1", "SCRIPT_NAME": "/p/cgi"}, b"x", keep=True)
+            + request_records(2, {"A": "2"}, b"", keep=True))
+    got = served(data, respond)
+    assert stdout_of(got, 1).startswith(b"Status: 500 Internal Server Error")
+    assert stdout_of(got, 2) == b"\n\nfine"
+    err = capsys.readouterr().err
+    assert "fcgi: /p/cgi failed:" in err and "KeyError: 'no such thing'" in err
+
+
 def test_an_aborted_request_ends_without_calling_the_application():
     calls = []
     data = (begin(9) + fcgi.record(fcgi.PARAMS, 9, fcgi.write_pairs({b"A": b"1"}))
