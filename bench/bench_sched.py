@@ -891,6 +891,8 @@ def cpu_by_process():
     web server (Apache's children, and the CGIs they reaped), the persistent
     workers (mod_fcgid's, running PROJECT/fcgi/boincpy.fcgi) and this benchmark."""
     import psutil
+    from boincpy.tools.server_mode import FCGI_DIR, FCGI_SCRIPT
+    fcgi_script = os.path.join(FCGI_DIR, FCGI_SCRIPT)
     kinds = {}
     for proc in psutil.process_iter(["name", "cmdline"]):
         try:
@@ -900,7 +902,7 @@ def cpu_by_process():
                 kind = "bench client"
             elif name.startswith("mariadbd") or name.startswith("mysqld"):
                 kind = "database"
-            elif os.path.join("fcgi", "boincpy.fcgi") in cmd:
+            elif fcgi_script in cmd:
                 kind = "persistent workers"
             elif name == "apache2":
                 kind = "web server + CGIs"
@@ -914,13 +916,6 @@ def cpu_by_process():
     return kinds
 
 
-def persistent_pids(project):
-    """The persistent processes running (mod_fcgid's, PROJECT/fcgi/boincpy.fcgi)."""
-    import psutil
-    script = os.path.join(project.root, "fcgi", "boincpy.fcgi")
-    return [p.pid for p in psutil.process_iter(["cmdline"]) if script in (p.info["cmdline"] or ())]
-
-
 def fill_pool(project, apache, key):
     """Start all of the persistent mode's processes before measuring it.
     mod_fcgid starts one at the first request, and another only when a
@@ -929,7 +924,8 @@ def fill_pool(project, apache, key):
     measurement waits for a start."""
     reqs = Requests(project, key, want_work=False)
     deadline = time.monotonic() + 20
-    while len(persistent_pids(project)) < apache.processes and time.monotonic() < deadline:
+    from boincpy.tools.server_mode import persistent_pids
+    while len(persistent_pids(project.root)) < apache.processes and time.monotonic() < deadline:
         run_load(apache.port, reqs, 8 * apache.processes, 4 * apache.processes, warmup=0,
                  path=PATHS["persistent"])
     apache.pool_filled = True

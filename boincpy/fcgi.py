@@ -284,25 +284,22 @@ class _Stop:
             raise SystemExit(0)
 
 
-def run(respond, listener=None, errors=None):
+def run(respond, listener=None):
     """Accept connections on ``listener`` (default: the socket mod_fcgid
-    passes as descriptor 0) and serve them one at a time, until SIGTERM."""
+    passes as descriptor 0) and serve them one at a time, until SIGTERM.
+    A broken connection is named on stderr (the web server's error log)."""
     if listener is None:
         listener = socket.socket(fileno=LISTENSOCK_FILENO)
-    errors = errors if errors is not None else sys.stderr
     stop = _Stop()
     signal.signal(signal.SIGTERM, stop)
     while not stop.wanted:
-        try:
-            conn, _ = listener.accept()
-        except InterruptedError:
-            continue
+        conn, _ = listener.accept()
         stop.busy = True
         try:
             serve_connection(conn, respond)
         except (OSError, ProtocolError) as exc:
-            errors.write("fcgi: connection dropped: %s\n" % exc)
-            errors.flush()
+            sys.stderr.write("fcgi: connection dropped: %s\n" % exc)
+            sys.stderr.flush()
         finally:
             conn.close()
             stop.busy = False

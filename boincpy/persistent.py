@@ -109,12 +109,12 @@ class Application:
             handler = self.pages[name] = page_handler(WEB_PAGES[name])
         return handler
 
-    def respond(self, environ, stream, errors=None):
+    def respond(self, environ, stream):
         """The CGI output (bytes) for one request, or None for an unknown
-        script.  ``errors``: the web server's error log (default stderr,
-        which mod_fcgid sends there)."""
+        script.  What goes to stderr reaches the web server's error log
+        (mod_fcgid sends it there)."""
         script = environ.get("SCRIPT_NAME", "").rstrip("/").rsplit("/", 1)[-1]
-        errors = sys.stderr if errors is None else errors
+        errors = sys.stderr
         if script == SCHEDULER:
             from boincpy.sched import handler
             try:

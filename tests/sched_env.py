@@ -427,18 +427,6 @@ exit 0
 """
 
 
-def persistent_pids(root):
-    """Process ids of the persistent mode's processes serving the project in
-    ``root`` (mod_fcgid runs PROJECT/fcgi/boincpy.fcgi)."""
-    import psutil
-    script = os.path.join(root, "fcgi", "boincpy.fcgi")
-    pids = []
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        if script in (proc.info["cmdline"] or ()):
-            pids.append(proc.info["pid"])
-    return pids
-
-
 def run_tool(p, tool, *args, input=""):
     """Run PROJECT/bin/TOOL in the project directory; fail the test if it fails."""
     proc = subprocess.run([p.bin(tool)] + list(args), cwd=p.root, input=input,

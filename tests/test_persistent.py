@@ -25,8 +25,8 @@ import psutil
 import pytest
 
 from boincpy import shmem
-from tests.sched_env import (CLIENT, CLIENT_AUTH, apache_site, fixture_text,  # noqa: F401
-                             persistent_pids)
+from boincpy.tools.server_mode import persistent_pids
+from tests.sched_env import CLIENT, CLIENT_AUTH, apache_site, fixture_text  # noqa: F401
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="Apache's children run as www-data"),

@@ -32,9 +32,10 @@ from boincpy.config import write_config
 from boincpy.files import dir_hier_path
 from boincpy.states import ClientState, Outcome, ServerState
 from boincpy.testing import simclient as sc
+from boincpy.tools.server_mode import persistent_pids
 import mariadb_instance
 from conftest import TEST_BASE, make_test_project, remove_test_project
-from tests.sched_env import install_script_app, persistent_pids, run_tool
+from tests.sched_env import install_script_app, run_tool
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not mariadb_instance.available(),

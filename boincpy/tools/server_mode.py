@@ -60,6 +60,20 @@ def cgi_paths(python):
     return [p for p in full if p not in bare]
 
 
+def fcgi_script_path(project_dir):
+    """PROJECT/fcgi/boincpy.fcgi, the program mod_fcgid runs."""
+    return os.path.join(project_dir, FCGI_DIR, FCGI_SCRIPT)
+
+
+def persistent_pids(project_dir):
+    """Process ids of the persistent processes serving the project in
+    ``project_dir`` (those running its PROJECT/fcgi/boincpy.fcgi)."""
+    import psutil
+    script = fcgi_script_path(project_dir)
+    return [proc.pid for proc in psutil.process_iter(["cmdline"])
+            if script in (proc.info["cmdline"] or ())]
+
+
 def fcgi_script_text(project_dir, python=None, paths=None):
     """PROJECT/fcgi/boincpy.fcgi: the program mod_fcgid starts.  Like the
     CGIs make_project installs, it runs ``python -S`` with the import paths
@@ -76,9 +90,8 @@ def fcgi_script_text(project_dir, python=None, paths=None):
 
 def write_fcgi_script(project_dir):
     """Write PROJECT/fcgi/boincpy.fcgi (executable by the web server)."""
-    directory = os.path.join(project_dir, FCGI_DIR)
-    os.makedirs(directory, mode=0o755, exist_ok=True)
-    path = os.path.join(directory, FCGI_SCRIPT)
+    path = fcgi_script_path(project_dir)
+    os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         f.write(fcgi_script_text(project_dir))
     os.chmod(path, 0o755)
@@ -90,7 +103,7 @@ def persistent_block(short_name, project_dir, processes):
     the web RPCs of boincpy.persistent.WEB_PAGES to mod_fcgid's processes
     running PROJECT/fcgi/boincpy.fcgi."""
     from boincpy.persistent import SCHEDULER, UPLOAD_HANDLER, WEB_PAGES
-    script = os.path.join(project_dir, FCGI_DIR, FCGI_SCRIPT)
+    script = fcgi_script_path(project_dir)
     pages = "|".join(re.escape(name[:-len(".php")]) for name in sorted(WEB_PAGES))
     # mod_alias maps the URLs to the files (cgi-bin/cgi, html/user/NAME.php) as
     # for the CGIs; only the handler of those files changes.  One wrapper
