@@ -223,6 +223,9 @@ def test_sigterm_ends_an_idle_process_at_once_and_a_busy_one_after_its_reply(tmp
         proc = subprocess.Popen([sys.executable, "-c", SERVER % {"repo": REPO, "path": path + "2"}],
                                 stdout=subprocess.PIPE, text=True)
         assert proc.stdout.readline() == "ready\n"
+        # "ready" comes before fcgi.run installs its handler: one answered request
+        # proves the process is inside run, idle in accept
+        assert stdout_of(_ask(path + "2", "0"), 1) == b"\n\nslept 0"
         t = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(10) == 0 and time.monotonic() - t < 2
