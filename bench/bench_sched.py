@@ -525,36 +525,38 @@ def post(port, data, path="/bench_cgi/cgi"):
         sock.sendall(("POST %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n%sContent-Length: %d\r\n"
                       "Connection: close\r\n\r\n" % (path, port, HEADERS, len(data))).encode()
                      + data)
-        buf = b""
-        head = None
-        while True:
-            chunk = sock.recv(262144)
-            buf += chunk
-            if head is None:
-                end = buf.find(b"\r\n\r\n")
-                if end >= 0:
-                    head, buf = buf[:end].lower(), buf[end + 4:]
-                    length = _content_length(head)
-                    chunked = b"\r\ntransfer-encoding: chunked" in head
-            if head is not None:
-                if chunked:
-                    body = _unchunk(buf)
-                    if body is not None:
-                        break
-                elif length is not None and len(buf) >= length:
-                    body = buf[:length]
-                    break
-            if not chunk:
-                if head is None:
-                    return 0, b""
-                body = buf
-                break
+        try:
+            return _read_reply(sock)
+        except ValueError:      # a reply that is not HTTP: counted as an error
+            return 0, b""
     finally:
         sock.close()
-    try:
-        return int(head.split(b" ", 2)[1]), body
-    except (IndexError, ValueError):
-        return 0, b""
+
+
+def _read_reply(sock):
+    """(status, body) of the HTTP reply on ``sock``; ValueError if malformed."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = sock.recv(262144)
+        if not chunk:
+            raise ValueError("connection closed before the reply's headers")
+        buf += chunk
+    head, _, buf = buf.partition(b"\r\n\r\n")
+    head = head.lower()
+    status = int(head[9:12])             # "HTTP/1.1 200 OK"
+    length = _content_length(head)
+    chunked = b"\r\ntransfer-encoding: chunked" in head
+    while True:
+        if chunked:
+            body = _unchunk(buf)
+            if body is not None:
+                return status, body
+        elif length is not None and len(buf) >= length:
+            return status, buf[:length]
+        chunk = sock.recv(262144)
+        if not chunk:
+            return status, buf
+        buf += chunk
 
 
 def _content_length(head):

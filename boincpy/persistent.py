@@ -114,16 +114,15 @@ class Application:
         script.  What goes to stderr reaches the web server's error log
         (mod_fcgid sends it there)."""
         script = environ.get("SCRIPT_NAME", "").rstrip("/").rsplit("/", 1)[-1]
-        errors = sys.stderr
         if script == SCHEDULER:
             from boincpy.sched import handler
             try:
-                return handler.serve(environ, stream, self.resident, errors)
+                return handler.serve(environ, stream, self.resident, sys.stderr)
             finally:
                 self._release_slots()
         if script == UPLOAD_HANDLER:
             from boincpy import upload
-            return upload.serve(environ, stream, self.resident, errors)
+            return upload.serve(environ, stream, self.resident, sys.stderr)
         if script in WEB_PAGES:
             from boincpy.web import cgi
             return cgi.serve(self.page(script), environ, stream, self.resident, script)
