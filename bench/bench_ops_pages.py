@@ -36,7 +36,7 @@ from boincpy.config import write_config  # noqa: E402
 from boincpy.db import connect, schema  # noqa: E402
 from boincpy.config import load_config  # noqa: E402
 from boincpy.web.ops.main import handle  # noqa: E402
-from boincpy.web.ops.request import read_request  # noqa: E402
+from boincpy.web.http import read_request  # noqa: E402
 
 PAGES = (
     ("index.php", ""),
@@ -178,7 +178,7 @@ def render(root, page, query, empty):
 
 def public_status(root, cached):
     from boincpy.config import load_config
-    from boincpy.web.cgi import WebRequest
+    from boincpy.web.http import Request
     from boincpy.web import server_status
     cfg = load_config(root, aux=False)
     if not cached:
@@ -187,7 +187,7 @@ def public_status(root, cached):
         except OSError:
             pass
     t0 = time.perf_counter()
-    server_status.handle(cfg, WebRequest(get={"xml": "1"}))
+    server_status.handle(cfg, Request.of(get={"xml": "1"}))
     return time.perf_counter() - t0
 
 

@@ -3,10 +3,16 @@
 Each error carries the text the user must be told (naming the file, line or
 field at fault) and the exit status a command-line tool should return.  Every
 exception class boincpy defines derives from :class:`BoincpyError` (the
-errors of one module beside their code, where only that module raises them;
-a few are signals that end a page or a transaction early and are caught
-before any ``except BoincpyError``); tests/test_errors.py checks it.
+errors of one module beside their code, where only that module raises them),
+except the few signals that end a page, a command or a transaction early on
+purpose: those derive from :class:`Signal`, so no ``except BoincpyError``
+ever mistakes them for a failure.  tests/test_errors.py checks both.
 """
+
+
+class Signal(Exception):
+    """Not an error: a way out of a page, a command or a transaction that
+    its caller catches by name (a redirect, a dry run's rollback)."""
 
 
 class BoincpyError(Exception):

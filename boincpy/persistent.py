@@ -36,8 +36,8 @@ SCHEDULER = "cgi"
 UPLOAD_HANDLER = "file_upload_handler"
 
 # html/user pages served persistently: script name -> "module:function[:arg]",
-# function([arg,] cfg, request) -> boincpy.web.cgi.Response (the shape of
-# boincpy.web.cgi.serve's handlers).  A page listed here is routed to the
+# function([arg,] cfg, request) -> boincpy.web.http.Response (the shape of
+# boincpy.web.http.serve's handlers).  A page listed here is routed to the
 # daemon by the Apache configuration make_project writes; any other .php
 # stays a CGI.  A new page plugs in with one line.
 WEB_PAGES = {
@@ -124,8 +124,8 @@ class Application:
             from boincpy import upload
             return upload.serve(environ, stream, self.resident, sys.stderr)
         if script in WEB_PAGES:
-            from boincpy.web import cgi
-            return cgi.serve(self.page(script), environ, stream, self.resident, script)
+            from boincpy.web import http
+            return http.serve(self.page(script), environ, stream, self.resident, script)
         return None
 
     def _release_slots(self):

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 import MySQLdb
 import pytest
 
-from boincpy.web.ops.request import read_request
+from boincpy.web.http import read_request
 from boincpy.web.ops.main import handle
 
 XSS = "<script>alert(1)</script>"

@@ -29,7 +29,7 @@ from boincpy.sched.plan_class import PlanClassSpecError, parse_specs
 from boincpy.sched.request import RequestError, parse_request
 from boincpy.templates import parse_xml
 from boincpy.web import rpc
-from boincpy.web.cgi import WebRequest
+from boincpy.web.http import Request
 from tests.sched_env import CLIENT, REFERENCE, fixture_text, sched_env  # noqa: F401
 
 SCALE = int(os.environ.get("BOINCPY_FUZZ_EXAMPLES") or 0)
@@ -272,7 +272,7 @@ def test_every_web_rpc_answers_hostile_parameters(mini_project):
         params = {p: data.draw(hostile_value) for p in RPC_PARAMS[name]
                   if data.draw(st.booleans())}
         method = data.draw(st.sampled_from(("GET", "POST")))
-        req = WebRequest(method=method, get=params if method == "GET" else {},
+        req = Request.of(method=method, get=params if method == "GET" else {},
                          post=params if method == "POST" else {},
                          environ={"REMOTE_ADDR": "192.0.2.%d" % data.draw(st.integers(1, 254))})
         resp = rpc.handle(name, cfg, req)
@@ -281,5 +281,5 @@ def test_every_web_rpc_answers_hostile_parameters(mini_project):
             ET.fromstring(resp.body.split("?>", 1)[-1])
     run()
     # the normal request is still served
-    resp = rpc.handle("get_project_config", cfg, WebRequest(environ={"REMOTE_ADDR": "1.2.3.4"}))
+    resp = rpc.handle("get_project_config", cfg, Request.of(environ={"REMOTE_ADDR": "1.2.3.4"}))
     assert "<project_config>" in resp.body

@@ -21,7 +21,7 @@ from boincpy.config import load_config
 from boincpy.log import MessageLog, SchedLog
 from boincpy.sched.handler import handle_request
 from boincpy.web import rpc
-from boincpy.web.cgi import WebRequest
+from boincpy.web.http import Request
 from ops_fixtures import ADMIN, call as ops_call, db_rows, ops_project  # noqa: F401
 from tests.sched_env import CLIENT, fixture_text, sched_env  # noqa: F401
 
@@ -300,7 +300,7 @@ def test_upload_reply_escapes_the_client_file_name(upload_cfg):
 
 def web(project, name, **params):
     cfg = load_config(str(project))
-    resp = rpc.handle(name, cfg, WebRequest(method="GET", get=params,
+    resp = rpc.handle(name, cfg, Request.of(method="GET", get=params,
                                             environ={"REMOTE_ADDR": "192.0.2.9"}))
     assert not resp.status.startswith("5"), resp.body
     return resp

@@ -185,7 +185,7 @@ def _ban(project, userid, seconds, reason="spam links"):
 
 def test_ban_needs_a_reason_and_a_token_and_stops_public_changes(ops_project):
     from boincpy.web import rpc
-    from boincpy.web.cgi import WebRequest
+    from boincpy.web.http import Request
     resp = _ban(ops_project, 2, 86400, reason="")
     assert resp.status.startswith("400") and "reason" in resp.body
     resp = call(ops_project, "manage_user.php", "POST",
@@ -209,24 +209,24 @@ def test_ban_needs_a_reason_and_a_token_and_stops_public_changes(ops_project):
     cfg = load_config(str(ops_project))
     cfg.enable_am_set_info_rpc = True
     cfg.enable_create_team_rpc = True
-    resp = rpc.handle("am_set_info", cfg, WebRequest(get={"account_key": "auth2",
+    resp = rpc.handle("am_set_info", cfg, Request.of(get={"account_key": "auth2",
                                                           "url": "spam.example"}))
     assert "banned" in resp.body and "<success/>" not in resp.body
     assert rows(ops_project, "SELECT url FROM user WHERE id = 2")[0]["url"] is None
-    resp = rpc.handle("am_set_info", cfg, WebRequest(get={"account_key": "auth2",
+    resp = rpc.handle("am_set_info", cfg, Request.of(get={"account_key": "auth2",
                                                           "send_email": "0"}))
     assert "<success/>" in resp.body          # private settings still change
-    resp = rpc.handle("create_team", cfg, WebRequest(get={
+    resp = rpc.handle("create_team", cfg, Request.of(get={
         "account_key": "auth2", "name": "Spam", "url": "", "type": "", "name_html": "",
         "description": "", "country": ""}))
     assert "banned" in resp.body and not rows(ops_project, "SELECT * FROM team")
-    resp = rpc.handle("am_set_info", cfg, WebRequest(get={"account_key": "auth1",
+    resp = rpc.handle("am_set_info", cfg, Request.of(get={"account_key": "auth1",
                                                           "url": "alice.example"}))
     assert "<success/>" in resp.body          # others are not affected
 
     body = ok(_ban(ops_project, 2, -1, reason=""))
     assert "may post again" in body
-    resp = rpc.handle("am_set_info", cfg, WebRequest(get={"account_key": "auth2",
+    resp = rpc.handle("am_set_info", cfg, Request.of(get={"account_key": "auth2",
                                                           "url": "bob.example"}))
     assert "<success/>" in resp.body
     assert _ban(ops_project, 2, 12345).status.startswith("400")      # not an offered length
@@ -611,9 +611,9 @@ APP_ELEMENTS = ["id", "name", "unsent", "in_progress", "avg_runtime", "min_runti
 
 
 def _status(project, **get):
-    from boincpy.web.cgi import WebRequest
+    from boincpy.web.http import Request
     from boincpy.web.server_status import handle
-    return handle(load_config(str(project), aux=False), WebRequest(get=get))
+    return handle(load_config(str(project), aux=False), Request.of(get=get))
 
 
 def test_public_status_xml_has_boincs_elements(ops_project):
@@ -686,7 +686,7 @@ def test_public_status_through_the_persistent_dispatch(ops_project):
     """The page as boincpy.persistent serves it in the persistent mode (WEB_PAGES)."""
     import io
     from boincpy.resident import Resident
-    from boincpy.web.cgi import serve
+    from boincpy.web.http import serve
     from boincpy.persistent import WEB_PAGES, page_handler
     resident = Resident(str(ops_project), persistent=True)
     try:

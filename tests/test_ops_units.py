@@ -8,9 +8,10 @@ import stat
 import pytest
 
 from boincpy.error_numbers import exit_status_name, exit_status_text
-from boincpy.web.ops import request as cgi
+from boincpy.web import http
 from boincpy.web.markup import Markup, esc, fmt, url
-from boincpy.web.ops import charts, csrf
+from boincpy.web import csrf
+from boincpy.web.ops import charts
 from boincpy.web.ops import names as N
 
 
@@ -56,7 +57,7 @@ def test_same_origin(environ, ok):
 
 
 def test_escaping():
-    assert esc("<a href='x'>&</a>") == "&lt;a href=&#039;x&#039;&gt;&amp;&lt;/a&gt;"
+    assert esc("<a href='x'>&</a>") == "&lt;a href=&#39;x&#39;&gt;&amp;&lt;/a&gt;"
     assert esc(Markup("<b>")) == "<b>"
     assert fmt("<td>{}</td><td>{:.1f}</td>", "<script>", 2.25) == \
         "<td>&lt;script&gt;</td><td>2.2</td>"
@@ -100,18 +101,25 @@ def test_charts_are_plain_svg():
 
 def test_request_parsing():
     body = b"a=1&b=%3Cx%3E&b=2"
-    req = cgi.read_request({"REQUEST_METHOD": "POST", "QUERY_STRING": "q=1",
-                            "CONTENT_TYPE": "application/x-www-form-urlencoded",
-                            "CONTENT_LENGTH": str(len(body)), "REMOTE_USER": "admin"},
-                           io.BytesIO(body))
-    assert req.get("q") == "1" and req.post("a") == "1" and req.post_all("b") == ["<x>", "2"]
-    assert req.remote_user == "admin"
-    with pytest.raises(cgi.BadRequest):
-        cgi.read_request({"REQUEST_METHOD": "POST", "CONTENT_TYPE": "multipart/form-data",
-                          "CONTENT_LENGTH": "3"}, io.BytesIO(b"abc"))
-    with pytest.raises(cgi.BadRequest):
-        cgi.read_request({"REQUEST_METHOD": "POST", "CONTENT_LENGTH": str(cgi.MAX_BODY + 1)},
-                         io.BytesIO(b""))
-    out = cgi.response_bytes(cgi.Response(body="<p>é</p>", status="403 Forbidden"))
-    assert out.startswith(b"Status: 403 Forbidden\r\nContent-Type: text/html; charset=utf-8\r\n")
-    assert out.endswith("\r\n\r\n<p>é</p>".encode())
+    req = http.read_request({"REQUEST_METHOD": "POST", "QUERY_STRING": "q=1&q=2",
+                             "CONTENT_TYPE": "application/x-www-form-urlencoded",
+                             "CONTENT_LENGTH": str(len(body)), "REMOTE_USER": "admin",
+                             "HTTP_COOKIE": 'auth=abc; other="x y"'},
+                            io.BytesIO(body))
+    # PHP's rule: the last of repeated names wins; lists keep every value
+    assert req.get("q") == "2" and req.get_all("q") == ["1", "2"]
+    assert req.post("a") == "1" and req.post_all("b") == ["<x>", "2"]
+    assert req.remote_user == "admin" and req.cookie("auth") == "abc"
+    assert req.cookie("other") == "x y" and req.cookie("none") is None
+    req = http.read_request({"REQUEST_METHOD": "POST", "CONTENT_TYPE": "multipart/form-data",
+                             "CONTENT_LENGTH": "3"}, io.BytesIO(b"abc"))
+    assert req.form == {} and "multipart" in req.body_error
+    req = http.read_request({"REQUEST_METHOD": "POST",
+                             "CONTENT_LENGTH": str(http.MAX_POST_BYTES + 1)}, io.BytesIO(b""))
+    assert req.form == {} and "too large" in req.body_error
+    req = http.read_request({"REQUEST_METHOD": "POST", "CONTENT_LENGTH": "10"},
+                            io.BytesIO(b"a=1"))
+    assert req.form == {} and "cut short" in req.body_error
+    out = http.Response(body="<p>é</p>", status="403 Forbidden").cgi_bytes()
+    assert out.startswith(b"Status: 403 Forbidden\nContent-Type: text/html; charset=UTF-8\n")
+    assert out.endswith("\n\n<p>é</p>".encode())

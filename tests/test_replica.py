@@ -27,7 +27,7 @@ from boincpy.daemons.db_dump import DEFAULT_SPEC, DbDump
 from boincpy.db import connect, schema
 from boincpy.db.connection import web_replica_configured
 from boincpy.web import rpc
-from boincpy.web.cgi import WebRequest
+from boincpy.web.http import Request
 from ops_fixtures import call as ops_call
 from test_tasks import make_user, run_task, set_options
 
@@ -175,13 +175,13 @@ def test_account_rpcs_read_the_main_database(replica):
     project, name, user = replica
     use_replica(project, name, user)
     cfg = load_config(str(project))
-    req = WebRequest(method="GET", get={"account_key": "auth_main_only"}, post={},
+    req = Request.of(method="GET", get={"account_key": "auth_main_only"}, post={},
                      environ={"REMOTE_ADDR": "127.0.0.1"})
     body = rpc.handle("am_get_info", cfg, req).body
     assert "<name>main_only</name>" in body
-    req = WebRequest(method="GET", get={"account_key": "auth_replica"}, post={},
+    req = Request.of(method="GET", get={"account_key": "auth_replica"}, post={},
                      environ={"REMOTE_ADDR": "127.0.0.1"})
     assert "<error_num>-136</error_num>" in rpc.handle("am_get_info", cfg, req).body
-    req = WebRequest(method="GET", get={"format": "xml", "userid": "1"}, post={},
+    req = Request.of(method="GET", get={"format": "xml", "userid": "1"}, post={},
                      environ={"REMOTE_ADDR": "127.0.0.1"})
     assert "<name>main_only</name>" in rpc.handle("show_user", cfg, req).body

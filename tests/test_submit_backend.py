@@ -16,7 +16,7 @@ from boincpy.config import load_config
 from boincpy.db import connect
 from boincpy.states import BatchState, Outcome, ServerState
 from boincpy.web import job_file, submit_rpc
-from boincpy.web.cgi import WebRequest, parse_request
+from boincpy.web.http import Request, read_request
 from boincpy.web.multipart import UploadedFile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -48,7 +48,7 @@ class Proj:
 
     def rpc(self, xml, handler=submit_rpc.handle, files=()):
         """Call a page in-process; (reply text, parsed root)."""
-        req = WebRequest(method="POST", post={"request": xml}, files=list(files))
+        req = Request.of(method="POST", post={"request": xml}, files=list(files))
         text = handler(self.cfg, req).body
         return text, etree.fromstring(text.encode())
 
@@ -313,14 +313,14 @@ def test_multipart_bodies(tmp_path):
             b"Content-Type: text/plain\r\n\r\n" + b"\r\n--X" * 5000 + b"\r\n--XyZ--\r\n")
     env = {"REQUEST_METHOD": "POST", "CONTENT_TYPE": "multipart/form-data; boundary=XyZ",
            "CONTENT_LENGTH": str(len(body))}
-    req = parse_request(env, io.BytesIO(body), upload_dir=str(tmp_path))
-    assert req.post == {"request": "<ping/>"} and req.body_error == ""
+    req = read_request(env, io.BytesIO(body), upload_dir=str(tmp_path))
+    assert req.form == {"request": ["<ping/>"]} and req.body_error == ""
     assert open(req.files[0].path, "rb").read() == b"\r\n--X" * 5000
     req.remove_files()
     assert os.listdir(tmp_path) == []
     # cut short: an error, no file left
     env["CONTENT_LENGTH"] = str(len(body) - 40)
-    req = parse_request(env, io.BytesIO(body[:-40]), upload_dir=str(tmp_path))
+    req = read_request(env, io.BytesIO(body[:-40]), upload_dir=str(tmp_path))
     assert "truncated upload" in req.body_error and req.files == []
     assert os.listdir(tmp_path) == []
 

@@ -249,7 +249,7 @@ def test_login_sets_the_cookie_and_logout_clears_it(site):
 
 def test_failed_logins_https_and_stop_web(site):
     """In-process: failed logins are counted (nothing sleeps), and refused past the limit."""
-    from boincpy.web.ops.request import read_request
+    from boincpy.web.http import read_request
     from boincpy.web.submitter.main import handle
     s = site
 
@@ -392,7 +392,7 @@ def test_abort_and_retire(site):
     assert results and all((r["server_state"], r["outcome"]) ==
                            (ServerState.OVER, Outcome.DIDNT_NEED) for r in results)
     # an aborted batch can't be aborted again; a batch in progress can't be retired
-    assert "it can&#039;t be aborted" in web.page(target, form={"csrf_token": token}, status=409)
+    assert "it can&#39;t be aborted" in web.page(target, form={"csrf_token": token}, status=409)
     running = jobs_state(s, "running")
     web.page("submit.php?action=retire_batch&batch_id=%d" % s.batch["running"],
              form={"csrf_token": token}, status=409)

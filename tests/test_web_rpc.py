@@ -14,7 +14,7 @@ from boincpy import passwords
 from boincpy.config import load_config
 from boincpy.db import connect
 from boincpy.web import rpc
-from boincpy.web.cgi import WebRequest, parse_request
+from boincpy.web.http import Request, read_request
 from webrpc_util import (HEX32, NUMBER, REF_EMAIL, REF_PASSWORD, WEAK_AUTH,
                          assert_same_elements, elements, error_of, fixture_response, text_of)
 
@@ -27,7 +27,7 @@ def call(project, name, get=None, post=None, addr="127.0.0.1", **overrides):
     """Serve one RPC in-process with these query (and form) parameters."""
     cfg = load_config(str(project))
     cfg.__dict__.update(overrides)
-    req = WebRequest(method="POST" if post else "GET", get=dict(get or {}),
+    req = Request.of(method="POST" if post else "GET", get=dict(get or {}),
                      post=dict(post or {}), environ={"REMOTE_ADDR": addr})
     return rpc.handle(name, cfg, req)
 
@@ -627,12 +627,12 @@ def test_create_team(mini_project, db):
 
 def test_parse_request_reads_the_clients_escaped_query():
     # what boinccmd 7.20.5 sent (fixtures/client_create_account.request.http)
-    req = parse_request({"REQUEST_METHOD": "GET", "QUERY_STRING":
+    req = read_request({"REQUEST_METHOD": "GET", "QUERY_STRING":
                          "email_addr=test%40example%2Ecom&passwd_hash=d614b90378c5443b20c65c0c"
                          "4d0dd939&user_name=Test+User%21"})
-    assert req.get == {"email_addr": "test@example.com",
-                       "passwd_hash": "d614b90378c5443b20c65c0c4d0dd939",
-                       "user_name": "Test User!"}
+    assert req.query == {"email_addr": ["test@example.com"],
+                         "passwd_hash": ["d614b90378c5443b20c65c0c4d0dd939"],
+                         "user_name": ["Test User!"]}
     assert passwords.client_passwd_hash("testpw", "Test@Example.com") == \
         passwords.md5_hex("testpwtest@example.com")
 

@@ -69,7 +69,7 @@ def run_in_ops(project_dir, script, args, out=None, err=None):
 def _show_page(project_dir, page, args, out, err):
     from urllib.parse import urlencode
     from boincpy.web.ops.main import handle
-    from boincpy.web.ops.request import Request, parse_query
+    from boincpy.web.http import Request, parse_params
     pairs = []
     for arg in args:
         if "=" not in arg:
@@ -80,7 +80,7 @@ def _show_page(project_dir, page, args, out, err):
     # (Apache's basic auth) stands for "someone allowed in"; GET only.
     environ = {"REQUEST_METHOD": "GET", "QUERY_STRING": urlencode(pairs),
                "REMOTE_USER": "run_in_ops", "HTTP_HOST": "localhost"}
-    req = Request(method="GET", query=parse_query(environ["QUERY_STRING"]), environ=environ)
+    req = Request(method="GET", query=parse_params(environ["QUERY_STRING"]), environ=environ)
     resp = handle(page, req, project_dir)
     out.write(resp.body if isinstance(resp.body, str) else resp.body.decode("utf-8"))
     if not resp.status.startswith("200"):

@@ -16,7 +16,7 @@ from boincpy.states import BatchState, ServerState
 from boincpy.submit import batch as batches
 from boincpy.web.markup import Markup, fmt, join, link
 from boincpy.web.ops import names as N
-from boincpy.web.ops.page import num, table
+from boincpy.web.page import num, table
 from boincpy.web.submit_rpc import result_state_text
 
 # Per-job status words and colours (BOINC's submit.php).

@@ -31,8 +31,7 @@ import tempfile
 import zipfile
 
 from boincpy.errors import BoincpyError
-from boincpy.web.cgi import HTML_CONTENT_TYPE, Response
-from boincpy.web.cgi import log_error
+from boincpy.web.http import HTML_CONTENT_TYPE, BadRequest, Response, log_error
 from boincpy.web.rpc import RpcContext
 
 _BATCH_DIR_ENTRY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-:@+]*$")
@@ -46,11 +45,11 @@ def _download(path, name, remove=False):
     """BOINC's do_download: the file as an attachment called ``name``."""
     return Response(
         content_type="application/octet-stream", path=path, remove_path=remove,
-        headers=["Content-Description: File Transfer",
-                 "Content-Disposition: attachment; filename=%s" % name.replace("\n", ""),
-                 "Content-Transfer-Encoding: binary", "Expires: 0",
-                 "Cache-Control: must-revalidate, post-check=0, pre-check=0",
-                 "Pragma: public"])
+        headers=[("Content-Description", "File Transfer"),
+                 ("Content-Disposition", "attachment; filename=%s" % name.replace("\n", "")),
+                 ("Content-Transfer-Encoding", "binary"), ("Expires", "0"),
+                 ("Cache-Control", "must-revalidate, post-check=0, pre-check=0"),
+                 ("Pragma", "public")])
 
 
 def _text(message):
@@ -257,16 +256,8 @@ GET_OUTPUT = {"result_file": result_file, "batch_files": batch_files,
 
 def _auth2(out, req):
     """The caller: login cookie, else the ``auth`` parameter."""
-    auth = _cookie(req, "auth") or req.get_str("auth", optional=True) or ""
+    auth = req.cookie("auth") or req.get_str("auth", optional=True) or ""
     return out.user_by_auth(auth)
-
-
-def _cookie(req, name):
-    for part in req.environ.get("HTTP_COOKIE", "").split(";"):
-        key, _, value = part.strip().partition("=")
-        if key == name:
-            return value
-    return None
 
 
 def _int(req, name):
@@ -446,7 +437,7 @@ def handle(page, cfg, request):
     key, commands, error_format, unknown = PAGES[page]
     ctx = RpcContext(cfg, request)
     try:
-        cmd = request.get.get(key)
+        cmd = request.get(key, None)
         if cmd is None:
             return _text(error_format % ("missing or bad parameter: %s" % key))
         handler = commands.get(cmd)
@@ -456,9 +447,8 @@ def handle(page, cfg, request):
     except OutputError as exc:
         return _text(error_format % exc)
     except Exception as exc:
-        from boincpy.web.cgi import XmlError
-        if isinstance(exc, XmlError):
-            return _text(error_format % exc.msg)
+        if isinstance(exc, BadRequest):
+            return _text(error_format % exc.message)
         import traceback
         log_error("%s.php: %s\n%s" % (page, exc, traceback.format_exc()))
         resp = _text(error_format % "server error")
@@ -470,7 +460,7 @@ def handle(page, cfg, request):
 
 def cgi_main(page):
     """Entry point of html/user/get_output*.php."""
-    from boincpy.web.cgi import run_cgi
+    from boincpy.web.http import run_cgi
 
     def handler(cfg, request):
         return handle(page, cfg, request)

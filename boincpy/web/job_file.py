@@ -58,5 +58,5 @@ handle = page_handler(OPERATIONS, "job_file", "remote_submission_log")
 
 def cgi_main():
     """Entry point of html/user/job_file.php."""
-    from boincpy.web.cgi import run_cgi
+    from boincpy.web.http import run_cgi
     run_cgi(handle, "job_file.php")

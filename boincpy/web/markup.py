@@ -1,56 +1,38 @@
-"""HTML building with escaping by default.
+"""HTML building with escaping by default, over markupsafe.
 
 Every value that reaches a page goes through :func:`esc` unless it is already
-:class:`Markup` (text this module or a page produced on purpose).  Pages build
-HTML with :func:`fmt`, which escapes its arguments, so a host name or a
-stderr_out holding ``<script>`` is shown as text, never run.
+:class:`Markup` (text a page produced on purpose).  Pages build HTML with
+:func:`fmt`, markupsafe's ``Markup.format``, which escapes its arguments, so a
+user name, a host name or a stderr_out holding ``<script>`` is shown as text,
+never run, whatever the database holds.
 """
 
 from urllib.parse import urlencode
 
-from boincpy.xml import xml_escape
+from markupsafe import Markup, escape
 
-
-class Markup(str):
-    """A str known to be safe HTML; concatenation with plain str escapes it."""
-
-    __slots__ = ()
-
-    def __add__(self, other):
-        return Markup(str.__add__(self, esc(other)))
-
-    def __radd__(self, other):
-        return Markup(str.__add__(esc(other), self))
-
-    def __html__(self):
-        return self
+__all__ = ["Markup", "esc", "fmt", "join", "url", "link", "text_of"]
 
 
 def esc(value):
     """``value`` as safe HTML: Markup unchanged, anything else escaped (None -> "")."""
-    if isinstance(value, Markup):
-        return value
     if value is None:
         return Markup("")
-    return Markup(xml_escape(str(value), quote=True))
-
-
-def _arg(value):
-    # Numbers are safe as they are and keep their format specs ({:.1f}).
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value
-    return esc(value)
+    return escape(value)
 
 
 def fmt(template, *args, **kwargs):
-    """``template.format`` with every argument escaped; the template is trusted."""
-    return Markup(template.format(*[_arg(a) for a in args],
-                                  **{k: _arg(v) for k, v in kwargs.items()}))
+    """``template.format`` with every argument escaped; the template is trusted.
+
+    None arguments print as ""; numbers keep their format specs ({:.1f})."""
+    args = ["" if a is None else a for a in args]
+    kwargs = {k: ("" if v is None else v) for k, v in kwargs.items()}
+    return Markup(template).format(*args, **kwargs)
 
 
 def join(parts, sep=""):
     """Join escaped parts with an (escaped) separator."""
-    return Markup(esc(sep).join(esc(p) for p in parts))
+    return esc(sep).join(esc(p) for p in parts)
 
 
 def url(page, **params):
@@ -66,9 +48,9 @@ def url(page, **params):
 
 
 def link(href, text, **attrs):
-    """``<a href=...>text</a>``, both escaped."""
-    extra = "".join(' %s="%s"' % (k.rstrip("_"), esc(v)) for k, v in attrs.items())
-    return Markup('<a href="%s"%s>%s</a>' % (esc(href), extra, esc(text)))
+    """``<a href=...>text</a>``, both escaped (``class_=`` for class)."""
+    extra = join(fmt(' {}="{}"', k.rstrip("_"), v) for k, v in attrs.items())
+    return fmt('<a href="{}"{}>{}</a>', href, extra, text)
 
 
 def text_of(value):

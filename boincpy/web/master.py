@@ -22,14 +22,14 @@ lines of their own.
 """
 
 
-from boincpy.web.cgi import HTML_CONTENT_TYPE, Response
+from boincpy.web.http import HTML_CONTENT_TYPE, Response
 from boincpy.xml import xml_escape
 
 PAGE = "index.php"
 # BOINC's page_head() sends these so that no proxy keeps an old scheduler list
-NO_CACHE = ["Expires: Mon, 26 Jul 1997 05:00:00 UTC",
-            "Cache-Control: no-cache, must-revalidate, post-check=0, pre-check=0",
-            "Pragma: no-cache"]
+NO_CACHE = [("Expires", "Mon, 26 Jul 1997 05:00:00 UTC"),
+            ("Cache-Control", "no-cache, must-revalidate, post-check=0, pre-check=0"),
+            ("Pragma", "no-cache")]
 
 
 def _read(path):
@@ -63,12 +63,12 @@ def page(cfg):
 
 
 def handle(cfg, request):
-    """The page as a Response (``handler(cfg, request)`` of boincpy.web.cgi)."""
+    """The page as a Response (``handler(cfg, request)`` of boincpy.web.http)."""
     return Response(body=page(cfg), content_type=HTML_CONTENT_TYPE, headers=list(NO_CACHE))
 
 
 def cgi_main():
     """Entry point of html/user/index.php (a CGI; the persistent mode serves
     :func:`handle` through boincpy.persistent)."""
-    from boincpy.web.cgi import run_cgi
+    from boincpy.web.http import run_cgi
     run_cgi(handle, PAGE)

@@ -20,8 +20,8 @@ managers fetch these fixed URLs under the master URL:
 ==========================  =================================================
 
 Each handler takes an :class:`RpcContext` and returns a
-:class:`~boincpy.web.cgi.Response`; bad input raises
-:class:`~boincpy.web.cgi.XmlError` with BOINC's error number and message, and
+:class:`~boincpy.web.http.Response`; bad input raises
+:class:`~boincpy.web.rpc_xml.XmlError` with BOINC's error number and message, and
 changes nothing (each change runs in one transaction).  Replies keep the
 element order and layout of BOINC's PHP pages; every value is XML-escaped.
 ``html/user/NAME.php`` is a three-line entry point calling :func:`cgi_main`.
@@ -38,11 +38,11 @@ from boincpy.cnum import INT_MAX, INT_MIN, int64, php_numeric
 from boincpy.db import user as user_table
 from boincpy.errors import BoincpyError, DatabaseError
 from boincpy.web import accounts
-from boincpy.web.cgi import (
+from boincpy.web.rpc_xml import (
     ERR_ACCT_REQUIRE_CONSENT, ERR_BAD_EMAIL_ADDR, ERR_BAD_PASSWD, ERR_BAD_USER_NAME,
     ERR_DB_CANT_CONNECT, ERR_DB_NOT_FOUND, ERR_DB_NOT_UNIQUE, ERR_PROJECT_DOWN,
-    ERR_XML_PARSE, HTML_CONTENT_TYPE, Response, XmlError, error_response, error_xml,
-    log_error, xml_response)
+    ERR_XML_PARSE, XmlError, error_response, error_xml, xml_response)
+from boincpy.web.http import HTML_CONTENT_TYPE, BadRequest, Response, log_error
 from boincpy.web.markup import esc
 from boincpy.xml import xml_escape
 
@@ -439,11 +439,14 @@ def am_set_info(ctx):
     if not cfg.enable_am_set_info_rpc:
         return error_response(XmlError(-1, "not supported"), header=False)
     db = ctx.db()
-    if req.post.get("account_key"):
-        params, auth = req.post, req.post["account_key"]
-    else:
-        params, auth = req.get, req.get_str("account_key")
-    arg = params.get
+    # the account key in the body means every parameter is there (POST)
+    source = req.post if req.post("account_key") else req.get
+    auth = source("account_key", None)
+    if auth is None:
+        raise XmlError(-1, "missing or bad parameter: account_key")
+
+    def arg(name):
+        return source(name, None)
     user = accounts.lookup_user_by_auth(db, auth)
     if not user:
         raise XmlError(ERR_DB_NOT_FOUND)
@@ -643,11 +646,11 @@ def show_user(ctx):
                 else accounts.lookup_user_by_id(db, userid))
         if not user or (not xml and "deleted" in user.authenticator):
             raise XmlError(ERR_DB_NOT_FOUND)
-    except XmlError as exc:
+    except BadRequest as exc:
         if xml:
             raise
         text = ("No such user %s" % (userid or "") if exc.num == ERR_DB_NOT_FOUND
-                else exc.msg)
+                else exc.message)
         return html_page("Unable to handle request", "<p>%s</p>\n" % esc(text))
     if xml:
         return xml_response(user_xml(ctx.cfg, db, user, bool(auth)))
@@ -744,7 +747,7 @@ def create_team(ctx):
         raise XmlError(ERR_DB_NOT_FOUND)
     if accounts.is_banished(db, user.id):
         raise XmlError(-1, "you are banned from posting: you can't create a team")
-    name = req.get.get("name") or ""
+    name = req.get("name")
     if not name:
         raise XmlError(-1, "must set team name")
     url = accounts.strip_tags(req.get_str("url"))
@@ -796,7 +799,7 @@ def handle(name, cfg, request):
     ctx = RpcContext(cfg, request)
     try:
         return RPCS[name](ctx)
-    except XmlError as exc:
+    except BadRequest as exc:
         return error_response(exc)
     except Exception as exc:      # reported as an XML error, never a traceback page
         log_error("%s.php: %s\n%s" % (name, exc, traceback.format_exc()))
@@ -815,7 +818,7 @@ def cgi_main(name):
     by the Apache configuration make_project writes), else config.xml in the
     current directory or up to two levels above (html/user -> PROJECT).
     """
-    from boincpy.web.cgi import run_cgi
+    from boincpy.web.http import run_cgi
 
     def handler(cfg, request):
         return handle(name, cfg, request)

@@ -26,7 +26,8 @@ from urllib.parse import urlsplit
 
 from boincpy.errors import BoincpyError
 from boincpy.files import atomic_write
-from boincpy.web.cgi import HTML_CONTENT_TYPE, Response, php_float, xml_response
+from boincpy.web.http import HTML_CONTENT_TYPE, Response, log_error
+from boincpy.web.rpc_xml import php_float, xml_response
 from boincpy.xml import xml_escape
 
 STATUS_PAGE_TTL = 3600          # BOINC's default (project.inc may define it)
@@ -299,11 +300,10 @@ def status_html(cfg, daemons, have_remote, j):
 
 
 def handle(cfg, request, now=None):
-    """Serve one request (``handler(cfg, request)`` of boincpy.web.cgi.serve);
+    """Serve one request (``handler(cfg, request)`` of boincpy.web.http.serve);
     return its Response.  A database that can't be reached gives a 503 page."""
     from boincpy.cnum import php_numeric
     from boincpy.db import connect
-    from boincpy.web.cgi import log_error
     now = int(time.time() if now is None else now)
     conns = []
 
@@ -314,7 +314,7 @@ def handle(cfg, request, now=None):
         return conns[0]
 
     def flag(name):
-        return bool(php_numeric(request.get.get(name) or ""))
+        return bool(php_numeric(request.get(name)))
 
     try:
         if flag("counts"):
@@ -338,5 +338,5 @@ def handle(cfg, request, now=None):
 def cgi_main():
     """Entry point of html/user/server_status.php (a CGI; in the persistent
     mode boincpy.persistent serves :func:`handle` itself)."""
-    from boincpy.web.cgi import run_cgi
+    from boincpy.web.http import run_cgi
     run_cgi(handle, PAGE)

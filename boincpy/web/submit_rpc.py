@@ -40,7 +40,8 @@ import traceback
 from boincpy.errors import BoincpyError, SubmitError, TemplateError, ToolError
 from boincpy.states import BatchState, Outcome, ServerState, ValidateState, WuError
 from boincpy.web import accounts
-from boincpy.web.cgi import XML_DECLARATION, Response, XmlError, error_xml, log_error, php_float
+from boincpy.web.http import BadRequest, Response, log_error
+from boincpy.web.rpc_xml import XML_CONTENT_TYPE, XML_DECLARATION, XmlError, error_xml, php_float
 from boincpy.web.rpc import RpcContext, format_number
 from boincpy.xml import xml_escape
 
@@ -746,7 +747,7 @@ def unparseable(req_text, extra=""):
     """The reply to a request that is not XML: a root-level <error> quoting it
     (BOINC also prints PHP's warnings first; those are left out)."""
     return Response(XML_DECLARATION + error_xml(-1, "can't parse request message: %s"
-                                                % req_text) + extra)
+                                                % req_text) + extra, XML_CONTENT_TYPE)
 
 
 def run(ctx, operations, page, req_text):
@@ -754,7 +755,7 @@ def run(ctx, operations, page, req_text):
     if ctx.request.body_error:
         ctx.log("bad request body: %s" % ctx.request.body_error)
         return Response(XML_DECLARATION + error_xml(-1, "can't read the request: %s"
-                                                    % ctx.request.body_error))
+                                                    % ctx.request.body_error), XML_CONTENT_TYPE)
     r = parse_request_xml(req_text)
     if r is None:
         ctx.log("----- RPC request: can't parse request message: %s" % req_text)
@@ -768,21 +769,21 @@ def run(ctx, operations, page, req_text):
             raise SubmitError("bad command" if page == "submit_rpc_handler" else "no such action")
         body = handler(ctx, r)
         ctx.log("RPC done")
-        return Response(head + body)
+        return Response(head + body, XML_CONTENT_TYPE)
     except SubmitError as exc:
         ctx.log(exc.message)
-        return Response(head + error_xml(exc.num, exc.message) + "</%s>\n" % op)
+        return Response(head + error_xml(exc.num, exc.message) + "</%s>\n" % op, XML_CONTENT_TYPE)
     except (TemplateError, ToolError) as exc:
-        return Response(head + error_xml(-1, exc.message) + "</%s>\n" % op)
-    except XmlError as exc:
-        return Response(head + error_xml(exc.num, exc.msg) + "</%s>\n" % op)
+        return Response(head + error_xml(-1, exc.message) + "</%s>\n" % op, XML_CONTENT_TYPE)
+    except BadRequest as exc:
+        return Response(head + error_xml(exc.num, exc.message) + "</%s>\n" % op, XML_CONTENT_TYPE)
     except BoincpyError as exc:
         log_error("%s.php: %s" % (page, exc.message))
-        return Response(head + error_xml(-1, "server error: %s" % exc.message) + "</%s>\n" % op)
+        return Response(head + error_xml(-1, "server error: %s" % exc.message) + "</%s>\n" % op, XML_CONTENT_TYPE)
     except Exception as exc:
         log_error("%s.php: %s\n%s" % (page, exc, traceback.format_exc()))
         resp = Response(head + error_xml(-1, "server error: see the web server's error log")
-                        + "</%s>\n" % op)
+                        + "</%s>\n" % op, XML_CONTENT_TYPE)
         resp.status = "500 Internal Server Error"
         return resp
 
@@ -795,7 +796,7 @@ def page_handler(operations, page, log_option):
     def handle(cfg, request):
         ctx = SubmitContext(cfg, request)
         try:
-            req_text = request.post.get("request", "")
+            req_text = request.post("request")
             log_request(cfg, getattr(cfg, log_option), page, req_text)
             return run(ctx, operations, page, req_text)
         finally:
@@ -811,5 +812,5 @@ handle = page_handler(OPERATIONS, "submit_rpc_handler", "remote_submit_request_l
 
 def cgi_main():
     """Entry point of html/user/submit_rpc_handler.php."""
-    from boincpy.web.cgi import run_cgi
+    from boincpy.web.http import run_cgi
     run_cgi(handle, "submit_rpc_handler.php")

@@ -18,7 +18,7 @@ from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.ops import charts
 from boincpy.web.ops import names as N
 from boincpy.web.ops.lookups import Catalog
-from boincpy.web.ops.page import (PageError, hidden, kv_table, notice, num, render, select,
+from boincpy.web.page import (PageError, hidden, kv_table, notice, num, render, select,
                                   table, text_input)
 
 NAME_RE = re.compile(r"[A-Za-z0-9_.+-]{1,191}")

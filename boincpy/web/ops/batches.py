@@ -15,7 +15,7 @@ from boincpy.web import batch_view as view
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.ops import names as N
 from boincpy.web.ops.lookups import Catalog, names_by_id
-from boincpy.web.ops.page import (PageError, hidden, kv_table, notice, num, render, select,
+from boincpy.web.page import (PageError, hidden, kv_table, notice, num, render, select,
                                   table, text_input)
 
 STATE_CHOICES = tuple((int(s), "[%d] %s" % (int(s), batches.state_text(s))) for s in BatchState)

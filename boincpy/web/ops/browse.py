@@ -20,7 +20,7 @@ from boincpy.web.markup import Markup, fmt, join, link, text_of, url
 from boincpy.web.ops import batches
 from boincpy.web.ops import names as N
 from boincpy.web.ops.lookups import Catalog, names_by_id
-from boincpy.web.ops.page import (PageError, hidden, kv_table, num, paging, render,
+from boincpy.web.page import (PageError, hidden, kv_table, num, paging, render,
                                   select, sort_link, table, text_input)
 from boincpy.web.ops.summary import state_counts, summary_panels
 

@@ -14,7 +14,7 @@ import time
 
 from boincpy.web.markup import fmt, join
 from boincpy.web.ops import names as N
-from boincpy.web.ops.page import PageError, num, render, sort_link, table
+from boincpy.web.page import PageError, num, render, sort_link, table
 
 EXACT_BELOW = 200000
 WALK_SECONDS = 2.0

@@ -13,7 +13,7 @@ from boincpy.states import Outcome, ServerState
 from boincpy.web.markup import fmt, join, link, url
 from boincpy.web.ops import names as N
 from boincpy.web.ops.lookups import Catalog
-from boincpy.web.ops.page import checkbox, render, select, table
+from boincpy.web.page import checkbox, render, select, table
 from boincpy.web.ops.summary import state_counts, summary_panels
 
 WINDOWS = ((3600, "past hour"), (43200, "past 12 hours"), (86400, "past 24 hours"),

@@ -14,7 +14,7 @@ from boincpy.sizeclass import (CensusFileError, census_file_name, census_quantil
 from boincpy.states import ServerState
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.ops import names as N
-from boincpy.web.ops.page import PageError, notice, num, render, table, text_input
+from boincpy.web.page import PageError, notice, num, render, table, text_input
 
 DEFAULT_DAYS = 30           # host_stats.php: hosts with an RPC in this many days
 

@@ -13,7 +13,7 @@ for jobs that went to a class of hosts that has stopped asking for work.
 from boincpy.db.workunit import reset_hr_class
 from boincpy.hrclass import HR_INFO_FILE, HR_NAMES, HR_NTYPES, HrInfo, HrInfoError, class_name
 from boincpy.web.markup import Markup, fmt, join, link, url
-from boincpy.web.ops.page import PageError, kv_table, notice, num, render, table
+from boincpy.web.page import PageError, kv_table, notice, num, render, table
 
 
 def _census(ctx, apps):

@@ -11,7 +11,7 @@ import time
 
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.ops.lookups import Catalog
-from boincpy.web.ops.page import notice, render
+from boincpy.web.page import notice, render
 from boincpy.web.ops.status import TRIGGERS, run_state_enabled
 
 

@@ -25,7 +25,7 @@ from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.ops import names as N
 from boincpy.web.ops.browse import TABLES, build_where, filter_inputs, list_workunits
 from boincpy.web.ops.lookups import Catalog, names_by_id
-from boincpy.web.ops.page import (PageError, checkbox, hidden, notice, paging, render, select,
+from boincpy.web.page import (PageError, checkbox, hidden, notice, paging, render, select,
                                   sort_link, table, text_input)
 
 MAX_LIST = 1000     # workunits one confirmation page lists (and one POST cancels)

@@ -24,7 +24,7 @@ import re
 
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.ops import names as N
-from boincpy.web.ops.page import PageError, notice, render, table, text_input
+from boincpy.web.page import PageError, notice, render, table, text_input
 
 TAIL_BYTES = 8 << 20
 LINE_RE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)(?: UTC)?\s+"

@@ -23,7 +23,7 @@ import time
 from urllib.parse import urlsplit
 
 from boincpy.web.markup import Markup, fmt, join
-from boincpy.web.ops.page import PageError, hidden, notice, render, table, text_input
+from boincpy.web.page import PageError, hidden, notice, render, table, text_input
 from boincpy.web.ops.users import log_action
 
 WEEK = 7 * 86400

@@ -14,11 +14,14 @@ directory is not behind HTTP basic auth the pages refuse to work rather
 than expose the project.
 """
 
+import os
+
 from boincpy.config import CONFIG_FILE, load_config
-from boincpy.web.ops.request import run_script
+from boincpy.errors import ConfigError
+from boincpy.web.http import config_failure, run_cgi
 from boincpy.web.ops import (apps, batches, browse, dbinfo, failures, hosts, hrclass, index,
                              jobs, logs, mail, status, users)
-from boincpy.web.ops.page import Context, PageError, serve
+from boincpy.web.page import Context, PageError, serve
 
 PAGES = {
     "index.php": index.page,
@@ -60,8 +63,8 @@ PAGES = {
 }
 
 
-def handle(page_name, req, project_dir, now=None):
-    """Run one page for a Request; always returns a Response."""
+def respond(page_name, cfg, req, now=None):
+    """Run one page for a Request with the project's config; always a Response."""
     def context():
         if not req.remote_user:
             # Apache sets REMOTE_USER only after authenticating: without it the
@@ -70,10 +73,20 @@ def handle(page_name, req, project_dir, now=None):
                             "authentication for this directory (make_project's Apache "
                             "snippet and html/ops/.htpasswd).", "403 Forbidden",
                             "Not protected")
-        return Context(req, load_config(project_dir, CONFIG_FILE, aux=False), now, page_name)
+        return Context(req, cfg, now, page_name)
     return serve(PAGES, page_name, context)
+
+
+def handle(page_name, req, project_dir, now=None):
+    """Run one page of the project at ``project_dir`` (tests, run_in_ops)."""
+    try:
+        cfg = load_config(project_dir, CONFIG_FILE, aux=False)
+    except ConfigError as exc:
+        return config_failure(exc)
+    return respond(page_name, cfg, req, now)
 
 
 def run(script_file):
     """CGI main of an html/ops script."""
-    run_script(script_file, handle)
+    page = os.path.basename(script_file)
+    run_cgi(lambda cfg, req: respond(page, cfg, req), page)

@@ -19,7 +19,7 @@ from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.ops import charts
 from boincpy.web.ops import names as N
 from boincpy.web.ops.lookups import Catalog
-from boincpy.web.ops.page import notice, num, render, table
+from boincpy.web.page import notice, num, render, table
 
 TRIGGERS = (("stop_daemons", "all daemons stop at their next check"),
             ("stop_sched", "the scheduler answers 'down for maintenance'"),

@@ -19,8 +19,8 @@ from boincpy.web import accounts
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.ops import names as N
 from boincpy.web.ops.lookups import names_by_id
-from boincpy.web.ops.request import Response
-from boincpy.web.ops.page import (PageError, hidden, kv_table, notice, num, paging, render,
+from boincpy.web.http import Response
+from boincpy.web.page import (PageError, hidden, kv_table, notice, num, paging, render,
                                   select, sort_link, table, text_input)
 
 EMAIL_RE = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")

@@ -34,7 +34,7 @@ from boincpy.web import batch_view as view
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.ops import names as N
 from boincpy.web.ops.lookups import names_by_id
-from boincpy.web.ops.page import PageError, kv_table, notice, num, render, table
+from boincpy.web.page import PageError, kv_table, notice, num, render, table
 
 PAGE_SIZE = 20
 

@@ -15,8 +15,9 @@ answer that the project is down, as BOINC's pages do.  Tests call
 import os
 
 from boincpy.config import CONFIG_FILE, load_config
-from boincpy.web.ops.page import PageError, serve
-from boincpy.web.ops.request import run_script
+from boincpy.errors import ConfigError
+from boincpy.web.http import config_failure, run_cgi
+from boincpy.web.page import PageError, serve
 from boincpy.web.submitter import batches, session
 
 PAGES = {
@@ -27,10 +28,9 @@ PAGES = {
 }
 
 
-def handle(page_name, req, project_dir, now=None):
-    """Run one page for a Request; always returns a Response."""
+def respond(page_name, cfg, req, now=None):
+    """Run one page for a Request with the project's config; always a Response."""
     def context():
-        cfg = load_config(project_dir, CONFIG_FILE, aux=False)
         if os.path.exists(cfg.project_path("stop_web")):
             raise PageError("The project's web site is down for maintenance; please try "
                             "again later.", "503 Service Unavailable", "Project down")
@@ -38,6 +38,16 @@ def handle(page_name, req, project_dir, now=None):
     return serve(PAGES, page_name, context, session.SUBMIT_SITE)
 
 
+def handle(page_name, req, project_dir, now=None):
+    """Run one page of the project at ``project_dir`` (tests)."""
+    try:
+        cfg = load_config(project_dir, CONFIG_FILE, aux=False)
+    except ConfigError as exc:
+        return config_failure(exc)
+    return respond(page_name, cfg, req, now)
+
+
 def run(script_file):
     """CGI main of an html/user page script."""
-    run_script(script_file, handle)
+    page = os.path.basename(script_file)
+    run_cgi(lambda cfg, req: respond(page, cfg, req), page)

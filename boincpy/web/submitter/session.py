@@ -20,7 +20,7 @@ address has an account, and counts against the address and the account as
 in lookup_account.php (boincpy.web.accounts): past the limit, logins are
 refused before any password is checked, and nothing sleeps in a web worker.
 Forms that change something carry a token made for the logged-in account
-(:mod:`boincpy.web.ops.csrf`, the project's form secret).
+(:mod:`boincpy.web.csrf`, the project's form secret).
 """
 
 import os
@@ -30,8 +30,8 @@ from urllib.parse import quote, urlsplit
 from boincpy import passwords
 from boincpy.web import accounts
 from boincpy.web.markup import fmt, join, link, url
-from boincpy.web.ops import csrf
-from boincpy.web.ops.page import (Context, PageError, Redirect, Site, hidden, notice, render,
+from boincpy.web import csrf
+from boincpy.web.page import (Context, PageError, Redirect, Site, hidden, notice, render,
                                   text_input)
 from boincpy.web.rpc import TOO_MANY_FAILURES
 

@@ -23,10 +23,10 @@ import traceback
 from dataclasses import dataclass
 
 from boincpy.db.connection import connect, replica_state, web_replica_configured
-from boincpy.errors import BoincpyError, DatabaseError
-from boincpy.web.ops.request import Response
+from boincpy.errors import BoincpyError, DatabaseError, Signal
+from boincpy.web.http import BadRequest, Response
 from boincpy.web.markup import Markup, fmt, join, link, url
-from boincpy.web.ops import csrf
+from boincpy.web import csrf
 
 
 class PageError(BoincpyError):
@@ -39,9 +39,10 @@ class PageError(BoincpyError):
         self.title = title
 
 
-class Redirect(BoincpyError):
+class Redirect(Signal):
     """Stop the page and send the browser to ``location`` (303 See Other),
-    with extra ``headers`` (name, value) such as cookies."""
+    with extra ``headers`` (name, value) such as cookies.  A signal, not an
+    error: it does not derive from BoincpyError."""
 
     def __init__(self, location, headers=()):
         super().__init__(location)
@@ -284,6 +285,8 @@ def serve(pages, page_name, make_context, site=OPS):
         return redirect_response(redirect)
     except PageError as err:
         return error_page(ctx, err, site)
+    except BadRequest as err:
+        return error_page(ctx, PageError(err.message, err.status), site)
     except BoincpyError as err:
         return error_page(ctx, PageError(err.message, "500 Internal Server Error", "Error"), site)
     except Exception:
