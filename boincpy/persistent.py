@@ -58,6 +58,15 @@ WEB_PAGES = {
     "index.php": "boincpy.web.master:handle",
 }
 
+
+def _site_pages():
+    # the web site's pages (volunteers' and submitters'): one dispatcher
+    from boincpy.web.user.main import PAGES
+    return {name: "boincpy.web.user.main:respond:" + name for name in PAGES}
+
+
+WEB_PAGES.update(_site_pages())
+
 def page_handler(target):
     """The callable ``handler(cfg, request)`` a WEB_PAGES entry names."""
     import importlib

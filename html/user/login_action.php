@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""boincpy submitter page login_action.php (see boincpy.web.submitter.main)."""
-from boincpy.web.submitter.main import run
+"""login_action.php, a page of the project's web site (see boincpy.web.user.main)."""
+from boincpy.web.user.main import run
 
 run(__file__)

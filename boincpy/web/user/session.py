@@ -1,8 +1,8 @@
-"""Who is looking at the submitters' pages: BOINC's login cookie.
+"""Who is looking at the project's web site: BOINC's login cookie.
 
 BOINC's web site knows its user by the cookie ``auth``, the account's
-authenticator, which its login page sets.  boincpy has no volunteer web
-site, so these pages are the least that makes ``submit.php`` usable:
+authenticator, which its login page sets.  Every page in ``html/user`` (the
+volunteer's pages and the submitters' ``submit.php``) reads it here:
 
 =====================  =======================================================
 ``login_form.php``     e-mail address and password ("stay logged in" keeps the
@@ -20,25 +20,31 @@ address has an account, and counts against the address and the account as
 in lookup_account.php (boincpy.web.accounts): past the limit, logins are
 refused before any password is checked, and nothing sleeps in a web worker.
 Forms that change something carry a token made for the logged-in account
-(:mod:`boincpy.web.csrf`, the project's form secret).
+(:mod:`boincpy.web.csrf`, the project's form secret), which
+:meth:`UserContext.require_action` checks.
 """
 
-import os
 import re
-from urllib.parse import quote, urlsplit
 
 from boincpy import passwords
-from boincpy.web import accounts
+from boincpy.web import accounts, csrf
+from boincpy.web.http import cookie_header, url_path
 from boincpy.web.markup import fmt, join, link, url
-from boincpy.web import csrf
 from boincpy.web.page import (Context, PageError, Redirect, Site, hidden, notice, render,
-                                  text_input)
+                              text_input)
 from boincpy.web.rpc import TOO_MANY_FAILURES
 
 COOKIE = "auth"
 STAY_LOGGED_IN = 365 * 86400
 
-SUBMIT_SITE = Site((("submit.php", "Your batches"), ("submit.php?action=admin", "Manage apps")),
+# The volunteer's navigation; its first entry is the site's main page.
+USER_SITE = Site((("index.php", "Project"), ("home.php", "Your account"),
+                  ("prefs.php?subset=global", "Preferences"), ("results.php", "Tasks"),
+                  ("hosts_user.php", "Computers"), ("team.php", "Teams"),
+                  ("top_users.php", "Statistics"), ("old_news.php", "News")),
+                 "BOINC project")
+SUBMIT_SITE = Site((("submit.php", "Your batches"), ("submit.php?action=admin", "Manage apps"),
+                    ("home.php", "Your account")),
                    "boincpy job submission")
 
 # A next_url is one of these pages, with its query: never another site.
@@ -51,33 +57,27 @@ class UserContext(Context):
     """A page's request, config and database, and the logged-in account
     (``account``, from the ``auth`` cookie) once :meth:`logged_in_user` ran."""
 
-    site = SUBMIT_SITE
+    site = USER_SITE
 
-    def __init__(self, req, cfg, now=None, page=""):
+    def __init__(self, req, cfg, now=None, page="", site=None):
         super().__init__(req, cfg, now, page)
         self.user = ""              # whom form tokens are made for (set at login)
         self.account = None
+        if site is not None:
+            self.site = site
 
     def who(self):
         if self.account is None:
             return fmt('<span class="who">{}</span>', link("login_form.php", "Log in"))
-        return fmt('<span class="who">{} &middot; {}</span>', self.account.name,
-                   link("logout.php", "Log out"))
-
-    def cookie(self, name):
-        """The value of a cookie the browser sent, or None."""
-        for part in self.req.environ.get("HTTP_COOKIE", "").split(";"):
-            key, _, value = part.strip().partition("=")
-            if key == name:
-                return value
-        return None
+        return fmt('<span class="who">{} &middot; {}</span>',
+                   link("home.php", self.account.name), link("logout.php", "Log out"))
 
     def logged_in_user(self):
         """The account the ``auth`` cookie names (None: not logged in).  An
         account disabled by the project (its key starts with ``x``) is not
         logged in."""
         if self.account is None:
-            user = accounts.lookup_user_by_auth(self.db, self.cookie(COOKIE) or "")
+            user = accounts.lookup_user_by_auth(self.db, self.req.cookie(COOKIE) or "")
             if user is not None and not user.authenticator.startswith("x"):
                 self.set_account(user)
         return self.account
@@ -85,48 +85,34 @@ class UserContext(Context):
     def set_account(self, user):
         self.account = user
         # tokens die with the account key: a new key ends every open form
-        self.user = "submit:%d:%s" % (user.id, user.authenticator)
+        self.user = "user:%d:%s" % (user.id, user.authenticator)
 
     def require_login(self):
         """The logged-in account; not logged in: off to the login form, and
         back here afterwards."""
         if self.logged_in_user() is None:
-            raise Redirect(url("login_form.php", next_url=self.this_page()))
+            raise Redirect(url("login_form.php", next_url=self.req.this_url()))
         return self.account
 
-    def this_page(self):
-        """This page's name and query, as a next_url."""
-        name = os.path.basename(self.req.environ.get("SCRIPT_NAME", "")) or "submit.php"
-        query = self.req.environ.get("QUERY_STRING", "")
-        return name + ("?" + query if query and self.req.method == "GET" else "")
-
-    @property
-    def is_https(self):
-        env = self.req.environ
-        return (env.get("HTTPS", "").lower() in ("on", "1")
-                or env.get("REQUEST_SCHEME", "").lower() == "https")
-
-
-def cookie_path(cfg):
-    """The master URL's path (BOINC's send_cookie): one login per project."""
-    return urlsplit(cfg.master_url).path or "/"
+    def require_action(self):
+        """A logged-in account's same-site POST with its valid form token
+        (the account, for the handler)."""
+        user = self.require_login()
+        super().require_action()
+        return user
 
 
 def set_cookie(ctx, value, max_age=None):
-    """A Set-Cookie header pair for the login cookie (max_age 0: delete it)."""
-    parts = ["%s=%s" % (COOKIE, value), "Path=%s" % quote(cookie_path(ctx.cfg), safe="/-._~"),
-             "HttpOnly", "SameSite=Lax"]
-    if max_age is not None:
-        parts.append("Max-Age=%d" % max_age)
-    if ctx.is_https:
-        parts.append("Secure")
-    return ("Set-Cookie", "; ".join(parts))
+    """The Set-Cookie header pair of the login cookie (max_age 0: delete it),
+    on the master URL's path (BOINC's send_cookie): one login per project."""
+    return cookie_header(COOKIE, value, url_path(ctx.cfg.master_url), max_age,
+                         secure=ctx.req.is_https)
 
 
-def safe_next_url(text):
-    """A next_url that stays on these pages (BOINC's sanitize_local_url), else submit.php."""
+def safe_next_url(text, default="home.php"):
+    """A next_url that stays on this site (BOINC's sanitize_local_url), else ``default``."""
     text = (text or "").strip()
-    return text if _LOCAL_URL.match(text) else "submit.php"
+    return text if _LOCAL_URL.match(text) else default
 
 
 # ---------------------------------------------------------------------------
@@ -169,7 +155,7 @@ def login_action(ctx):
         raise PageError("The login form was posted from another site.", "403 Forbidden",
                         "Login failed")
     email_addr = passwords.ascii_lower(req.post("email_addr"))
-    passwd = req.form.get("passwd", [""])[0]
+    passwd = req.post("passwd")
     if not email_addr or not passwd:
         raise PageError("Give your email address and your password.")
     keys = accounts.login_failure_keys(req.remote_addr)
@@ -213,3 +199,10 @@ def logout(ctx):
     return render(ctx, "Log out", fmt(
         '<form method="post" action="logout.php">{}<p>Log out {}? '
         '<button type="submit">Log out</button></p></form>', ctx.token_field(), user.name))
+
+
+PAGES = {
+    "login_form.php": login_form,
+    "login_action.php": login_action,
+    "logout.php": logout,
+}
