@@ -23,9 +23,9 @@ from boincpy.errors import ConfigError
 from boincpy.web.http import config_failure, run_cgi
 from boincpy.web.page import PageError, serve
 from boincpy.web.submitter import batches
-from boincpy.web.user import session
+from boincpy.web.user import account, news, prefs, session, tasks, teams
 
-FAMILIES = (session, )
+FAMILIES = (session, account, prefs, tasks, teams, news)
 
 PAGES = {"submit.php": batches.page}
 for _family in FAMILIES:

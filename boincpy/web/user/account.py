@@ -1,0 +1,3 @@
+"""account pages of the project's web site (being written)."""
+
+PAGES = {}

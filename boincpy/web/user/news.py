@@ -1,0 +1,3 @@
+"""news pages of the project's web site (being written)."""
+
+PAGES = {}

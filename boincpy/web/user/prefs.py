@@ -1,0 +1,3 @@
+"""prefs pages of the project's web site (being written)."""
+
+PAGES = {}

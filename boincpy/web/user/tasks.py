@@ -1,0 +1,3 @@
+"""tasks pages of the project's web site (being written)."""
+
+PAGES = {}

@@ -1,0 +1,3 @@
+"""teams pages of the project's web site (being written)."""
+
+PAGES = {}
