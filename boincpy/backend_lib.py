@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from boincpy.errors import DatabaseError, TemplateError, ToolError
+from boincpy.files import check_file_name
 from boincpy.states import INT_MAX, AssignType, TransitionerFlags
 from boincpy.templates import (FileInfoCache, check_workunit_values, load_input_template,
                                load_output_template, parse_input_template,
@@ -104,10 +105,12 @@ class Creator:
         self._in[name] = t
         return t
 
-    def add_input_template(self, name, text):
+    def add_input_template(self, name, text, label=None):
         """Use ``text`` as the input template called ``name`` (a job-level
-        template of remote submission); TemplateError if it is malformed."""
-        self._in[name] = parse_input_template(text, name)
+        template of remote submission, whose errors say ``label``, default
+        ``name``); TemplateError if it is malformed or sets what the server
+        writes, FileNameError if it names a file badly."""
+        self._in[name] = parse_input_template(text, label or name, submitted=True)
 
     def _check_result_template(self, name):
         if name in self._out:
@@ -143,6 +146,8 @@ class Creator:
             base["transitioner_flags"] = int(flags)
             base["transition_time"] = INT_MAX if flags else self.now
             self._base[key] = base
+        # result and output file names are made from it (NAME_N, NAME_N_rR_K)
+        check_file_name(jd.name, "workunit name")
         additional = ""
         if jd.sub_appname:
             additional = "   <sub_appname>%s</sub_appname>" % xml_escape(jd.sub_appname)
@@ -150,7 +155,7 @@ class Creator:
         row["name"] = jd.name
         row["xml_doc"] = process_input_template(
             tmpl, jd.infiles, self.cfg, jd.command_line, additional, self.files)
-        if len(jd.name.encode()) > 191 or not jd.name:
+        if len(jd.name.encode()) > 191:
             raise ToolError("bad workunit name '%s'" % jd.name)
         return row
 

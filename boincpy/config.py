@@ -141,6 +141,11 @@ _TABLE = (
      "The upload handler does not check upload certificates.", True),
     ("dont_generate_upload_certificates", "bool", False, "upload",
      "Output file descriptions carry no <xml_signature>.", True),
+    ("allow_any_upload_url", "bool", False, "upload",
+     "boincpy extension: the output template a remote submission's job brings may "
+     "name any upload URL.  Without it its <file_info>s may name only <UPLOAD_URL/> "
+     "or upload_url, so a submitter can't send volunteers' results to a host of "
+     "their choosing.", True),
 
     # -- scheduler: job limits --------------------------------------------------
     ("sched_debug_level", "int 0..10", 3, "scheduler",

@@ -46,6 +46,12 @@ class TemplateError(BoincpyError):
     """An input or output template is malformed or does not fit the job."""
 
 
+class FileNameError(BoincpyError):
+    """A physical file name refused by ``files.check_file_name`` (it could
+    leave its directory, hide, or change the XML it is written into), or one
+    ``files.dir_hier_path`` would place outside its root."""
+
+
 class ToolError(BoincpyError):
     """A bin/ tool was given bad arguments or met a state it cannot handle."""
 

@@ -1,8 +1,15 @@
-"""Paths in BOINC's fan-out hierarchy, MD5 of files, and atomic writes."""
+"""Physical file names, paths in BOINC's fan-out hierarchy, MD5 of files, and
+atomic writes.
+
+Every physical file name that comes from outside (templates, create_work's
+arguments, submitters' requests, uploads, a row's XML) passes
+:func:`check_file_name` before it touches the disk, and :func:`dir_hier_path`
+refuses, whatever its caller checked, a name that would leave its root.
+"""
 
 import os
 
-from boincpy.errors import BoincpyError
+from boincpy.errors import BoincpyError, FileNameError
 
 # Light on purpose: the scheduler and upload handler CGIs import this module on
 # every request, so tempfile (shutil, random, ...) is imported where it is used
@@ -11,6 +18,74 @@ try:
     from _md5 import md5                # CPython's own MD5
 except ImportError:                     # an interpreter built without it
     from hashlib import md5
+
+
+MAX_FILE_NAME_BYTES = 255     # NAME_MAX of the file systems a project lives on
+
+# Characters that would change the XML a name is written into: create_work
+# and the scheduler write names into <name> elements as they are, as BOINC does.
+_XML_SPECIAL = "<>&"
+
+
+def file_name_fault(name):
+    """Why ``name`` can't be a physical file name, or None if it can.
+
+    A physical name is one plain file inside one bucket: not empty, no ``/``
+    or ``\\``, no ``..`` anywhere, not starting with ``.`` (no hidden files:
+    ``.htaccess``, the upload handler's ``.NAME.part``), no NUL or other control
+    character, none of ``< > &``, valid UTF-8 of at most 255 bytes.
+    """
+    if not isinstance(name, str):
+        return "not a string"
+    if not name:
+        return "empty"
+    for sep in ("/", "\\"):
+        if sep in name:
+            return "contains '%s'" % sep
+    if ".." in name:
+        return "contains '..'"
+    if name[0] == ".":
+        return "starts with '.'"
+    if not name.isprintable():        # fast path: most names are printable
+        for c in name:
+            if c < " " or "\x7f" <= c <= "\x9f":
+                return "contains control character %s" % ascii(c)
+    for c in _XML_SPECIAL:
+        if c in name:
+            return "contains '%s'" % c
+    try:
+        size = len(name.encode("utf-8"))
+    except UnicodeEncodeError:
+        return "not valid UTF-8"
+    if size > MAX_FILE_NAME_BYTES:
+        return "%d bytes long (at most %d)" % (size, MAX_FILE_NAME_BYTES)
+    return None
+
+
+def _shown(name):
+    """A refused name as a message quotes it: control characters escaped, cut."""
+    if not isinstance(name, str):
+        return repr(name)
+    text = "".join(c if c.isprintable() else ascii(c)[1:-1] for c in name)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def check_file_name(name, field="file name"):
+    """``name`` if it may be a physical file name (see :func:`file_name_fault`);
+    else FileNameError naming ``field`` and the fault, as in
+    ``input_template: file_info physical_name '../x': contains '/'``."""
+    fault = file_name_fault(name)
+    if fault is not None:
+        raise FileNameError("%s '%s': %s" % (field, _shown(name), fault))
+    return name
+
+
+def _check_inside(root, name):
+    """Defence in depth for dir_hier_path: ``name`` must be one component of
+    a path below ``root`` (not a path itself, not ``.`` or ``..``)."""
+    if (not isinstance(name, str) or not name or "/" in name or "\0" in name
+            or name in (".", "..")):
+        raise FileNameError("file name '%s' would resolve outside %s" % (_shown(name), root))
 
 
 def bucket(name, fanout):
@@ -24,7 +99,11 @@ def bucket(name, fanout):
 
 
 def dir_hier_path(root, name, fanout, create=False):
-    """Path of ``name`` under ``root`` (download_dir or upload_dir); flat when fanout is 0."""
+    """Path of ``name`` under ``root`` (download_dir or upload_dir); flat when fanout is 0.
+
+    FileNameError for a name that would resolve outside ``root``, whatever
+    the caller checked (callers check names with :func:`check_file_name`)."""
+    _check_inside(root, name)
     if not fanout:
         return os.path.join(root, name)
     directory = os.path.join(root, bucket(name, fanout))

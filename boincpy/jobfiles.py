@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from boincpy.errors import BoincpyError
-from boincpy.files import dir_hier_path
+from boincpy.files import dir_hier_path, file_name_fault
 from boincpy.xml import xml_unescape
 
 # lib/error_numbers.h values the back end returns or interprets.
@@ -66,7 +66,8 @@ class OutputFileInfo:
 
 
 class OutputFilesError(BoincpyError):
-    """A result's xml_doc_in has a ``<file_ref>`` without file_name or open_name."""
+    """A result's xml_doc_in has a ``<file_ref>`` without file_name or open_name,
+    or with a file_name that is not a file name."""
 
     code = ERR_XML_PARSE
 
@@ -75,7 +76,7 @@ def output_file_infos(xml_doc_in, upload_dir, fanout):
     """The output files of a result, in ``<file_ref>`` order (get_output_file_infos).
 
     Raises :class:`OutputFilesError` when a ``<file_ref>`` lacks a file or
-    open name, as BOINC returns ERR_XML_PARSE.
+    open name, as BOINC returns ERR_XML_PARSE, or names a file badly.
     """
     xml = xml_doc_in or ""
     infos = []
@@ -85,6 +86,9 @@ def output_file_infos(xml_doc_in, upload_dir, fanout):
         logical = _text(body, "open_name")
         if not phys or not logical:
             raise OutputFilesError("<file_ref> without <file_name> or <open_name>")
+        fault = file_name_fault(phys)
+        if fault is not None:
+            raise OutputFilesError("<file_ref> file_name %r: %s" % (phys, fault))
         infos.append(OutputFileInfo(phys, logical, dir_hier_path(upload_dir, phys, fanout),
                                     _flag(body, "optional"), _flag(body, "no_validate")))
     return infos

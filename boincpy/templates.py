@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 
 from boincpy.cnum import atof, strtod, strtol
 from boincpy.errors import TemplateError
-from boincpy.files import dir_hier_path, dir_hier_url, job_file_name, md5_file
+from boincpy.files import (check_file_name, dir_hier_path, dir_hier_url, job_file_name,
+                           md5_file)
 from boincpy.xml import xml_unescape
 
 BLOB_SIZE = 65536  # xml_doc / xml_doc_in are BLOBs; BOINC keeps <= 65535 bytes
@@ -60,6 +61,20 @@ _WU_INTS = ("batch", "delay_bound", "min_quorum", "target_nresults",
             "size_class")
 
 _WS = " \t\n\r\v\f"
+
+# <file_info> elements of an input file that are the server's to write: what
+# BOINC's process_input_template.cpp writes (name, url, gzipped_url,
+# md5_cksum, nbytes, gzipped_nbytes), what the client reads in their place
+# (download_url, upload_url) and the signatures only the project makes.  A
+# template's own are never copied after the server's: the file deleter would
+# read the first <name>, the client the last.
+SERVER_FILE_INFO_TAGS = frozenset((
+    "name", "url", "download_url", "upload_url", "gzipped_url", "md5_cksum", "nbytes",
+    "gzipped_nbytes", "xml_signature", "file_signature", "signatures"))
+
+# The <file_info> elements of an output template that tell the client where
+# to send the file.
+_OUTPUT_URL_TAGS = ("url", "upload_url", "download_url", "gzipped_url")
 
 
 # ---------------------------------------------------------------------------
@@ -250,9 +265,15 @@ def load_input_template(path):
     return parse_input_template(text, path)
 
 
-def parse_input_template(text, path="<input template>"):
+def parse_input_template(text, path="<input template>", submitted=False):
     """Parse an input template (see the module docstring); TemplateError
-    naming ``path`` (and the line) when it is malformed."""
+    naming ``path`` (and the line) when it is malformed, FileNameError for a
+    <physical_name> that can't be a file name.
+
+    ``submitted``: the template came with a remote submission, so a
+    <file_info> that sets a field the server writes (SERVER_FILE_INFO_TAGS)
+    is refused; in an operator's template those the server doesn't read as
+    create_work's instructions (<name>, <download_url> ...) are dropped."""
     root = parse_xml(text, path)
     items = []
     values = {}
@@ -269,7 +290,7 @@ def parse_input_template(text, path="<input template>"):
             tops.append(node)
     for node in tops:
         if node.tag == "file_info" and not node.empty:
-            spec = _parse_file_info(node, path)
+            spec = _parse_file_info(node, path, submitted)
             items.append(spec)
             n_infos += 1
             if not spec.physical_name:
@@ -283,15 +304,21 @@ def parse_input_template(text, path="<input template>"):
                          n_file_infos=n_infos, n_var_files=n_var)
 
 
-def _parse_file_info(node, path):
+def _parse_file_info(node, path, submitted=False):
     spec = FileInfoSpec(line=node.line)
     extras = []
     for child in node.children:
         tag = child.tag
+        if submitted and tag in SERVER_FILE_INFO_TAGS:
+            if tag == "name" and not child.empty:
+                check_file_name(child.raw_text(), "%s: file_info name" % path)
+            raise TemplateError("%s line %d: <file_info> may not set <%s>: the server "
+                                "writes it" % (path, child.line, tag))
         if tag == "gzip":
             spec.gzip = True if child.empty else bool(_leaf_value(child, "int", path))
         elif tag == "physical_name":
-            spec.physical_name = "" if child.empty else child.raw_text()
+            spec.physical_name = "" if child.empty else check_file_name(
+                child.raw_text(), "%s: file_info physical_name" % path)
         elif tag == "url":
             spec.urls.append("" if child.empty else child.raw_text())
         elif tag == "number":
@@ -303,6 +330,8 @@ def _parse_file_info(node, path):
             spec.md5_cksum = "" if child.empty else child.raw_text()
         elif tag in ("nbytes", "gzipped_nbytes") and not child.empty:
             setattr(spec, tag, _leaf_value(child, "double", path))
+        elif tag in SERVER_FILE_INFO_TAGS:
+            pass        # the server writes its own (see SERVER_FILE_INFO_TAGS)
         else:
             extras.append(child.copy_text() + "\n")
     spec.extras = "".join(extras)
@@ -393,8 +422,7 @@ class FileInfoCache:
         if hit is not None:
             return hit
         cfg = self.cfg
-        if "/" in name or name in ("", ".", ".."):
-            raise TemplateError("bad input file name '%s'" % name)
+        check_file_name(name, "input file")
         fanout = cfg.uldl_dir_fanout
         path = dir_hier_path(cfg.download_dir, name, fanout, create=True)
         if not os.path.exists(path):
@@ -572,7 +600,7 @@ def _file_info_body(item, infiles, var_index, cache, path):
         f = InputFile(name=f)
     if item.nbytes > 0:
         # file described by the template (already staged, possibly remotely)
-        name = f.name
+        name = check_file_name(f.name, "input file")
         urls = []
         for u in item.urls:
             urls.append("    <url>%s%s</url>\n" % (u, name))
@@ -585,7 +613,7 @@ def _file_info_body(item, infiles, var_index, cache, path):
             text += "    <gzipped_nbytes>%.0f</gzipped_nbytes>\n" % item.gzipped_nbytes
         return name, text + "</file_info>\n"
     if f.is_remote:
-        name = job_file_name(f.md5)
+        name = check_file_name(job_file_name(f.md5), "remote file name")
         return name, ("    <name>%s</name>\n    <url>%s</url>\n"
                       "    <md5_cksum>%s</md5_cksum>\n    <nbytes>%.0f</nbytes>\n"
                       "</file_info>\n" % (name, f.url, f.md5, f.nbytes))
@@ -660,12 +688,15 @@ def load_output_template(path, check_file_info_newline=True):
     return parse_output_template(text, path, check_file_info_newline=check_file_info_newline)
 
 
-def parse_output_template(text, path="<output template>", check_file_info_newline=True):
+def parse_output_template(text, path="<output template>", check_file_info_newline=True,
+                          upload_urls=None):
     """Validate an output (result) template.
 
-    Every <file_info> needs <name> and <max_nbytes> (the client treats a
+    Every <file_info> needs exactly one <name>, a file name once its macros
+    are replaced (FileNameError if not), and <max_nbytes> (the client treats a
     missing limit as 0 and fails every output; the upload certificate signs
-    both); <result> must exist and be followed directly by a newline (the
+    both); with ``upload_urls`` (a submitted template), each URL it gives
+    must be ``<UPLOAD_URL/>`` or one of ``upload_urls``; <result> must exist and be followed directly by a newline (the
     scheduler inserts text after the literal ``<result>\\n``); with
     ``check_file_info_newline`` each ``<file_info>`` must be followed by a
     newline, since upload certificates are only added to those.
@@ -684,12 +715,18 @@ def parse_output_template(text, path="<output template>", check_file_info_newlin
         if node.tag == "file_info":
             name = max_nbytes = None
             for child in node.children:
-                if child.tag == "name" and not child.empty:
-                    name = child.inner.strip(_WS)
+                if child.tag == "name":
+                    if name is not None:
+                        raise TemplateError("%s line %d: <file_info> has more than one <name>"
+                                            % (path, child.line))
+                    name = "" if child.empty else child.inner.strip(_WS)
                 elif child.tag == "max_nbytes" and not child.empty:
                     max_nbytes = atof(xml_unescape(child.inner))
+                elif child.tag in _OUTPUT_URL_TAGS and upload_urls is not None:
+                    _check_upload_url(child, upload_urls, path)
             if not name:
                 raise TemplateError("%s line %d: <file_info> has no <name>" % (path, node.line))
+            _check_output_name(name, "%s: file_info name" % path, path)
             if max_nbytes is None:
                 raise TemplateError("%s line %d: <file_info> has no <max_nbytes>"
                                     % (path, node.line))
@@ -704,6 +741,7 @@ def parse_output_template(text, path="<output template>", check_file_info_newlin
                     for c in ref.children:
                         if c.tag == "file_name":
                             fname = c.inner.strip(_WS)
+                            _check_output_name(fname, "%s: file_ref file_name" % path, path)
                         elif c.tag == "open_name":
                             oname = c.raw_text()
                     refs.append((fname, oname))
@@ -724,6 +762,24 @@ def parse_output_template(text, path="<output template>", check_file_info_newlin
                     "(no upload certificate would be added)"
                     % (path, text.count("\n", 0, m.start()) + 1))
     return OutputTemplate(path=path, text=text, files=files, file_refs=refs)
+
+
+def _check_output_name(raw, field, path):
+    """An output file's <name> (or <file_name>) as written in a template must
+    be a file name once the scheduler has replaced its macros; ``<OUTFILE_n/>``
+    stands for a result's name, itself a file name."""
+    check_file_name(xml_unescape(_substitute_macros(raw, "r_", "", path)), field)
+
+
+def _check_upload_url(node, upload_urls, path):
+    """A URL of a submitted output template's <file_info>: the project's
+    upload handler (``<UPLOAD_URL/>``, or one of ``upload_urls``) and no other,
+    so a submitter can't send volunteers' results to a host of their choosing."""
+    raw = "" if node.empty else node.inner.strip(_WS)
+    if raw == UPLOAD_URL_MACRO or (raw and xml_unescape(raw) in upload_urls):
+        return
+    raise TemplateError("%s line %d: file_info %s '%s' is not this project's upload URL "
+                        "(use <UPLOAD_URL/>)" % (path, node.line, node.tag, raw))
 
 
 def _substitute_macros(text, base, upload_url, path):

@@ -27,8 +27,9 @@ Two deliberate differences from the C++ handler, both invisible to the client:
   appears under its real name only when complete (``rename``), so validators
   and assimilators never see a truncated output; ``get_file_size`` reports the
   partial size, so resumed uploads work as with BOINC.
-* A name containing ``/`` or ``\\`` is refused (BOINC allows a sub-path): no
-  upload can leave its bucket.
+* A name must be a plain file name (``files.check_file_name``'s rule; BOINC
+  allows a sub-path): no upload can leave its bucket, or write another
+  upload's ``.NAME.part``.
 """
 
 import errno
@@ -37,7 +38,7 @@ import os
 
 from boincpy.cnum import strtod
 from boincpy.errors import BoincpyError
-from boincpy.files import dir_hier_path, log_path
+from boincpy.files import dir_hier_path, file_name_fault, log_path
 from boincpy.xml import xml_escape
 
 BLOCK_SIZE = 256 * 1024
@@ -85,12 +86,9 @@ def reply_text(status, message=None, extra=None):
 
 
 def is_valid_filename(name):
-    """BOINC's is_valid_filename, plus no path separators."""
-    if not name or ".." in name or name.startswith("/"):
-        return False
-    if "/" in name or "\\" in name:
-        return False
-    return not any(ord(c) < 32 or ord(c) == 127 for c in name)
+    """BOINC's is_valid_filename, as strict as every other name the project
+    takes (``files.file_name_fault``): no path, no ``..``, no hidden file."""
+    return file_name_fault(name) is None
 
 
 class _Limited:
@@ -204,8 +202,6 @@ def _part_path(path):
 
 def get_file_size(cfg, name, log):
     """Reply extra for a size query: the bytes the server holds of ``name``."""
-    if ".." in name:
-        raise UploadError(PERMANENT, "Bad filename")
     if not is_valid_filename(name):
         raise UploadError(PERMANENT, "Bad filename")
     path = dir_hier_path(cfg.upload_dir, name, cfg.uldl_dir_fanout)

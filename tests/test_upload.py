@@ -121,11 +121,13 @@ def test_truncated_upload_keeps_nothing_under_the_name_and_resumes(project):
 
 def test_bad_names_and_requests(project):
     cfg = _cfg(project)
-    for name in ("../escape", "a/b", "x\x01y"):
+    # ".x.part": another upload's bytes in progress (files.check_file_name's rule)
+    for name in ("../escape", "a/b", "x\x01y", ".x.part", "a..b"):
         sig = _certificate(project, name, 5000000)
         reply = _serve(cfg, _body(name, b"z", sig))
         assert _status(reply) == -1, (name, reply)
     assert _status(_serve(cfg, _size_query("../../etc/passwd"))) == -1
+    assert _status(_serve(cfg, _size_query(".x.part"))) == -1
     reply = _serve(cfg, b"<data_server_request>\n</data_server_request>\n")
     assert _status(reply) == 1 and "no command" in reply
     reply = _serve(cfg, _size_query("never_uploaded"))

@@ -15,6 +15,9 @@ ERROR rows are retried at start-up and then every hour unless
   ``NAME.md5``; workunits with ``nodelete`` in their name keep their files.
 
 ``<no_delete/>`` files are kept.  A file already gone counts as deleted.
+A name that is not a plain file name (``files.file_name_fault``: ``../x``,
+``.htaccess`` ...) is logged as an error and skipped: nothing outside
+``download_dir`` and ``upload_dir`` is ever unlinked, whatever a row says.
 
 Safer than BOINC (which does neither): a ``<sticky/>`` input file is kept
 (the client keeps it and the scheduler may rely on it being there), and an
@@ -47,6 +50,7 @@ from boincpy.db.bulk import select_in
 from boincpy.db.result import set_results_file_delete_state
 from boincpy.db.workunit import set_workunits_file_delete_state
 from boincpy.errors import ToolError
+from boincpy.files import file_name_fault
 from boincpy.jobfiles import (ERR_NOT_FOUND, ERR_OPENDIR, ERR_UNLINK, file_infos,
                               locate_in_hierarchy)
 from boincpy.states import BatchState, FileDeleteState, Outcome
@@ -271,7 +275,7 @@ class FileDeleter(Daemon):
             if not fi.name:
                 self.log.critical("bad result XML: %s" % r["xml_doc_in"])
                 continue
-            if fi.no_delete:
+            if fi.no_delete or self._refused(fi.name, "RESULT", r["id"]):
                 continue
             status, path = locate_in_hierarchy(self.cfg.upload_dir, fi.name,
                                                self.cfg.uldl_dir_fanout)
@@ -301,6 +305,17 @@ class FileDeleter(Daemon):
         self.log.debug("[RESULT#%d] deleted %d file(s)" % (r["id"], count))
         return retval
 
+    def _refused(self, name, kind, row_id):
+        """True (logged) if ``name`` is not a file name the deleter may touch:
+        a row's XML may have come from anyone (a submitted template, an old
+        server), and ``../x`` joined to a bucket is a file outside it."""
+        fault = file_name_fault(name)
+        if fault is None:
+            return False
+        self.log.critical("[%s#%d] bad file name %r (%s): not deleted"
+                          % (kind, row_id, name, fault))
+        return True
+
     def _job_files(self, rows):
         """Input files of these workunits that remote submission manages
         (job_file rows): shared by batches, deleted by delete_job_files."""
@@ -317,7 +332,7 @@ class FileDeleter(Daemon):
             if not fi.name:
                 self.log.critical("bad WU XML: %s" % w["xml_doc"])
                 continue
-            if fi.no_delete:
+            if fi.no_delete or self._refused(fi.name, "WU", w["id"]):
                 continue
             if fi.sticky:
                 self.log.debug("[WU#%d] %s is sticky; not deleted" % (w["id"], fi.name))

@@ -26,8 +26,8 @@ from boincpy.db.rows import JobFile
 from boincpy.db.submit import (associate_job_file, associate_job_files_named, delete_job_file,
                                delete_job_file_named, insert_job_file, set_job_file_delete_time)
 from boincpy.errors import SubmitError
-from boincpy.files import (check_download_file, dir_hier_path, job_file_name, md5_file,
-                           write_md5_file)
+from boincpy.files import (check_download_file, dir_hier_path, file_name_fault, job_file_name,
+                           md5_file, write_md5_file)
 from boincpy.submit import batch as batches
 
 MAX_NAME = 191          # job_file.name is varchar(191)
@@ -37,10 +37,12 @@ _MD5_NAME_RE = re.compile(r"^(?:jf_)?([0-9a-f]{32})(?:\.[A-Za-z0-9_\-.]*)?$")
 
 
 def valid_name(name):
-    """A physical file name a submitter may use: letters, digits, ``_ . -``,
-    not starting with a dot (no ``..``, no ``.htaccess``), at most 191 bytes."""
-    return bool(name) and len(name.encode()) <= MAX_NAME and bool(_NAME_RE.match(name)) \
-        and ".." not in name
+    """A physical file name a submitter may use: a file name
+    (``files.file_name_fault``: no path, no ``..``, no leading dot), and of
+    letters, digits, ``_ . -`` only (it goes into URLs as it is), at most 191
+    bytes (job_file.name)."""
+    return file_name_fault(name) is None and len(name.encode()) <= MAX_NAME \
+        and bool(_NAME_RE.match(name))
 
 
 def md5_of_name(name):

@@ -19,7 +19,10 @@ publish any file the web server can read, or make it fetch any URL.
 
 Job-level input templates are parsed from the request; job-level output
 templates are stored as ``templates/tmp/<md5 of the text>`` (the result
-template file must outlive the request).
+template file must outlive the request).  A submitter's template may not set
+what the server writes (an input file's name, URL, checksum, size) nor send
+outputs anywhere but the project's upload handler (``<allow_any_upload_url/>``
+lets it), and every file name it gives must be one (``files.check_file_name``).
 """
 
 import hashlib
@@ -30,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 
 from boincpy.backend_lib import Creator, JobDesc, insert_jobs
-from boincpy.errors import SubmitError, TemplateError, ToolError
+from boincpy.errors import FileNameError, SubmitError, TemplateError, ToolError
 from boincpy.states import AssignType, BatchState
 from boincpy.templates import InputFile, parse_output_template
 from boincpy.xml import xml_escape
@@ -102,12 +105,22 @@ def _template_file(cfg, name):
     return rel
 
 
+def allowed_upload_urls(cfg):
+    """The URLs a submitted output template may send files to besides
+    <UPLOAD_URL/>: the project's upload handler; None (any) with
+    <allow_any_upload_url/>."""
+    if cfg.allow_any_upload_url:
+        return None
+    return [cfg.upload_url] if cfg.upload_url else []
+
+
 def output_template_file(cfg, text):
     """Store a job-level output template as templates/tmp/<md5>; its name."""
     try:
-        parse_output_template(text, "job-level output template",
-                              check_file_info_newline=not cfg.dont_generate_upload_certificates)
-    except TemplateError as exc:
+        parse_output_template(text, "output_template",
+                              check_file_info_newline=not cfg.dont_generate_upload_certificates,
+                              upload_urls=allowed_upload_urls(cfg))
+    except (TemplateError, FileNameError) as exc:
         raise SubmitError(exc.message) from None
     rel = "templates/tmp/" + hashlib.md5(text.encode("utf-8")).hexdigest()
     path = cfg.project_path(rel)
@@ -242,13 +255,16 @@ def submit(db, cfg, user, spec, now=None):
                 if key is None:
                     key = "job-level input template %d" % len(job_level)
                     try:
-                        creator.add_input_template(key, job.input_template)
-                    except TemplateError as exc:
+                        creator.add_input_template(key, job.input_template, "input_template")
+                    except (TemplateError, FileNameError) as exc:
                         raise SubmitError("job %s: %s" % (jd.name, exc.message)) from None
                     job_level[job.input_template] = key
                 jd.wu_template_file = key
             if job.output_template is not None:
-                jd.result_template_file = output_template_file(cfg, job.output_template)
+                try:
+                    jd.result_template_file = output_template_file(cfg, job.output_template)
+                except SubmitError as exc:
+                    raise SubmitError("job %s: %s" % (jd.name, exc.message)) from None
             jd.infiles, used = _input_files(db, cfg, job, i)
             used_files.extend(used)
             try:
@@ -257,7 +273,7 @@ def submit(db, cfg, user, spec, now=None):
                     raise SubmitError("wrong # of input files for job %d: need %d, got %d"
                                       % (i, template.n_var_files, len(jd.infiles)))
                 row = creator.row(jd)
-            except (TemplateError, ToolError) as exc:
+            except (TemplateError, ToolError, FileNameError) as exc:
                 raise SubmitError("job %s: %s" % (jd.name, exc.message)) from None
             fpops_total += row["rsc_fpops_est"] * max(1, row["target_nresults"])
             jobs.append((jd, row))

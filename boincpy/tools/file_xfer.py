@@ -40,12 +40,14 @@ def _opt(name, **kw):
 
 
 def check_file_name(name):
-    """Refuse a name a client would not accept or that would break the XML."""
-    from boincpy.upload import is_valid_filename
-    if not is_valid_filename(name) or set("<>&") & set(name):
-        raise ToolError("bad file name %r: no '/', '\\', '..', control characters or <>&"
-                        % name)
-    return name
+    """Refuse a name a client would not accept or that would break the XML
+    (the project's one rule, ``files.check_file_name``), as a ToolError."""
+    from boincpy.errors import FileNameError
+    from boincpy.files import check_file_name as check
+    try:
+        return check(name, "bad file name")
+    except FileNameError as exc:
+        raise ToolError(exc.message) from None
 
 
 def check_url(url):

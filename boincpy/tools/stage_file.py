@@ -20,7 +20,7 @@ import click
 
 from boincpy.cli import boinc_option, click_main, project_dir_option, usage_help_option
 from boincpy.errors import BoincpyError, ToolError
-from boincpy.files import check_download_file, dir_hier_path, write_md5_file
+from boincpy.files import check_download_file, check_file_name, dir_hier_path, write_md5_file
 
 STAGE_USAGE = """usage: stage_file [--gzip] [--copy] [--verbose] path
     --gzip      make a gzipped version of file for compressed download
@@ -44,7 +44,8 @@ def stage_one(path, cfg, copy=False, gzip=False, verbose=False, out=None):
     out = out or sys.stdout
     if not os.path.exists(path):
         raise ToolError("no such file: %s" % path)
-    name = os.path.basename(path)
+    # a name create_work would refuse is not staged either
+    name = check_file_name(os.path.basename(path), "file to stage")
     dl_path = dir_hier_path(cfg.download_dir, name, cfg.uldl_dir_fanout, create=True)
     if verbose:
         out.write("staging %s to %s\n" % (name, dl_path))

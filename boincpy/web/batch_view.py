@@ -10,7 +10,7 @@ get_batch_params); figures are in BOINC's units (GFLOP-hours from credit).
 
 import os
 
-from boincpy.files import dir_hier_path
+from boincpy.files import dir_hier_path, file_name_fault
 from boincpy.jobfiles import OutputFilesError, file_infos, input_file_refs, output_file_infos
 from boincpy.states import BatchState, ServerState
 from boincpy.submit import batch as batches
@@ -157,9 +157,18 @@ def instance_outputs(cfg, result):
     logical += phys[len(logical):]
     out = []
     for i, name in enumerate(phys):
-        path = dir_hier_path(cfg.upload_dir, name, cfg.uldl_dir_fanout)
-        out.append((i, logical[i], os.path.getsize(path) if os.path.isfile(path) else None))
+        path = _output_path(cfg, name)
+        out.append((i, logical[i], os.path.getsize(path) if path and os.path.isfile(path)
+                    else None))
     return out
+
+
+def _output_path(cfg, name):
+    """Where an output file is, or "" if ``name`` (from xml_doc_out, which a
+    volunteer's client reported) is not a file name."""
+    if file_name_fault(name) is not None:
+        return ""
+    return dir_hier_path(cfg.upload_dir, name, cfg.uldl_dir_fanout)
 
 
 def output_size(db, cfg, batch_id):
@@ -169,7 +178,7 @@ def output_size(db, cfg, batch_id):
                       "workunit.canonical_resultid = result.id WHERE workunit.batch = %s",
                       (batch_id,)):
         for fi in file_infos(r["xml_doc_out"]):
-            path = dir_hier_path(cfg.upload_dir, fi.name, cfg.uldl_dir_fanout) if fi.name else ""
+            path = _output_path(cfg, fi.name)
             if path and os.path.isfile(path):
                 total += os.path.getsize(path)
     return total

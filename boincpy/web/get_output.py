@@ -98,7 +98,14 @@ class Outputs:
             return []
 
     def upload_path(self, name):
-        from boincpy.files import dir_hier_path
+        """Where an output file is; refused (OutputError) unless ``name`` is a
+        file name: xml_doc_out is what a volunteer's client reported."""
+        from boincpy.errors import FileNameError
+        from boincpy.files import check_file_name, dir_hier_path
+        try:
+            check_file_name(name, "output file name")
+        except FileNameError as exc:
+            raise OutputError(exc.message) from None
         return dir_hier_path(self.cfg.upload_dir, name, self.cfg.uldl_dir_fanout)
 
     def canonical_outputs(self, wu):

@@ -596,7 +596,7 @@ def _job_with_batch(ctx, user, wu):
 
 def query_job(ctx, r):
     from boincpy.jobfiles import file_infos
-    from boincpy.files import dir_hier_path
+    from boincpy.files import dir_hier_path, file_name_fault
     user = authenticate(ctx, r)
     db = ctx.db()
     wu = db.query_one("SELECT id, batch FROM workunit WHERE id = %s", (integer(r, "job_id"),))
@@ -612,8 +612,8 @@ def query_job(ctx, r):
                    % (xml_escape(res["name"]), res["id"], result_state_text(res)))
         if res["server_state"] == ServerState.OVER:
             for fi in file_infos(res["xml_doc_out"]):
-                if not fi.name:
-                    continue
+                if file_name_fault(fi.name) is not None:
+                    continue        # "" or a name a client made up: no file of ours
                 path = dir_hier_path(ctx.cfg.upload_dir, fi.name, ctx.cfg.uldl_dir_fanout)
                 if os.path.isfile(path):
                     out.append("        <outfile>\n            <size>%d</size>\n"
