@@ -6,10 +6,14 @@ VENV   ?= .venv
 
 .PHONY: venv demo test test-fast bench
 
+# boincpy installed editable in setuptools' default mode: setup.cfg's
+# package_dir makes it a .pth naming the source tree (no import hook to load
+# at each start); the CGIs, started as python -S, have that path written in
+# by make_project (server_mode.cgi_paths, which also finds an import hook's).
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[test]' --config-settings editable_mode=compat
+	$(VENV)/bin/pip install -q -e '.[test]'
 
 venv: $(VENV)/bin/python
 

@@ -3,12 +3,12 @@
 BOINC keeps RSA keys in a text format of its own (the RSAREF key structure as
 hex lines, see ``../shared/reference/crypto-keys.md``), and its signatures are
 not standard PKCS#1 signatures: the signed message is the 32 ASCII characters
-of the data's MD5 hex digest, padded with PKCS#1 v1.5 block type 1 and raised
-to the private exponent.  ``cryptography`` makes and converts keys; the raw
-RSA step is a modular exponentiation here, because no high-level API signs
-without a DigestInfo (done by the system's libcrypto through ctypes when it
-loads, about ten times faster, else in Python).  The padding is deterministic, so a signature made here
-is byte for byte the one the C++ tools make with the same key.
+of the data's MD5 hex digest, padded with PKCS#1 v1.5 block type 1 without a
+DigestInfo and raised to the private exponent (lib/crypt.cpp's sign_block and
+encrypt_private).  ``cryptography`` makes and converts keys and signs
+(PKCS1v15 with NoDigestInfo, cryptography >= 47), imported only by the
+functions that need it.  The padding is deterministic, so a signature made
+here is byte for byte the one the C++ tools make with the same key.
 """
 
 import math
@@ -275,134 +275,70 @@ def _modulus_bytes(key):
     return (key.n.bit_length() + 7) // 8
 
 
-def _private_power(key, m):
-    """m ** d mod n: through OpenSSL when it can (about ten times faster,
-    which is what lets the transitioner sign upload certificates for
-    thousands of results a second), else in Python."""
-    native = _native_private_power(key, m)
-    if native is not None:
-        return native
-    return _python_private_power(key, m)
+# cryptography's key objects, one per private key signed with (what lets the
+# transitioner sign upload certificates for thousands of results a second).
+# cryptography is imported here, at the first signature, not with the module:
+# its import costs ~25 ms, and the CGIs that import this module (the upload
+# handler checks one certificate a request) only verify.
+_signing_keys = {}           # (n, d) -> RSAPrivateKey
+_sign_args = None            # (PKCS1v15(), NoDigestInfo()) once imported
 
 
-def _python_private_power(key, m):
-    if key.p and key.q and key.dmp1 and key.dmq1 and key.iqmp:
-        # CRT: about three times faster, same result
-        m1 = pow(m % key.p, key.dmp1, key.p)
-        m2 = pow(m % key.q, key.dmq1, key.q)
-        h = (key.iqmp * (m1 - m2)) % key.p
-        return m2 + h * key.q
-    return pow(m, key.d, key.n)
-
-
-# The raw RSA step through the system's libcrypto (RSA_private_encrypt with
-# RSA_NO_PADDING: the padding is ours).  Optional: any failure to load it, and
-# any key whose first result differs from the Python computation, falls back
-# to _python_private_power.
-
-_RSA_NO_PADDING = 3
-_libcrypto = None            # None: not tried yet; False: unavailable
-_rsa_handles = {}            # (n, d) -> OpenSSL RSA* (or False: use Python)
-
-
-def _load_libcrypto():
-    global _libcrypto
-    if _libcrypto is None:
-        _libcrypto = False
-        try:
-            import ctypes
-            import ctypes.util
-            try:
-                lib = ctypes.CDLL("libcrypto.so.3")
-            except OSError:
-                name = ctypes.util.find_library("crypto")
-                if not name:
-                    return False
-                lib = ctypes.CDLL(name)
-            p, c_int = ctypes.c_void_p, ctypes.c_int
-            lib.BN_bin2bn.restype = p
-            lib.BN_bin2bn.argtypes = [ctypes.c_char_p, c_int, p]
-            lib.RSA_new.restype = p
-            lib.RSA_new.argtypes = []
-            lib.RSA_free.argtypes = [p]
-            lib.RSA_set0_key.argtypes = [p, p, p, p]
-            lib.RSA_set0_factors.argtypes = [p, p, p]
-            lib.RSA_set0_crt_params.argtypes = [p, p, p, p]
-            lib.RSA_private_encrypt.argtypes = [c_int, ctypes.c_char_p, ctypes.c_char_p,
-                                                p, c_int]
-            lib.RSA_private_encrypt.restype = c_int
-            _libcrypto = lib
-        except (OSError, AttributeError):
-            _libcrypto = False
-    return _libcrypto
-
-
-def _rsa_handle(key):
-    """An OpenSSL RSA* for a private key, checked against Python once; or False."""
+def _signing_key(key):
+    """``key`` as cryptography's RSAPrivateKey (made once per key)."""
+    global _sign_args
     cache_key = (key.n, key.d)
-    handle = _rsa_handles.get(cache_key)
-    if handle is not None:
-        return handle
-    handle = False
-    lib = _load_libcrypto()
-    if lib and key.d:
-        def bn(x):
-            data = x.to_bytes(max(1, (x.bit_length() + 7) // 8), "big")
-            return lib.BN_bin2bn(data, len(data), None)
-        rsa = lib.RSA_new()
-        ok = rsa and lib.RSA_set0_key(rsa, bn(key.n), bn(key.e), bn(key.d)) == 1
-        if ok and key.p and key.q and key.dmp1 and key.dmq1 and key.iqmp:
-            ok = (lib.RSA_set0_factors(rsa, bn(key.p), bn(key.q)) == 1
-                  and lib.RSA_set0_crt_params(rsa, bn(key.dmp1), bn(key.dmq1),
-                                              bn(key.iqmp)) == 1)
-        if ok:
-            handle = rsa
-            probe = (key.n - 1) // 3 + 12345
-            if _native_power(lib, rsa, key, probe) != _python_private_power(key, probe):
-                ok = False
-        if not ok:
-            handle = False
-            if rsa:
-                lib.RSA_free(rsa)
-    _rsa_handles[cache_key] = handle
-    return handle
-
-
-def _native_power(lib, rsa, key, m):
-    import ctypes
-    k = _modulus_bytes(key)
-    out = ctypes.create_string_buffer(k)
-    if lib.RSA_private_encrypt(k, _be(m, k), out, rsa, _RSA_NO_PADDING) != k:
-        return None
-    return int.from_bytes(out.raw, "big")
-
-
-def _native_private_power(key, m):
-    """m ** d mod n by OpenSSL, or None when it can't be used for this key."""
-    if m >= key.n:
-        return None
-    rsa = _rsa_handle(key)
-    if not rsa:
-        return None
-    return _native_power(_libcrypto, rsa, key, m)
+    obj = _signing_keys.get(cache_key)
+    if obj is not None:
+        return obj
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa, utils
+    p, q, dmp1, dmq1, iqmp = key.p, key.q, key.dmp1, key.dmq1, key.iqmp
+    if not (p and q and dmp1 and dmq1 and iqmp):
+        # a key with n, e and d only: the CRT fields follow from them
+        try:
+            p, q = rsa.rsa_recover_prime_factors(key.n, key.e, key.d)
+        except ValueError:
+            raise KeyFileError("private key: n, e and d are not one RSA key") from None
+        dmp1, dmq1 = rsa.rsa_crt_dmp1(key.d, p), rsa.rsa_crt_dmq1(key.d, q)
+        iqmp = rsa.rsa_crt_iqmp(p, q)
+    if not _consistent(key.n, key.e, key.d, p, q, dmp1, dmq1, iqmp):
+        raise KeyFileError("private key fields are inconsistent (damaged file?)")
+    numbers = rsa.RSAPrivateNumbers(p, q, key.d, dmp1, dmq1, iqmp,
+                                    rsa.RSAPublicNumbers(key.e, key.n))
+    # The fields were just checked against each other; OpenSSL's own check
+    # (primality tests) would add ~7 ms to the first signature of a process.
+    obj = numbers.private_key(unsafe_skip_rsa_key_validation=True)
+    if _sign_args is None:
+        _sign_args = (padding.PKCS1v15(), utils.NoDigestInfo())
+    _signing_keys[cache_key] = obj
+    return obj
 
 
 def private_encrypt(data, key):
     """RSA private-key "encryption" of ``data`` with PKCS#1 v1.5 block type 1 padding
-    (OpenSSL's RSA_private_encrypt / EVP_PKEY_sign without a digest): k bytes."""
+    and no DigestInfo (OpenSSL's EVP_PKEY_sign with RSA_PKCS1_PADDING and no digest,
+    BOINC's encrypt_private): k bytes."""
     if not key.is_private:
         raise KeyFileError("signing needs a private key, got a public one")
     k = _modulus_bytes(key)
     if len(data) > k - 11:
         raise KeyFileError("%d bytes are too many to sign with a %d-bit key"
                            % (len(data), key.n.bit_length()))
-    block = b"\x00\x01" + b"\xff" * (k - 3 - len(data)) + b"\x00" + data
-    return _be(_private_power(key, int.from_bytes(block, "big")), k)
+    obj = _signing_key(key)
+    return obj.sign(bytes(data), *_sign_args)
 
 
 def public_decrypt(sig, key):
     """The data inside ``sig`` (bytes) recovered with ``key``'s public half, or None
-    when it is not a PKCS#1 type 1 block (wrong key, damaged or oversized signature)."""
+    when it is not a PKCS#1 type 1 block (wrong key, damaged or oversized signature).
+
+    The public step stays in Python (one pow with e = 65537, ~50 us): the upload
+    handler CGI checks one certificate a request, and cryptography's
+    recover_data_from_signature would first cost its ~25 ms import.  As OpenSSL's
+    RSA_public_decrypt (BOINC's decrypt_public), a signature shorter than the
+    modulus is read as a number; the padding check is RSA_padding_check_PKCS1_type_1's
+    (00 01, at least 8 bytes of ff, 00); tests/test_crypto_native.py holds it to
+    cryptography's answers."""
     k = _modulus_bytes(key)
     if not sig or len(sig) > k:
         return None

@@ -11,16 +11,20 @@ code stores that value in ``user.passwd_hash`` in one of two forms:
 New accounts get the bcrypt form.  A successful login with a legacy (or
 outdated bcrypt) value rewrites it in the current form, as BOINC's
 ``check_passwd_hash`` does; both forms are accepted, so a database moved
-from a PHP BOINC site keeps working.  bcrypt comes from the system's
-``crypt(3)`` (libxcrypt on Debian), which writes exactly PHP's ``$2y$``
-strings.
+from a PHP BOINC site keeps working.  bcrypt comes from the ``bcrypt``
+package; it names the algorithm ``$2b$``, which is PHP's ``$2y$`` (the same
+computation), so hashes are written ``$2y$`` as PHP writes them and
+``$2y$``, ``$2b$`` and ``$2a$`` are all read.  As crypt(3) under PHP, a
+secret is hashed up to its first NUL byte and its first 72 bytes (the
+``bcrypt`` package refuses longer ones; a client's passwd_hash is 32 bytes).
+Other crypt(3) schemes ($1$, $5$, $6$: never written by BOINC) do not verify.
 
 Hashes that depend on the stored value (``weak_auth``) change when it is
 rewritten, exactly as in BOINC.
 """
 
 # Light on purpose: the scheduler CGI imports this module on every request, so
-# hashlib (OpenSSL bindings, ~5 ms), secrets, base64 and hmac are imported
+# hashlib (OpenSSL bindings, ~5 ms), secrets, hmac and bcrypt are imported
 # only by the functions that need them; MD5 is files.md5 (CPython's own).
 from boincpy.files import md5 as _md5
 
@@ -29,27 +33,20 @@ BCRYPT_COST = 10
 _BCRYPT_PREFIX = "$2y$%02d$" % BCRYPT_COST
 _BCRYPT_LENGTH = 60
 
-_STD_B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-_BCRYPT_B64 = b"./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-_TO_BCRYPT = bytes.maketrans(_STD_B64, _BCRYPT_B64)
+_BCRYPT_READ = ("$2y$", "$2b$", "$2a$")     # one algorithm, three names
+_BCRYPT_MAX_SECRET = 72                       # bytes bcrypt reads of a secret
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
-_libcrypt = None
+
+def _utf8(text):
+    """UTF-8 bytes of any str (a lone surrogate from a form too), bytes as they are."""
+    return text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
 
 
-def _crypt(secret, setting):
-    """crypt(3) of ``secret`` with ``setting`` (a salt or a whole stored hash); None on failure."""
-    global _libcrypt
-    import ctypes
-    if _libcrypt is None:
-        lib = ctypes.CDLL("libcrypt.so.1")
-        lib.crypt.restype = ctypes.c_char_p
-        lib.crypt.argtypes = (ctypes.c_char_p, ctypes.c_char_p)
-        _libcrypt = lib
-    out = _libcrypt.crypt(secret.encode("utf-8"), setting.encode("ascii", "replace"))
-    if not out or out.startswith(b"*"):
-        return None
-    return out.decode("ascii", "replace")
+def _bcrypt_secret(secret):
+    """The bytes of ``secret`` bcrypt hashes: UTF-8, up to the first NUL and at
+    most 72 bytes (what crypt(3) reads of a C string; bcrypt 5 raises instead)."""
+    return _utf8(secret).split(b"\0", 1)[0][:_BCRYPT_MAX_SECRET]
 
 
 def ascii_lower(text):
@@ -76,13 +73,13 @@ def random_string():
 
 
 def password_hash(passwd_hash):
-    """The stored form of a client passwd_hash: bcrypt ``$2y$10$...``, fresh salt."""
-    import base64
-    import secrets
-    salt = base64.b64encode(secrets.token_bytes(16)).rstrip(b"=").translate(_TO_BCRYPT)
-    out = _crypt(passwd_hash, _BCRYPT_PREFIX + salt.decode("ascii"))
-    if out is None or len(out) != _BCRYPT_LENGTH:
-        raise RuntimeError("the system's crypt(3) cannot make bcrypt ($2y$) hashes")
+    """The stored form of a client passwd_hash: bcrypt ``$2y$10$...``, fresh salt
+    (PHP's password_hash(passwd_hash, PASSWORD_DEFAULT))."""
+    import bcrypt
+    salt = bcrypt.gensalt(BCRYPT_COST)                  # b"$2b$10$" + 22 salt chars
+    out = bcrypt.hashpw(_bcrypt_secret(passwd_hash), b"$2y$" + salt[4:]).decode("ascii")
+    if not out.startswith(_BCRYPT_PREFIX) or len(out) != _BCRYPT_LENGTH:
+        raise RuntimeError("bcrypt made %r, not a $2y$ hash" % out[:7])
     return out
 
 
@@ -92,12 +89,15 @@ def is_crypt_hash(stored):
 
 
 def password_verify(passwd_hash, stored):
-    """True if ``stored`` is a crypt-style hash of ``passwd_hash`` (PHP's password_verify)."""
-    import hmac
-    if not stored or not is_crypt_hash(stored):
+    """True if ``stored`` is a bcrypt hash of ``passwd_hash`` (PHP's password_verify):
+    ``$2y$``, ``$2b$`` or ``$2a$``; False for anything else, never an exception."""
+    if not stored or not stored.startswith(_BCRYPT_READ) or len(stored) != _BCRYPT_LENGTH:
         return False
-    out = _crypt(passwd_hash, stored)
-    return out is not None and hmac.compare_digest(out, stored)
+    import bcrypt
+    try:
+        return bcrypt.checkpw(_bcrypt_secret(passwd_hash), stored.encode("ascii"))
+    except (ValueError, UnicodeError):        # a damaged value: bad cost, salt or characters
+        return False
 
 
 def needs_rehash(stored):
@@ -115,7 +115,7 @@ def check_passwd_hash(passwd_hash, stored):
     import hmac
     if password_verify(passwd_hash, stored):
         return True, (password_hash(passwd_hash) if needs_rehash(stored) else None)
-    if stored and hmac.compare_digest(passwd_hash.encode("utf-8"), stored.encode("utf-8")):
+    if stored and hmac.compare_digest(_utf8(passwd_hash), _utf8(stored)):
         return True, password_hash(passwd_hash)
     return False, None
 
@@ -123,7 +123,7 @@ def check_passwd_hash(passwd_hash, stored):
 def matches_stored(passwd_hash, stored):
     """True if ``passwd_hash`` equals the stored value or verifies against it (no rehash)."""
     import hmac
-    if stored and hmac.compare_digest(passwd_hash.encode("utf-8"), stored.encode("utf-8")):
+    if stored and hmac.compare_digest(_utf8(passwd_hash), _utf8(stored)):
         return True
     return password_verify(passwd_hash, stored)
 

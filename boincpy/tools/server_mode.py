@@ -39,25 +39,38 @@ MAX_REQUEST_LEN = 1 << 30
 
 def cgi_paths(python):
     """The import paths ``python`` gets from its ``site`` start-up (a venv's
-    site-packages, an editable install's source tree from its ``.pth`` file)
-    beyond those it has with ``-S``; None if they can't be found out.
+    site-packages, an editable install's source tree) beyond those it has
+    with ``-S``; None if they can't be found out.
 
     A CGI started as ``python -S`` with these paths added by its second line
     imports the same modules without running site at every request: site
     reads every ``.pth`` file of the install (setuptools' distutils hook,
     editable-install hooks) and Debian's sitecustomize, a few ms of CPU on
     each of the scheduler's and upload handler's requests.  The user's own
-    site directory is left out, as under Apache."""
+    site directory is left out, as under Apache.
+
+    An editable install of boincpy is found either way pip makes one: a
+    ``.pth`` line naming the source tree (a path site adds), or the import
+    hook setuptools installs for this flat layout (no path at all: the
+    directory holding the package ``python`` finds is added, after the
+    others, as the hook comes after sys.path's own finders)."""
     import ast
-    code = "import sys; print(repr(sys.path[1:]))"
+    code = ("import sys, importlib.util; paths = sys.path[1:]; "
+            "spec = importlib.util.find_spec('boincpy'); "
+            "print(repr((paths, list(spec.submodule_search_locations or ()) if spec else [])))")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     try:
-        full, bare = (ast.literal_eval(subprocess.run(
+        (full, found), (bare, _) = (ast.literal_eval(subprocess.run(
             [python] + flags + ["-c", code], capture_output=True, text=True, env=env,
             cwd="/", timeout=60, check=True).stdout) for flags in (["-s"], ["-s", "-S"]))
-    except (OSError, ValueError, SyntaxError, subprocess.SubprocessError):
+    except (OSError, ValueError, SyntaxError, TypeError, subprocess.SubprocessError):
         return None
-    return [p for p in full if p not in bare]
+    paths = [p for p in full if p not in bare]
+    for location in found:
+        parent = os.path.dirname(os.path.normpath(location))
+        if parent not in paths and parent not in bare:
+            paths.append(parent)
+    return paths
 
 
 def fcgi_script_path(project_dir):
