@@ -141,3 +141,9 @@ def int64(number):
         return None
     value = int(number)
     return value if -2 ** 63 <= value < 2 ** 63 else None
+
+
+def php_truthy(text):
+    """PHP's truthiness of a string (``if ($text)``): false for "" and "0"
+    only, unlike BOINC's XML booleans (boincpy.xml.parse_bool)."""
+    return bool(text) and text != "0"

@@ -32,7 +32,7 @@ import sys
 
 from boincpy.cnum import strtod, strtol
 from boincpy.errors import ConfigError
-from boincpy.xml import xml_escape
+from boincpy.xml import parse_bool, xml_escape
 
 CONFIG_FILE = "config.xml"
 
@@ -701,13 +701,18 @@ _FALSE_WORDS = ("false", "no", "off")
 
 
 def _parse_bool(text):
-    """<opt/> or empty: true; a number: non-zero; true/false words accepted."""
-    low = text.lower()
+    """BOINC's parse_bool (boincpy.xml.parse_bool), plus what an operator may
+    write by hand: <opt/> or empty is true, and the words true/yes/on,
+    false/no/off.  Anything else is an error naming the option."""
+    low = text.strip().lower()
     if low in _TRUE_WORDS:
         return True
     if low in _FALSE_WORDS:
         return False
-    return _parse_int(text) != 0
+    value = parse_bool(text)
+    if value is None:
+        raise ValueError(text)
+    return value
 
 
 def _convert(kind, text):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from boincpy.errors import BoincpyError
 from boincpy.files import dir_hier_path, file_name_fault
-from boincpy.xml import xml_unescape
+from boincpy.xml import parse_bool, xml_unescape
 
 # lib/error_numbers.h values the back end returns or interprets.
 ERR_FOPEN = -108
@@ -51,8 +51,8 @@ def _flag(body, tag):
     """BOINC's parse_bool: ``<tag/>`` is true, ``<tag>N</tag>`` is N != 0."""
     if re.search(r"<%s\s*/>" % tag, body):
         return True
-    m = re.search(r"<%s>\s*([-+]?\d+)\s*</%s>" % (tag, tag), body)
-    return bool(m and int(m.group(1)))
+    m = re.search(r"<%s>([^<]*)</%s>" % (tag, tag), body)
+    return bool(m and parse_bool(m.group(1)))
 
 
 @dataclass(slots=True)

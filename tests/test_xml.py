@@ -3,7 +3,9 @@
 import os
 import re
 
-from boincpy.xml import xml_escape
+import pytest
+
+from boincpy.xml import parse_bool, xml_escape, xml_unescape
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -69,3 +71,36 @@ def test_one_unescaper_for_text_and_bytes():
     # bytes: a numeric reference is one byte (UTF-8 sequences written byte by byte)
     assert xml_unescape(b"&#195;&#169;").decode("utf-8") == "\u00e9"
     assert xml_unescape("&#233;") == "\u00e9"
+
+
+@pytest.mark.parametrize("text,value", [
+    ("1", True), (" 1 ", True), ("0", False), ("00", False), ("-0", False), ("+2", True),
+    ("0x0", False), ("0x10", True), ("010", True), ("000", False), (b"1", True), (b"0", False),
+    ("", None), ("  ", None), ("true", None), ("1.5", None), ("09", None), ("0x", None),
+    ("1 2", None), (None, None)])
+def test_parse_bool_is_boincs(text, value):
+    # lib/parse.cpp: strtol(text, &end, 0) over the whole text, != 0
+    assert parse_bool(text) is value
+    assert parse_bool(text, empty_element=True) is True
+
+
+def test_one_reader_of_booleans_and_one_unescaper():
+    # a second implementation of either is refused (issue 28): the rules drift
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "boincpy")
+    patterns = {
+        "a boolean read by its own rule": re.compile(
+            r"""not in \(["']0["'], ["']["']\)|in \(["']["'], ["']0["']\)|def parse_bool"""),
+        "an unescaper of its own": re.compile(
+            r"""from html import unescape|replace\(["']&lt;["']|_UNESCAPE\b|def xml_unescape"""),
+    }
+    found = []
+    for folder, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(folder, name)
+            if not name.endswith(".py") or path.startswith(os.path.join(root, "xml")):
+                continue
+            text = open(path, encoding="utf-8").read()
+            for what, pattern in patterns.items():
+                for m in pattern.finditer(text):
+                    found.append("%s: %s (%r)" % (os.path.relpath(path, root), what, m.group(0)))
+    assert found == []

@@ -31,7 +31,6 @@ trickle_echo
 
 import re
 import time
-from html import unescape
 
 from boincpy.cnum import atof, atoi
 from boincpy.credit import CREDIT_HALF_LIFE, fpops_to_credit, update_average
@@ -44,6 +43,7 @@ from boincpy.db.result import set_result_report_deadline
 from boincpy.error_numbers import error_code
 from boincpy.errors import ToolError
 from boincpy.sched.request import MSG_FROM_HOST_MAX_XML
+from boincpy.xml import xml_unescape
 
 ERR_XML_PARSE = error_code("ERR_XML_PARSE")          # returned as the C++ handlers do
 ERR_DB_NOT_FOUND = error_code("ERR_DB_NOT_FOUND")
@@ -55,7 +55,7 @@ _LEAF = re.compile(r"<([A-Za-z_][\w.\-]*)>([^<]*)</\1>")
 def message_elements(xml):
     """(tag, text) of the message's simple elements, in order (the C++
     handlers read the message with XML_PARSER, stopping at the one they want)."""
-    return [(m.group(1), unescape(m.group(2).strip())) for m in _LEAF.finditer(xml or "")]
+    return [(m.group(1), xml_unescape(m.group(2).strip())) for m in _LEAF.finditer(xml or "")]
 
 
 class TrickleCredit(TrickleHandler):

@@ -7,6 +7,7 @@ carrying a sentence an operator can act on (which server, which database).
 
 import sys
 
+from boincpy.cnum import php_truthy
 from boincpy.errors import DatabaseError
 
 # MySQL error codes worth a specific message.
@@ -516,7 +517,7 @@ def web_replica_configured(cfg):
     PHP's truthiness, so "0" counts as empty).  The C++ programs instead fill
     missing replica settings from db_* (which Config already did)."""
     raw = cfg.raw
-    return all(raw.get("replica_db_" + part, "") not in ("", "0") for part in _REPLICA_PARTS)
+    return all(php_truthy(raw.get("replica_db_" + part, "")) for part in _REPLICA_PARTS)
 
 
 

@@ -24,6 +24,7 @@ import re
 
 from boincpy.cnum import atoi, strtod
 from boincpy.errors import BoincpyError
+from boincpy.xml import parse_bool, xml_unescape
 from boincpy.proc_types import (PROC_AMD, PROC_APPLE, PROC_CPU, PROC_INTEL, PROC_NVIDIA,
                                 PROC_TYPE_XML)
 
@@ -180,7 +181,7 @@ def _float(s):
 
 
 def _bool(s):
-    return bool(s) and s.strip() not in ("0", "")
+    return bool(parse_bool(s))
 
 
 def _three_part(s):
@@ -372,7 +373,6 @@ _SPEC_TAGS = {
 _GPU_TYPES = {"nvidia": PROC_NVIDIA, "amd": PROC_AMD, "ati": PROC_AMD,
               "apple": PROC_APPLE, "apple_gpu": PROC_APPLE}
 _TOKEN = r"(?s)<!--.*?-->|<\?.*?\?>|<(/?)([A-Za-z_][\w.-]*)\s*(/?)>|<[^>]*>?|[^<]+"
-_UNESCAPE = (("&lt;", "<"), ("&gt;", ">"), ("&quot;", '"'), ("&apos;", "'"), ("&amp;", "&"))
 
 
 def parse_specs(text, path=SPEC_FILE):
@@ -432,8 +432,7 @@ def parse_specs(text, path=SPEC_FILE):
                 if j >= n or toks[j].group(2) != tag or not toks[j].group(1):
                     fail(t.start(), "<%s> is not closed by </%s>" % (tag, tag))
                 i = j + 1
-            for a, b in _UNESCAPE:
-                value = value.replace(a, b)
+            value = xml_unescape(value)
             _set_field(spec, tag, value.strip(), lambda msg: fail(t.start(), msg))
         if not spec.name:
             fail(t.start(), "a <plan_class> has no <name>")

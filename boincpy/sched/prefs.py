@@ -9,6 +9,7 @@ CPUs.  :func:`app_not_selected` is the check every way of sending makes.
 
 from boincpy.proc_types import NPROC_TYPES
 from boincpy.sched.request import extract_venue
+from boincpy.xml import parse_bool
 
 
 class ProjectPrefs:
@@ -43,11 +44,8 @@ def parse_project_prefs(xml, venue):
     body = prefs_body(xml, venue)
 
     def flag(tag):
-        m = re.search(r"<%s\s*/>|<%s>\s*([^<]*)</%s>" % (tag, tag, tag), body)
-        if not m:
-            return False
-        text = (m.group(1) or "").strip()
-        return m.group(0).endswith("/>") or (text not in ("", "0"))
+        m = re.search(r"<%s\s*/>|<%s>([^<]*)</%s>" % (tag, tag, tag), body)
+        return bool(m and parse_bool(m.group(1), m.group(0).endswith("/>")))
 
     def number(tag):
         m = re.search(r"<%s>\s*([-0-9.eE+]+)\s*</%s>" % (tag, tag), body)

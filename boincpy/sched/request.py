@@ -24,7 +24,7 @@ from boincpy.cnum import atof, strtod as c_strtod, strtol as c_strtol
 from boincpy.errors import BoincpyError
 from boincpy.proc_types import PROC_AMD, PROC_APPLE, PROC_CPU, PROC_INTEL, PROC_NVIDIA
 from boincpy.sched.record import Record, factory
-from boincpy.xml import xml_unescape
+from boincpy.xml import parse_bool, xml_unescape
 
 COPROC_TAGS = {"coproc_cuda": PROC_NVIDIA, "coproc_ati": PROC_AMD,
                "coproc_intel_gpu": PROC_INTEL, "coproc_apple_gpu": PROC_APPLE}
@@ -318,10 +318,7 @@ def _as_float(raw):
 
 
 def _as_bool(raw):
-    if not raw:
-        return None                          # <x></x> is not a boolean to BOINC
-    value = _as_int(raw)
-    return None if value is None else value != 0
+    return parse_bool(raw) if raw else None    # <x></x> is not a boolean to BOINC
 
 
 _CONVERT = {"str_": _text, "int_": _as_int, "float_": _as_float, "bool_": _as_bool}

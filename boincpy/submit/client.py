@@ -35,7 +35,7 @@ from boincpy import __version__
 from boincpy.errors import SubmitError
 from boincpy.files import job_file_name as _content_name, md5_file
 from boincpy.states import BatchState
-from boincpy.xml import xml_escape
+from boincpy.xml import xml_escape, xml_unescape
 
 RPC_HANDLER = "submit_rpc_handler.php"
 FILE_HANDLER = "job_file.php"
@@ -425,7 +425,7 @@ class CompletedJob:
     def from_element(cls, el):
         stderr = el.find("stderr_out")
         # The handler htmlspecialchars() the stderr inside a CDATA section.
-        text = html.unescape(stderr.text or "") if stderr is not None else ""
+        text = xml_unescape(stderr.text or "") if stderr is not None else ""
         return cls(error_mask=_int(el, "error_mask"),
                    canonical_resultid=_int(el, "canonical_resultid"),
                    error_resultid=_int(el, "error_resultid"),

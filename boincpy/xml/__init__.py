@@ -120,3 +120,38 @@ def xml_unescape(value):
             else:
                 out.append(amp)
                 i = j + 1
+
+
+_HEX = "0123456789abcdefABCDEF"
+_OCT = "01234567"
+_DEC = "0123456789"
+
+
+def parse_bool(text, empty_element=False):
+    """BOINC's parse_bool (lib/parse.cpp, XML_PARSER::parse_bool), the one
+    reader of its booleans: ``<tag/>`` (``empty_element``) is true; otherwise
+    the element's text, blanks stripped, must be a whole C integer as
+    strtol(..., 0) reads it (decimal, ``0x`` hex, leading-0 octal, a sign):
+    true if it is not zero.  Anything else, and no text at all, is not a
+    boolean to BOINC: None, so the caller keeps its default.  ``text``: str or
+    bytes."""
+    if empty_element:
+        return True
+    if text is None:
+        return None
+    if text.__class__ is bytes:
+        text = text.decode("latin-1")
+    s = text.strip()
+    if s[:1] in ("+", "-") and s:
+        s = s[1:]
+    if s[:2] in ("0x", "0X"):
+        digits, allowed = s[2:], _HEX
+    elif s[:1] == "0":
+        digits, allowed = s[1:], _OCT
+        if not digits:
+            return False
+    else:
+        digits, allowed = s, _DEC
+    if not digits or any(c not in allowed for c in digits):
+        return None
+    return digits.strip("0") != ""
