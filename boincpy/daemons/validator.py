@@ -61,7 +61,7 @@ from boincpy.db.bulk import by_primary_key, select_in
 from boincpy.db.user import record_credited_jobs
 from boincpy.db.credit import add_credit_by_app, grant_credits
 from boincpy.db.rows import App, HostAppVersion, Result, Workunit
-from boincpy.errors import BoincpyError, DatabaseError, ToolError
+from boincpy.errors import BoincpyError, DatabaseError, Signal, ToolError
 from boincpy.jobfiles import ERR_OPENDIR, OutputFilesError, output_file_infos
 from boincpy.states import INT_MAX, AssimilateState, Outcome, ServerState, ValidateState
 
@@ -964,7 +964,7 @@ class Validator(Daemon):
             av.credit_samples.clear()
 
 
-class _DryRun(BoincpyError):
+class _DryRun(Signal):
     """Raised inside the transaction to roll back a --dry_run batch."""
 
 

@@ -28,7 +28,7 @@ import click
 
 from boincpy.backend_lib import Creator, JobDesc, insert_jobs
 from boincpy.cli import LineParser, Placed, option, placed_option, resolve_groups
-from boincpy.errors import BoincpyError, DatabaseError, ToolError
+from boincpy.errors import BoincpyError, DatabaseError, Signal, ToolError
 from boincpy.states import AssignType
 from boincpy.templates import InputFile
 
@@ -85,7 +85,7 @@ class RunOptions:
     job: JobDesc = field(default_factory=JobDesc)
 
 
-class _Help(BoincpyError):
+class _Help(Signal):
     """--help was given: run() prints the usage."""
 
 
