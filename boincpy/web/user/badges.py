@@ -1,0 +1,3 @@
+"""badges pages of the project's web site (being written)."""
+
+PAGES = {}

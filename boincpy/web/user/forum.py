@@ -1,0 +1,3 @@
+"""forum pages of the project's web site (being written)."""
+
+PAGES = {}

@@ -1,0 +1,3 @@
+"""messages pages of the project's web site (being written)."""
+
+PAGES = {}

@@ -1,0 +1,3 @@
+"""profile pages of the project's web site (being written)."""
+
+PAGES = {}
