@@ -389,7 +389,10 @@ _TABLE = (
     ("show_results", "bool", False, "web",
      _VOLUNTEER_SITE + "show result lists on host and result pages.", True),
     ("enable_delete_account", "int 0..", 0, "web",
-     _VOLUNTEER_SITE + "let users delete their accounts (0 off; 1-3 deletion method)."),
+     "Users may delete their accounts (delete_account_request.php, confirmed by an "
+     "e-mailed link): 0 no; 1 obfuscate (the row stays, its name, e-mail and keys "
+     "replaced, hosts anonymised); 2 wipe (every row of the account deleted); 3 (a "
+     "project's own PHP function) is refused by boincpy."),
     ("no_computing", "bool", False, "web",
      "Written by BOINC's make_project --no_computing but read by no BOINC code; "
      "accepted and ignored."),
@@ -418,8 +421,8 @@ _TABLE = (
     ("project_id", "int 0..", 0, "web",
      _VOLUNTEER_SITE + "project id assigned by BOINC (download_software.php, sample_index.php)."),
     ("min_passwd_length", "int 0..", 6, "web",
-     "Minimum password length, announced by get_project_config.php (the server sees "
-     "only a hash, so only web forms can enforce it)."),
+     "Minimum password length, announced by get_project_config.php and enforced by "
+     "the web site's forms (the account RPCs see only a hash)."),
     ("profile_min_credit", "float 0..", 0.0, "web", _VOLUNTEER_SITE + "credit needed to create a profile."),
     ("hosts_per_page", "int 1..", 20, "web", _VOLUNTEER_SITE + "rows per page in the top-hosts list."),
     ("teams_per_page", "int 1..", 20, "web", _VOLUNTEER_SITE + "rows per page in the top-teams list."),
@@ -455,13 +458,28 @@ _TABLE = (
      "boincpy extension: serve create_team.php; BOINC disabled this RPC (spam) and "
      "answers 'Nope'."),
     ("email_from", "str", "", "web",
-     "boincpy: the From: address of e-mail the ops pages send (mass_email.php; BOINC's "
-     "EMAIL_FROM in project.inc); empty: noreply@ the master URL's host."),
+     "boincpy: the From: address of e-mail the web site sends (mass_email.php, the "
+     "account pages; BOINC's EMAIL_FROM in project.inc); empty: noreply@ the master "
+     "URL's host."),
     ("email_command", "str", "", "web",
      "boincpy: a local command that sends one e-mail given on its standard input "
-     "(headers, blank line, body), such as '/usr/sbin/sendmail -t -i'; empty: "
-     "mass_email.php writes the messages to an mbox file in PROJECT/mail/ instead.",
+     "(headers, blank line, body), such as '/usr/sbin/sendmail -t -i'; used when "
+     "smtp_host is empty. Neither set: mass_email.php writes the messages to an mbox "
+     "file in PROJECT/mail/ instead.",
      "/usr/sbin/sendmail -t -i"),
+    ("smtp_host", "str", "", "web",
+     "boincpy: the SMTP server the web site sends e-mail through (boincpy.mail: "
+     "password-reset links, e-mail-change notices, account deletion, mass_email.php); "
+     "empty: email_command sends it, and with neither the pages say no e-mail could "
+     "be sent (mass_email.php writes an mbox file).", "smtp.example.org"),
+    ("smtp_port", "int 0..65535", 0, "web",
+     "boincpy: port of smtp_host (0: 587 with smtp_starttls, else 25)."),
+    ("smtp_starttls", "bool", False, "web",
+     "boincpy: switch the SMTP connection to TLS (STARTTLS) before logging in or "
+     "sending; refuse to send if the server can't."),
+    ("smtp_username", "str", "", "web",
+     "boincpy: user name to log in to smtp_host with (empty: no login)."),
+    ("smtp_password", "str", "", "web", "boincpy: password of smtp_username."),
 
     # -- obsolete options still found in old files (accepted, ignored) ----------------
     ("debug_array", "bool", False, "obsolete", "Obsolete; ignored."),

@@ -1,6 +1,7 @@
 """The user table's writes (BOINC's DB_USER), and the rows kept about a
 user's account: user_deleted, login_failure, forum_preferences (special-user
-flags and ban), consent, credited_job.
+flags and ban), consent, credited_job, token (one-time secrets e-mailed
+to a user).
 
 The scheduler loads this module: it imports nothing heavy.
 """
@@ -112,3 +113,24 @@ def delete_rows_of_user(db, table, user_id):
     if table not in USER_ROW_TABLES:
         raise ValueError("%r is not a table of a user's rows" % (table,))
     return db.execute("DELETE FROM %s WHERE userid = %%s" % table, (user_id,))
+
+
+# -- token: one-time secrets e-mailed to a user (BOINC's html/inc/token.inc) ----------
+
+def insert_token(db, token, user_id, token_type, now, expire_time):
+    """A token row of the user (type: one of BOINC's letters, e.g. 'D' delete account)."""
+    return db.execute("INSERT INTO token (token, userid, type, create_time, expire_time) "
+                      "VALUES (%s, %s, %s, %s, %s)",
+                      (token, user_id, token_type, now, expire_time))
+
+
+def delete_token(db, token, user_id, token_type):
+    """DELETE one token of the user; return the rowcount (1: it was there)."""
+    return db.execute("DELETE FROM token WHERE token = %s AND userid = %s AND type = %s",
+                      (token, user_id, token_type))
+
+
+def delete_tokens_of_type(db, user_id, token_type):
+    """DELETE every token of one type of the user; return the rowcount."""
+    return db.execute("DELETE FROM token WHERE userid = %s AND type = %s",
+                      (user_id, token_type))

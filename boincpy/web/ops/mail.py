@@ -5,29 +5,24 @@ currently contributing, lapsed, a list of user IDs); every group but the
 list leaves out users who asked for no e-mail (``send_email`` = 0).
 ``USERNAME`` in the body becomes each user's name.
 
-The page never talks to a mail server itself: with config.xml's
-``<email_command>`` (say ``/usr/sbin/sendmail -t -i``) it gives each message
-to that local command on its standard input; without it, it appends the
-messages to an mbox file in ``PROJECT/mail/``, for the operator to check and
-send with their own tools.  Composing goes through a preview that shows the
-number of recipients and the first message; only the confirmed POST sends.
+The messages go out as every e-mail of the site does (:mod:`boincpy.mail`:
+config.xml's ``<smtp_host>``, else ``<email_command>``); with neither, the
+page appends them to an mbox file in ``PROJECT/mail/``, for the operator to
+check and send with their own tools.  Composing goes through a preview that
+shows the number of recipients and the first message; only the confirmed
+POST sends.
 """
 
-import email.message
-import email.utils
 import mailbox
 import os
-import shlex
-import subprocess
 import time
-from urllib.parse import urlsplit
 
+from boincpy import mail
 from boincpy.web.markup import Markup, fmt, join
 from boincpy.web.page import PageError, hidden, notice, render, table, text_input
 from boincpy.web.ops.users import log_action
 
 WEEK = 7 * 86400
-COMMAND_TIMEOUT = 60
 
 # (value, label, SQL selecting id, name, email_addr); BOINC's receiver numbers.
 GROUPS = (
@@ -60,50 +55,26 @@ def recipients(db, group, userids, now):
                     (now - WEEK,) if "%(week_ago)s" in sql else None)
 
 
-def sender(cfg):
-    """The From: address: config.xml's email_from, else noreply@ the project's host."""
-    if cfg.email_from:
-        return cfg.email_from
-    host = urlsplit(cfg.master_url).hostname or "localhost"
-    return email.utils.formataddr((cfg.long_name or "BOINC project", "noreply@" + host))
-
-
 def make_message(cfg, user, subject, body, now):
     """One user's e-mail."""
-    msg = email.message.EmailMessage()
-    msg["From"] = sender(cfg)
-    msg["To"] = email.utils.formataddr((user["name"] or "", user["email_addr"]))
-    msg["Subject"] = subject
-    msg["Date"] = email.utils.formatdate(now)
-    msg["Message-ID"] = email.utils.make_msgid("mass_email")
     text = body.replace("USERNAME", user["name"] or "")
     text += ("\n\nYou get this e-mail because your account at %s allows e-mail from the "
              "project; turn that off in your account settings to get no more.\n"
              % (cfg.long_name or cfg.master_url))
-    msg.set_content(text)
-    return msg
+    return mail.make_message(cfg, user["email_addr"], subject, text, user["name"], now,
+                             "mass_email")
 
 
 def deliver(cfg, messages, now):
     """Send or store the messages; return (number delivered, [failure texts], where)."""
-    failures = []
-    if cfg.email_command:
-        argv = shlex.split(cfg.email_command)
-        sent = 0
-        for msg in messages:
-            try:
-                proc = subprocess.run(argv, input=bytes(msg), capture_output=True,
-                                      timeout=COMMAND_TIMEOUT)
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                failures.append("%s: %s" % (msg["To"], exc))
-                continue
-            if proc.returncode:
-                failures.append("%s: %s exited with %d: %s" % (
-                    msg["To"], argv[0], proc.returncode,
-                    proc.stderr.decode("utf-8", "replace").strip()[:200]))
-            else:
-                sent += 1
-        return sent, failures, "the command %s" % cfg.email_command
+    if mail.configured(cfg):
+        where = ("the SMTP server %s" % cfg.smtp_host if cfg.smtp_host
+                 else "the command %s" % cfg.email_command)
+        try:
+            sent, failures = mail.deliver(cfg, messages)
+        except mail.MailError as exc:
+            sent, failures = 0, [exc.message]
+        return sent, failures, where
     directory = cfg.project_path("mail")
     try:
         os.makedirs(directory, mode=0o2770, exist_ok=True)
@@ -125,7 +96,7 @@ def deliver(cfg, messages, now):
     finally:
         box.unlock()
         box.close()
-    return len(messages), failures, "the file %s" % path
+    return len(messages), [], "the file %s" % path
 
 
 def _inputs(ctx):
@@ -153,9 +124,10 @@ def mass_email(ctx):
     """GET: the form; POST preview: who gets it and the first message; POST
     send (from the preview): send or store the messages."""
     cfg = ctx.cfg
-    where = ("handed to %s" % cfg.email_command if cfg.email_command else
-             "written to an mbox file in %s (set <email_command> in config.xml to send "
-             "them)" % cfg.project_path("mail"))
+    where = ("sent through the SMTP server %s" % cfg.smtp_host if cfg.smtp_host else
+             "handed to %s" % cfg.email_command if cfg.email_command else
+             "written to an mbox file in %s (set <smtp_host> or <email_command> in "
+             "config.xml to send them)" % cfg.project_path("mail"))
     if ctx.req.method == "POST":
         ctx.require_action()
         group, userids, subject, body = _inputs(ctx)
