@@ -454,6 +454,10 @@ _TABLE = (
     ("enable_am_set_info_rpc", "bool", False, "web",
      "boincpy extension: serve am_set_info.php (account managers changing account "
      "attributes); BOINC answers 'not supported'."),
+    ("app_select_prefs", "bool", False, "web",
+     "The project preferences form lets volunteers choose among the apps "
+     "(<apps_selected>, <allow_non_preferred_apps> in project_specific; BOINC's "
+     "APP_SELECT_PREFS in project.inc)."),
     ("enable_create_team_rpc", "bool", False, "web",
      "boincpy extension: serve create_team.php; BOINC disabled this RPC (spam) and "
      "answers 'Nope'."),

@@ -46,6 +46,7 @@ WEB_PAGES = {
     "lookup_account.php": "boincpy.web.rpc:handle:lookup_account",
     "am_get_info.php": "boincpy.web.rpc:handle:am_get_info",
     "am_set_info.php": "boincpy.web.rpc:handle:am_set_info",
+    "am_set_host_info.php": "boincpy.web.rpc:handle:am_set_host_info",
     "show_user.php": "boincpy.web.rpc:handle:show_user",
     "team_lookup.php": "boincpy.web.rpc:handle:team_lookup",
     "create_team.php": "boincpy.web.rpc:handle:create_team",

@@ -143,3 +143,20 @@ def test_insert_many_quotes_like_the_driver_and_splits_statements(db):
     assert [g["name"] for g in got] == [r[2] for r in rows]
     assert got[0]["xml_doc"] == "<x>&'\"</x>" and got[0]["rsc_fpops_est"] == 1.5e12
     assert got[0]["opaque"] == 0.25
+
+
+def test_one_reader_of_database_hosts():
+    from boincpy.db.connection import server_params, split_host
+    from boincpy.errors import DatabaseError
+    assert split_host("db.example.org") == ("db.example.org", 0)
+    assert split_host("db.example.org:3307") == ("db.example.org", 3307)
+    assert split_host("[::1]:3307") == ("::1", 3307) and split_host("::1") == ("::1", 0)
+    assert split_host("") == ("", 0)
+    with pytest.raises(DatabaseError, match="port 'x' is not a number"):
+        split_host("db:x")
+    # "" and localhost: the socket, as BOINC
+    assert server_params("", "/run/s.sock", "u", "p")["unix_socket"] == "/run/s.sock"
+    assert server_params("localhost:3307", "", "u", "p", "d") == {
+        "user": "u", "passwd": "p", "charset": "utf8mb4", "use_unicode": True,
+        "autocommit": True, "db": "d", "port": 3307, "host": "localhost"}
+    assert server_params("10.0.0.1:3310", "/s", "u", "p")["host"] == "10.0.0.1"

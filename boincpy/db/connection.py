@@ -56,6 +56,42 @@ def read_text_as_str(conn):
     return conn
 
 
+def split_host(host):
+    """(host, port) of BOINC's ``db_host`` ("name", "name:port", "[v6]:port",
+    a bare IPv6 address); port 0 when none is given.  The one reader of a
+    database host setting (config.xml, make_project's and the demo's options)."""
+    host = (host or "").strip()
+    if host.startswith("["):
+        name, _, rest = host[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+    elif host.count(":") == 1:
+        name, _, port = host.partition(":")
+    else:
+        name, port = host, ""
+    if port and not port.isdigit():
+        raise DatabaseError("database host %r: the port %r is not a number" % (host, port))
+    return name, int(port or 0)
+
+
+def server_params(host, socket, user, passwd, database=None):
+    """MySQLdb keyword arguments for a database server: ``host`` of "" or
+    "localhost" means the local socket (``socket`` if set), as in BOINC."""
+    params = {"user": user, "passwd": passwd, "charset": "utf8mb4",
+              "use_unicode": True, "autocommit": True}
+    if database is not None:
+        params["db"] = database
+    name, port = split_host(host)
+    if port:
+        params["port"] = port
+    if name and name != "localhost":
+        params["host"] = name
+    elif socket:
+        params["unix_socket"] = socket
+    else:
+        params["host"] = "localhost"
+    return params
+
+
 def connect_params(cfg, replica=False):
     """MySQLdb keyword arguments for the project's database (or its read replica).
 
@@ -63,26 +99,9 @@ def connect_params(cfg, replica=False):
     "localhost" means the local socket (``db_socket`` if set), as in BOINC.
     """
     prefix = "replica_db_" if replica else "db_"
-    host = getattr(cfg, prefix + "host") or ""
-    params = {
-        "db": getattr(cfg, prefix + "name"),
-        "user": getattr(cfg, prefix + "user"),
-        "passwd": getattr(cfg, prefix + "passwd"),
-        "charset": "utf8mb4",
-        "use_unicode": True,
-        "autocommit": True,
-    }
-    socket = getattr(cfg, "db_socket", "") or ""
-    if host and ":" in host and not host.startswith("["):
-        host, port = host.rsplit(":", 1)
-        params["port"] = int(port)
-    if host and host != "localhost":
-        params["host"] = host
-    elif socket:
-        params["unix_socket"] = socket
-    else:
-        params["host"] = "localhost"
-    return params
+    return server_params(getattr(cfg, prefix + "host"), getattr(cfg, "db_socket", ""),
+                         getattr(cfg, prefix + "user"), getattr(cfg, prefix + "passwd"),
+                         getattr(cfg, prefix + "name"))
 
 
 def _describe(params):
@@ -100,6 +119,17 @@ def open_connection(params):
         return MySQLdb.connect(**params)
     except MySQLdb.OperationalError as exc:
         raise connect_error(exc, params) from None
+
+
+def open_server(params, who):
+    """An administrative connection (``params`` from :func:`server_params`)
+    for make_project and the demo; DatabaseError naming ``who`` if refused."""
+    import MySQLdb
+    try:
+        return MySQLdb.connect(**params)
+    except MySQLdb.Error as exc:
+        raise DatabaseError("can't connect to the database server as %s: %s"
+                            % (who, exc.args[-1])) from None
 
 
 def connect_error(exc, params):

@@ -33,6 +33,13 @@ def update_host_columns(db, host_id, changed):
     return update_row(db, "host", host_id, changed)
 
 
+def set_host_venue(db, host_id, userid, venue):
+    """The venue of the user's host (am_set_host_info.php); return the
+    rowcount (0: no such host of this user, or the venue was already that)."""
+    return db.execute("UPDATE host SET venue = %s WHERE id = %s AND userid = %s",
+                      (venue, host_id, userid))
+
+
 def clear_rpc_time(db, host_id):
     """rpc_time = 0: the host may contact the scheduler at once."""
     return db.execute("UPDATE host SET rpc_time = 0 WHERE id = %s", (host_id,))

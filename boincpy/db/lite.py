@@ -16,9 +16,6 @@ what wire doesn't do (``wire.Unsupported``).  A persistent process keeps
 ``_mysql``, whose C parsing pays off over many requests.
 """
 
-import os
-import sys
-
 from boincpy.db import wire as _wire
 from boincpy.db.connection import (TEXT_CONVERSIONS, Database, connect_error,
                                    connect_params)
@@ -35,33 +32,9 @@ _CONV.update(TEXT_CONVERSIONS)
 
 
 def _mysql_module():
-    """``MySQLdb._mysql`` without running ``MySQLdb/__init__.py``.
-
-    A bare package module stands in while the extension (and the
-    ``_exceptions`` module it needs) load, then is removed, so a later
-    ``import MySQLdb`` still gets the real package.
-    """
-    mod = sys.modules.get("MySQLdb._mysql")
-    if mod is not None:
-        return mod
-    if "MySQLdb" in sys.modules:
-        from MySQLdb import _mysql
-        return _mysql
-    for entry in sys.path:
-        directory = os.path.join(entry or ".", "MySQLdb")
-        if os.path.isfile(os.path.join(directory, "__init__.py")):
-            break
-    else:
-        import MySQLdb._mysql         # let the normal import report what is missing
-        return MySQLdb._mysql
-    package = type(sys)("MySQLdb")      # a bare module (types.ModuleType, not imported)
-    package.__path__ = [directory]
-    sys.modules["MySQLdb"] = package
-    try:
-        from MySQLdb import _mysql
-    finally:
-        if sys.modules.get("MySQLdb") is package:
-            del sys.modules["MySQLdb"]
+    """``MySQLdb._mysql``, MySQLdb's C layer (imported with its package: a
+    persistent process pays that once; a CGI uses :mod:`boincpy.db.wire`)."""
+    from MySQLdb import _mysql
     return _mysql
 
 

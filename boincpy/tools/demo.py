@@ -947,23 +947,11 @@ def stop_leftover_clients(clients_dir, timeout=20):
     return [p.pid for p in found]
 
 
-def _db_root_params(settings):
-    params = {"user": settings.db_root_user, "passwd": settings.db_root_passwd}
-    host = settings.db_host
-    if host and host != "localhost":
-        host, _, port = host.partition(":")
-        params["host"] = host
-        if port:
-            params["port"] = int(port)
-    elif settings.db_socket:
-        params["unix_socket"] = settings.db_socket
-    return params
-
-
 def drop_database(settings, db_name, db_user):
     """Drop the demo's database and its database user (both hosts make_project grants)."""
-    import MySQLdb
-    conn = MySQLdb.connect(**_db_root_params(settings))
+    from boincpy.db.connection import open_server, server_params
+    conn = open_server(server_params(settings.db_host, settings.db_socket, settings.db_root_user,
+                                     settings.db_root_passwd), settings.db_root_user)
     try:
         cur = conn.cursor()
         cur.execute("DROP DATABASE IF EXISTS `%s`" % db_name.replace("`", ""))

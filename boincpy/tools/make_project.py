@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from boincpy.config import SAFE_NEW_PROJECT
+from boincpy.db.connection import open_server, server_params
 from boincpy.errors import BoincpyError, DatabaseError, ToolError
 from boincpy.tools import server_mode
 from boincpy.tools.server_mode import cgi_paths
@@ -403,27 +404,11 @@ def plan(argv):
 # Database
 
 def _server_params(spec, user, passwd):
-    params = {"user": user, "passwd": passwd, "charset": "utf8mb4"}
-    host = spec.db_host
-    if host and host not in ("localhost",):
-        if ":" in host:
-            host, port = host.rsplit(":", 1)
-            params["port"] = int(port)
-        params["host"] = host
-    else:
-        params["host"] = "localhost"
-        if spec.db_socket:
-            params["unix_socket"] = spec.db_socket
-    return params
+    return server_params(spec.db_host, spec.db_socket, user, passwd)
 
 
 def _connect(params, who):
-    import MySQLdb
-    try:
-        return MySQLdb.connect(**params)
-    except MySQLdb.Error as exc:
-        raise DatabaseError("can't connect to the database server as %s: %s"
-                            % (who, exc.args[-1])) from None
+    return open_server(params, who)
 
 
 def root_connection(spec):

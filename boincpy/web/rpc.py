@@ -35,6 +35,7 @@ from urllib.parse import quote_plus
 
 from boincpy import passwords
 from boincpy.cnum import INT_MAX, INT_MIN, int64, php_numeric
+from boincpy.db import host as host_table
 from boincpy.db import user as user_table
 from boincpy.errors import BoincpyError, DatabaseError
 from boincpy.web import accounts
@@ -565,6 +566,27 @@ def am_set_info(ctx):
     return xml_response("<am_set_info_reply>\n    <success/>\n    \n</am_set_info_reply>\n")
 
 
+def am_set_host_info(ctx):
+    """am_set_host_info.php: account_key, hostid, venue -> the host's venue
+    (account managers).  Another user's host is not found (-136), as in
+    BOINC; the venue must be one BOINC's pages know ("", home, work, school)."""
+    req = ctx.request
+    db = ctx.db()
+    req.check_args(("hostid", "account_key", "venue"))
+    user = accounts.lookup_user_by_auth(db, req.get_str("account_key"))
+    if not user:
+        raise XmlError(ERR_DB_NOT_FOUND)
+    hostid = req.get_int("hostid")
+    owner = db.query_value("SELECT userid FROM host WHERE id = %s", (hostid,), default=None)
+    if owner is None or int(owner) != user.id:
+        raise XmlError(ERR_DB_NOT_FOUND)
+    venue = req.get_str("venue")
+    if venue not in ("", "home", "work", "school"):
+        raise XmlError(-1, "bad venue")
+    host_table.set_host_venue(db, hostid, user.id, venue)
+    return xml_response("<am_set_host_info_reply>\n    <success/>\n</am_set_host_info_reply>\n")
+
+
 def req_number(text, name, lo=INT_MIN, hi=INT_MAX):
     """A numeric parameter as an int (truncated as PHP's (int) does), or
     BOINC's error for a bad one or one outside [lo, hi] (its column's range)."""
@@ -784,6 +806,7 @@ RPCS = {
     "lookup_account": lookup_account,
     "am_get_info": am_get_info,
     "am_set_info": am_set_info,
+    "am_set_host_info": am_set_host_info,
     "show_user": show_user,
     "team_lookup": team_lookup,
     "create_team": create_team,
