@@ -55,3 +55,27 @@ def record_hosts_deleted(db, userid, now):
     return db.execute("INSERT IGNORE INTO host_deleted (hostid, public_cross_project_id, "
                       "create_time) SELECT id, COALESCE(host_cpid, ''), %s FROM host "
                       "WHERE userid = %s", (now, userid))
+
+
+def delete_host_without_results(db, host_id, userid):
+    """DELETE the user's host if no result names it (BOINC's host_delete.php);
+    return the rowcount (0: not the user's host, or it still has results)."""
+    return db.execute("DELETE FROM host WHERE id = %s AND userid = %s AND NOT EXISTS "
+                      "(SELECT 1 FROM result WHERE result.hostid = %s)",
+                      (host_id, userid, host_id))
+
+
+def add_merged_credit(db, host_id, userid, total_credit, expavg_credit, expavg_time):
+    """The newest of a user's host records takes a merged one's credit
+    (BOINC's merge_hosts): ``total_credit`` added, the summed average written."""
+    return db.execute("UPDATE host SET total_credit = total_credit + %s, expavg_credit = %s, "
+                      "expavg_time = %s WHERE id = %s AND userid = %s",
+                      (total_credit, expavg_credit, expavg_time, host_id, userid))
+
+
+def retire_merged_host(db, host_id, userid, new_host_id):
+    """A merged host record becomes a zombie: no credit, no owner, rpc_seqno
+    naming the host it was merged into (BOINC's merge_hosts)."""
+    return db.execute("UPDATE host SET total_credit = 0, expavg_credit = 0, userid = 0, "
+                      "rpc_seqno = %s WHERE id = %s AND userid = %s",
+                      (new_host_id, host_id, userid))

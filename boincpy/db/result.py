@@ -183,3 +183,9 @@ def delete_results(db, ids):
     """DELETE the results with these ids (db_purge, once archived)."""
     for part in chunks(ids):
         db.execute("DELETE FROM result WHERE id IN (%s)" % placeholders(len(part)), part)
+
+
+def move_results_to_host(db, old_host_id, new_host_id):
+    """A merged host's results move to the host it was merged into."""
+    return db.execute("UPDATE result SET hostid = %s WHERE hostid = %s",
+                      (new_host_id, old_host_id))

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""BOINC web RPC show_user.php, a Python CGI (see boincpy.web.rpc.show_user)."""
-from boincpy.web.rpc import cgi_main
+"""show_user.php, a page of the project's web site (see boincpy.web.user.main)."""
+from boincpy.web.user.main import run
 
-cgi_main("show_user")
+run(__file__)
