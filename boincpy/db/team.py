@@ -60,3 +60,43 @@ def record_team_delta(db, user_id, team_id, timestamp, joining, total_credit):
 def delete_team_deltas_of_user(db, user_id):
     """DELETE the user's team history; return the rowcount."""
     return db.execute("DELETE FROM team_delta WHERE userid = %s", (user_id,))
+
+
+def update_team_info(db, team_id, name, name_lc, name_html, url, description, type_num,
+                     country, joinable):
+    """The founder's or an admin's edit of a team (team_edit_action.php)."""
+    return db.execute("UPDATE team SET name = %s, name_lc = %s, name_html = %s, url = %s, "
+                      "description = %s, type = %s, country = %s, joinable = %s WHERE id = %s",
+                      (name, name_lc, name_html, url, description, type_num, country,
+                       joinable, team_id))
+
+
+def set_founder(db, team_id, user_id, clear_ping_time=False):
+    """``user_id`` founds the team now; any foundership request ends
+    (team_change_founder_action.php; the finished transfer also clears ping_time)."""
+    if clear_ping_time:
+        return db.execute("UPDATE team SET userid = %s, ping_user = 0, ping_time = 0 "
+                          "WHERE id = %s", (user_id, team_id))
+    return db.execute("UPDATE team SET userid = %s, ping_user = 0 WHERE id = %s",
+                      (user_id, team_id))
+
+
+def set_ping(db, team_id, user_id, when):
+    """A member asks for the team's foundership (team_founder_transfer_action.php)."""
+    return db.execute("UPDATE team SET ping_user = %s, ping_time = %s WHERE id = %s",
+                      (user_id, when, team_id))
+
+
+def clear_ping_user(db, team_id, clear_time=False):
+    """The founder declined (ping_time kept) or a lapsed request is forgotten
+    (ping_user and ping_time 0, team_change_founder_form.php)."""
+    if clear_time:
+        return db.execute("UPDATE team SET ping_user = 0, ping_time = 0 WHERE id = %s",
+                          (team_id,))
+    return db.execute("UPDATE team SET ping_user = 0 WHERE id = %s", (team_id,))
+
+
+def insert_team_admin(db, team_id, user_id, when):
+    """The user becomes an admin of the team (team_admins.php)."""
+    return db.execute("INSERT INTO team_admin (teamid, userid, create_time) VALUES (%s, %s, %s)",
+                      (team_id, user_id, when))
