@@ -498,3 +498,88 @@ def delete_account(db, user, now=None):
                 raise
         done["user"] = user_table.delete_user(db, uid)
     return done
+
+
+def obfuscate_account(db, user, now=None):
+    """BOINC's obfuscate_account (enable_delete_account 1): the row stays for
+    the database's sake, but its e-mail address and keys become
+    ``deleted_TIME_RANDOM``, its name ``deleted``, country and postal code
+    empty; it leaves its team, its hosts lose their names and addresses,
+    its profile and special-user flags go; db_dump is told (user_deleted,
+    host_deleted)."""
+    from boincpy.db.host import record_hosts_deleted, update_host_columns
+    now = int(time.time() if now is None else now)
+    gone = "deleted_%d_%s" % (now, passwords.random_string())
+    with db.transaction():
+        db.query_one("SELECT id FROM user WHERE id = %s FOR UPDATE", (user.id,))
+        user_table.record_user_deleted(db, user.id, user.cross_project_id, user.email_addr, now)
+        record_hosts_deleted(db, user.id, now)
+        user_table.update_user_columns(db, user.id, {
+            "email_addr": gone, "authenticator": gone, "name": "deleted", "country": "",
+            "postal_code": "", "has_profile": 0})
+        quit_team(db, user, now)
+        for row in db.query("SELECT id FROM host WHERE userid = %s", (user.id,)):
+            update_host_columns(db, row["id"], {"domain_name": "deleted", "last_ip_addr": ""})
+        user_table.delete_rows_of_user(db, "profile", user.id)
+        user_table.delete_rows_of_user(db, "token", user.id)
+        try:
+            user_table.delete_rows_of_user(db, "forum_preferences", user.id)
+        except DatabaseError as exc:
+            if getattr(exc, "mysql_code", 0) != _ER_NO_SUCH_TABLE:
+                raise
+
+
+# -- tokens e-mailed to a user (BOINC's html/inc/token.inc) ----------------------------
+
+TOKEN_DELETE_ACCOUNT = "D"      # BOINC's TOKEN_TYPE_DELETE_ACCOUNT (a day)
+TOKEN_CHANGE_EMAIL = "E"        # BOINC's TOKEN_TYPE_CHANGE_EMAIL (a week)
+TOKEN_LOGIN_LINK = "P"          # boincpy: the password-reset login link (a day)
+
+
+def create_token(db, userid, token_type, duration, now=None):
+    """A new token row of the user, valid ``duration`` seconds; return the
+    token (32 random hex characters, as BOINC's create_token)."""
+    now = int(time.time() if now is None else now)
+    token = passwords.random_string()
+    user_table.insert_token(db, token, userid, token_type, now, now + duration)
+    return token
+
+
+def valid_token(db, userid, token, token_type, now=None):
+    """The token's row (dict) if the user has it, of this type and not
+    expired (BOINC's is_valid_token), else None."""
+    now = int(time.time() if now is None else now)
+    if not token or len(token) > 64:
+        return None
+    return db.query_one("SELECT * FROM token WHERE userid = %s AND token = %s AND type = %s "
+                        "AND expire_time > %s", (userid, token, token_type, now))
+
+
+def use_token(db, userid, token, token_type, now=None):
+    """Spend a one-time token: True if it was valid and is now deleted (two
+    requests racing for it: only one gets True)."""
+    if valid_token(db, userid, token, token_type, now) is None:
+        return False
+    return user_table.delete_token(db, token, userid, token_type) == 1
+
+
+def recent_tokens(db, userid, token_type, since):
+    """How many tokens of this type the user was given since ``since``."""
+    return db.query_value("SELECT COUNT(*) FROM token WHERE userid = %s AND type = %s "
+                          "AND create_time >= %s", (userid, token_type, since))
+
+
+def new_email_problem(db, cfg, email_addr, now=None):
+    """Why ``email_addr`` (lower-cased) can't be a new address of an
+    account, or None: not an address, a banned domain, or another account
+    has it or gave it up less than a week ago (BOINC's sign-up and
+    edit_email_action.php checks)."""
+    if not is_valid_email_syntax(email_addr):
+        return ("Invalid email address: please enter a valid address of the form "
+                "name@xxx.yyy")
+    if is_banned_email_addr(cfg, email_addr):
+        return "The email address %s is banned." % email_addr
+    if (lookup_user_by_email(db, email_addr) is not None
+            or lookup_user_by_previous_email(db, email_addr, now) is not None):
+        return "There's already an account with that email address."
+    return None

@@ -203,7 +203,7 @@ def get_project_config(ctx):
         out.append(_platforms_xml(ctx))
     else:
         out.append("    <platforms>\n    </platforms>\n")
-    terms = (_read_project_file(cfg, TERMS_OF_USE_FILE) or "").strip()
+    terms = terms_of_use(cfg)
     if terms:
         # Sent raw, as BOINC does: the client copies it up to the closing tag
         # and treats it as HTML if it holds entities.
@@ -237,8 +237,24 @@ def _terms_of_use_exist(cfg):
     return os.path.exists(cfg.project_path(TERMS_OF_USE_FILE))
 
 
-def _record_consent(db, userid, ctid, flag, not_required, source, when):
-    user_table.insert_consent(db, userid, ctid, int(when), flag, not_required, source)
+def terms_of_use(cfg):
+    """The project's terms of use (PROJECT/terms_of_use.txt, stripped), or ""."""
+    return (_read_project_file(cfg, TERMS_OF_USE_FILE) or "").strip()
+
+
+def enroll_consent_id(db, cfg):
+    """The enabled ENROLL consent type's id when the project has terms of use
+    to agree to (BOINC's check_consent_type and check_termsofuse), else None."""
+    if not _terms_of_use_exist(cfg):
+        return None
+    return _consent_type_id(db, CONSENT_TYPE_ENROLL)
+
+
+def record_enroll_consent(db, userid, ctid, given, source, when):
+    """A new account's consent row: agreed to the terms (``given``), or an
+    anonymous account's "not required"."""
+    user_table.insert_consent(db, userid, ctid, int(when), 1 if given else 0,
+                              0 if given else 1, source)
 
 
 def create_account(ctx):
@@ -314,9 +330,9 @@ def create_account(ctx):
                           % (email_addr, invite_code))
             if ctid is not None and terms and consent_flag is not None and source:
                 # consent_flag 0: an anonymous account, consent not required
-                given = not accounts.php_is_zero(consent_flag)
-                _record_consent(db, user.id, ctid, 1 if given else 0, 0 if given else 1,
-                                source, user.create_time)
+                record_enroll_consent(db, user.id, ctid,
+                                      not accounts.php_is_zero(consent_flag), source,
+                                      user.create_time)
         if team_name:
             team = accounts.lookup_team_by_name(db, team_name)
             if team and team.joinable:
@@ -599,8 +615,9 @@ def req_number(text, name, lo=INT_MIN, hi=INT_MAX):
 # ---------------------------------------------------------------------------
 # show_user.php
 
-def _normalize_user_url(url):
-    """BOINC's normalize_user_url: only http(s) URLs of plain characters, with a scheme."""
+def sanitize_user_url(url):
+    """BOINC's sanitize_user_url: ``url`` if it has no scheme or http(s) and
+    otherwise only letters, digits and -_./#?&= ; else ""."""
     import re
     parts = url.split("//")
     if len(parts) == 1:
@@ -609,7 +626,15 @@ def _normalize_user_url(url):
         rest = parts[1]
     else:
         return ""
-    if not url or not re.match(r"^[-_./#?&=a-zA-Z0-9]*$", rest):
+    if not re.match(r"^[-_./#?&=a-zA-Z0-9]*$", rest):
+        return ""
+    return url
+
+
+def normalize_user_url(url):
+    """BOINC's normalize_user_url: only http(s) URLs of plain characters, with a scheme."""
+    url = sanitize_user_url(url)
+    if not url:
         return ""
     low = url.lower()
     if low.startswith("http://"):
@@ -650,7 +675,7 @@ def user_xml(cfg, db, user, show_hosts):
     if cfg.user_country:
         out.append("     <country>%s</country>\n" % xml_escape(user.country))
     if cfg.user_url and user.url:
-        out.append("    <url>%s</url>\n" % xml_escape(_normalize_user_url(user.url), quote=True))
+        out.append("    <url>%s</url>\n" % xml_escape(normalize_user_url(user.url), quote=True))
     out.append("</user>\n")
     return "".join(out)
 

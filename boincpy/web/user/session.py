@@ -27,6 +27,7 @@ Forms that change something carry a token made for the logged-in account
 import re
 
 from boincpy import passwords
+from boincpy.cnum import int64, php_numeric
 from boincpy.web import accounts, csrf
 from boincpy.web.http import cookie_header, url_path
 from boincpy.web.markup import fmt, join, link, url
@@ -146,8 +147,11 @@ def _login_failed(ctx, message, keys):
 
 
 def login_action(ctx):
-    """Check the form's e-mail address and password; set the cookie."""
+    """Check the form's e-mail address and password; set the cookie.  With
+    ``h``: the login link get_passwd.php e-mails (:func:`login_via_link`)."""
     req = ctx.req
+    if req.get("h") or req.post("h"):
+        return login_via_link(ctx)
     if req.method != "POST":
         raise PageError("Log in through the login form.", "405 Method Not Allowed",
                         "Login failed")
@@ -180,6 +184,50 @@ def login_action(ctx):
     max_age = STAY_LOGGED_IN if req.post("stay_logged_in") else None
     raise Redirect(safe_next_url(req.post("next_url")),
                    [set_cookie(ctx, user.authenticator, max_age)])
+
+
+LINK_EXPIRED = ("This login link is not valid: it is incomplete (your e-mail program may "
+                "have split it across lines), expired or already used. Get a new one from "
+                "the password reset page (get_passwd.php).")
+
+
+def login_via_link(ctx):
+    """login_action.php?id=N&t=T&h=TOKEN, BOINC's e-mailed login link, here
+    one-time: the token is a row of the ``token`` table (type
+    accounts.TOKEN_LOGIN_LINK, a day) that the login spends.  The GET shows
+    a button (mail scanners that fetch links don't spend it); its POST logs
+    in and goes on to edit_passwd_form.php.  A wrong token counts as a
+    failed login."""
+    req = ctx.req
+    args = req.form if req.method == "POST" else req.query
+    userid = int64(php_numeric((args.get("id") or [""])[-1]))
+    token = (args.get("h") or [""])[-1]
+    stamp = (args.get("t") or [""])[-1]
+    if not userid or userid <= 0:
+        raise PageError(LINK_EXPIRED, "403 Forbidden", "Login failed")
+    if req.method != "POST":
+        return render(ctx, "Log in", fmt(
+            '<form method="post" action="login_action.php">{}{}{}'
+            '<p>This link logs you in once; then choose a new password. '
+            '<button type="submit" id="use_link">Log in</button></p></form>',
+            hidden("id", userid), hidden("t", stamp), hidden("h", token)))
+    if not csrf.same_origin(req.environ):
+        raise PageError("The login form was posted from another site.", "403 Forbidden",
+                        "Login failed")
+    keys = accounts.login_failure_keys(req.remote_addr)
+    if accounts.logins_refused(ctx.db, keys):
+        raise PageError(TOO_MANY_FAILURES, "403 Forbidden", "Login failed")
+    user = accounts.lookup_user_by_id(ctx.db, userid)
+    if user is not None:
+        keys = accounts.login_failure_keys(req.remote_addr, user)
+        if accounts.logins_refused(ctx.db, keys):
+            raise PageError(TOO_MANY_FAILURES, "403 Forbidden", "Login failed")
+    if (user is None or user.authenticator.startswith("x")
+            or not _COOKIE_VALUE.match(user.authenticator)
+            or not accounts.use_token(ctx.db, userid, token, accounts.TOKEN_LOGIN_LINK,
+                                      ctx.now)):
+        _login_failed(ctx, LINK_EXPIRED, keys)
+    raise Redirect("edit_passwd_form.php", [set_cookie(ctx, user.authenticator)])
 
 
 def logout(ctx):
