@@ -41,6 +41,18 @@ def _list_args(ctx, per_page, extra=()):
     return sort_by, offset
 
 
+def top_rows(db, table, columns, sort_by, offset, n, where="", params=()):
+    """One page of ``table`` in credit order.  The page's ids come first from
+    the credit index alone (a covering walk: the index holds the id), and
+    only those rows are read whole, so a deep offset does not read every row
+    it skips."""
+    return db.query(
+        "SELECT %s FROM %s JOIN (SELECT id AS page_id FROM %s %s ORDER BY %s LIMIT %d, %d) "
+        "AS page ON page.page_id = %s.id ORDER BY %s" % (
+            columns, table, table, where, SORTS[sort_by], offset, n, table,
+            SORTS[sort_by].replace(" DESC", " DESC, %s.id" % table)), params)
+
+
 def _credit_heads(page, sort_by, params, first="Recent average credit"):
     """The two credit column heads: the one not sorted on links to sorting by it."""
     if sort_by == "total_credit":
@@ -68,9 +80,8 @@ def top_users(ctx):
     """top_users.php."""
     per_page = ctx.cfg.users_per_page
     sort_by, offset = _list_args(ctx, per_page)
-    users = ctx.rdb.query(
-        "SELECT id, name, country, create_time, total_credit, expavg_credit, has_profile "
-        "FROM user ORDER BY %s LIMIT %d, %d" % (SORTS[sort_by], offset, per_page))
+    users = top_rows(ctx.rdb, "user", "id, name, country, create_time, total_credit, "
+                     "expavg_credit", sort_by, offset, per_page)
     headers = ["Rank", "Name"] + _credit_heads("top_users.php", sort_by, {}) + [
         "Country", "Participant since"]
     rows = [[offset + i, user_link(u["id"], u["name"]), credit_large(u["expavg_credit"]),
@@ -86,9 +97,8 @@ def top_hosts(ctx):
     per_page = ctx.cfg.hosts_per_page
     sort_by, offset = _list_args(ctx, per_page)
     db = ctx.rdb
-    hosts = db.query("SELECT id, userid, total_credit, expavg_credit, p_vendor, p_model, "
-                     "p_ncpus, os_name, os_version, misc FROM host ORDER BY %s LIMIT %d, %d"
-                     % (SORTS[sort_by], offset, per_page))
+    hosts = top_rows(db, "host", "id, userid, total_credit, expavg_credit, p_vendor, p_model, "
+                     "p_ncpus, os_name, os_version, misc", sort_by, offset, per_page)
     owner_ids = sorted({h["userid"] for h in hosts if h["userid"]})
     owners = {}
     if owner_ids:
@@ -123,9 +133,8 @@ def top_teams(ctx):
         kind = 0
     db = ctx.rdb
     where, params = ("WHERE type = %s", (kind,)) if kind else ("", ())
-    teams = db.query("SELECT id, name, country, type, total_credit, expavg_credit FROM team "
-                     "%s ORDER BY %s LIMIT %d, %d" % (where, SORTS[sort_by], offset, per_page),
-                     params)
+    teams = top_rows(db, "team", "id, name, country, type, total_credit, expavg_credit",
+                     sort_by, offset, per_page, where, params)
     members = {}
     if teams:
         ids = [t["id"] for t in teams]
