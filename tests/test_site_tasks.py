@@ -525,3 +525,31 @@ def test_show_user_page_and_its_xml(site):
         direct = rpc.handle("show_user", load_config(s.p.root, aux=False), req)
         assert resp.cgi_bytes() == direct.cgi_bytes()
     assert "<host>" in call(s.p, "show_user.php", {"auth": s.bob_auth, "format": "xml"})[1]
+
+
+# ---------------------------------------------------------------------------
+# odd input on every page of the family: a clear answer, never a server error
+
+ODD = ["", "0", "-1", "1e999", "99999999999999999999", "x<script>", "1.5", " 7", "%00",
+       "\u00e9"]
+PARAMS = ("userid", "hostid", "workunitid", "resultid", "result_name", "wuid", "offset",
+          "state", "appid", "show_names", "sort", "rev", "show_all", "ipprivate", "detail",
+          "show_dep", "sort_by", "type", "app_id", "avid", "xml", "format", "auth")
+
+
+@pytest.mark.parametrize("page", sorted(set(main.PAGES) & {
+    "results.php", "result.php", "workunit.php", "hosts_user.php", "show_host_detail.php",
+    "host_delete.php", "host_edit_form.php", "host_edit_action.php", "merge_by_name.php",
+    "host_app_versions.php", "show_user.php", "top_users.php", "top_hosts.php",
+    "top_teams.php", "apps.php"}))
+def test_odd_parameters_never_fail_the_server(site, page):
+    s = site
+    for i, name in enumerate(PARAMS):
+        for value in ODD:
+            for auth in (None, s.carol_auth):
+                code, text, _ = call(s.p, page, {name: value}, auth=auth)
+                assert code < 500, (page, name, value, text[-800:])
+                assert "<script>" not in text
+        code, text, _ = call(s.p, page, post={name: ODD[i % len(ODD)], "nhosts": "2",
+                                              "id_0": "1"}, auth=s.carol_auth)
+        assert code < 500 and "<script>" not in text, (page, name, text[-800:])

@@ -132,9 +132,13 @@ def user_link(user_id, name):
 
 
 def id_arg(ctx, name, default=None, post=False):
-    """An id parameter (1 .. 2^31-1); PageError naming it otherwise."""
-    return ctx.int_arg(name, default, post=post, minimum=1 if default is None else 0,
-                       maximum=ID_MAX)
+    """An id parameter (1 .. 2^31-1; without a default, required); PageError
+    naming it otherwise."""
+    value = ctx.int_arg(name, default, post=post, minimum=1 if default is None else 0,
+                        maximum=ID_MAX)
+    if value is None:
+        raise PageError("missing or bad parameter: %s" % name)
+    return value
 
 
 def lines(*parts):
@@ -850,10 +854,11 @@ def host_edit_action(ctx):
     latest = owned_host(ctx, id_arg(ctx, "id_0", post=True), user)
     if latest is None:
         raise PageError("We have no record of that computer", "404 Not Found")
-    chosen = []
+    chosen, seen = [], {latest["id"]}
     for i in range(1, nhosts):
         hostid = id_arg(ctx, "id_%d" % i, 0, post=True)
-        if hostid:
+        if hostid and hostid not in seen:
+            seen.add(hostid)
             host = owned_host(ctx, hostid, user)
             if host is None:
                 raise PageError("We have no record of that computer", "404 Not Found")
