@@ -50,6 +50,7 @@ WEB_PAGES = {
     "show_user.php": "boincpy.web.rpc:handle:show_user",
     "team_lookup.php": "boincpy.web.rpc:handle:team_lookup",
     "create_team.php": "boincpy.web.rpc:handle:create_team",
+    "login_token_lookup.php": "boincpy.web.rpc:handle:login_token_lookup",
     "submit_rpc_handler.php": "boincpy.web.submit_rpc:handle",
     "job_file.php": "boincpy.web.job_file:handle",
     "get_output.php": "boincpy.web.get_output:handle:get_output",

@@ -586,6 +586,78 @@ create table forum_preferences (
     primary key (userid)
 ) engine=InnoDB;
 
+-- The message boards (BOINC's forums; the project's news are the threads of
+-- its "News" forum, see boincpy.db.forum): categories, forums in them (or
+-- attached to a team, parent_type 1), threads, posts.
+create table category (
+    id                      integer         not null auto_increment,
+    orderID                 integer         not null default 0,
+    lang                    integer         not null default 0,
+    name                    varchar(180)    not null default '',
+    is_helpdesk             smallint        not null default 0,
+    primary key (id),
+    unique key cat1 (name, is_helpdesk)
+) engine=InnoDB;
+
+create table forum (
+    id                      integer         not null auto_increment,
+    category                integer         not null default 0,
+    orderID                 integer         not null default 0,
+    title                   varchar(175)    not null default '',
+    description             varchar(254)    not null default '',
+    timestamp               integer         not null default 0,
+    threads                 integer         not null default 0,
+    posts                   integer         not null default 0,
+    rate_min_expavg_credit  integer         not null default 0,
+    rate_min_total_credit   integer         not null default 0,
+    post_min_interval       integer         not null default 0,
+    post_min_expavg_credit  integer         not null default 0,
+    post_min_total_credit   integer         not null default 0,
+    is_dev_blog             tinyint         not null default 0,
+    parent_type             integer         not null default 0,
+    primary key (id),
+    unique key pct (parent_type, category, title)
+) engine=InnoDB;
+
+create table thread (
+    id                      integer         not null auto_increment,
+    forum                   integer         not null default 0,
+    owner                   integer         not null default 0,
+    status                  integer         not null default 0,
+    title                   varchar(254)    not null default '',
+    timestamp               integer         not null default 0,
+    views                   integer         not null default 0,
+    replies                 integer         not null default 0,
+    activity                double          not null default 0,
+    sufferers               integer         not null default 0,
+    score                   double          not null default 0,
+    votes                   integer         not null default 0,
+    create_time             integer         not null default 0,
+    hidden                  integer         not null default 0,
+    sticky                  tinyint         not null default 0,
+    locked                  tinyint         not null default 0,
+    primary key (id),
+    fulltext key thread_title (title)
+) engine=InnoDB;
+
+create table post (
+    id                      integer         not null auto_increment,
+    thread                  integer         not null default 0,
+    user                    integer         not null default 0,
+    timestamp               integer         not null default 0,
+    content                 text            not null,
+    modified                integer         not null default 0,
+    parent_post             integer         not null default 0,
+    score                   double          not null default 0,
+    votes                   integer         not null default 0,
+    signature               tinyint         not null default 0,
+    hidden                  integer         not null default 0,
+    primary key (id),
+    key post_user (user),
+    key post_thread (thread),
+    fulltext key post_content (content)
+) engine=InnoDB;
+
 -- boincpy's own (not BOINC's): recent failed logins of the account web RPCs,
 -- one row per client address ('addr:IP') and per account ('user:ID'), so that
 -- password guessing is refused without a sleep holding a web worker.

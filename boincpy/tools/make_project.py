@@ -55,7 +55,7 @@ from boincpy.db.connection import open_server, server_params
 from boincpy.errors import BoincpyError, DatabaseError, ToolError
 from boincpy.tools import server_mode
 from boincpy.tools.server_mode import cgi_paths
-from boincpy.web.ops import csrf as ops_csrf
+from boincpy.web import csrf as ops_csrf
 from boincpy.xml import xml_escape
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -494,6 +494,10 @@ def setup_database(spec, conn, user_existed, undo, say):
     undo.add("database %s" % spec.db_name,
              lambda: _sql(conn, "DROP DATABASE IF EXISTS `%s`" % spec.db_name))
     schema.load_schema(conn, spec.db_name)
+    # the message boards of BOINC's create_forums.php (the news are the "News" forum's)
+    from boincpy.db import forum
+    from boincpy.db.connection import Database
+    forum.create_forums(Database(conn))
     hosts = ("localhost", "127.0.0.1")
     if user_existed:
         undo.add("grants of %s" % spec.db_user, lambda: [
@@ -558,6 +562,57 @@ def copy_tree_files(src_dir, dest_dir, python, paths=None):
             os.chmod(dest, 0o755 if executable else 0o644)
             copied.append(os.path.normpath(os.path.join(rel_dir, name)))
     return copied
+
+
+# gui_urls.xml (BOINC's tools/gui_urls.xml, with this site's pages): the
+# scheduler sends it with <master_url/>, <userid/>, <teamid/>, <rss_auth/> ...
+# filled in (boincpy.sched.reply.gui_urls_text); <ifteam> only to team members.
+GUI_URLS_XML = """<gui_urls>
+    <gui_url>
+        <name>Your account</name>
+        <description>View your account information</description>
+        <url><master_url/>home.php</url>
+    </gui_url>
+    <gui_url>
+        <name>Computing preferences</name>
+        <description>View and edit your computing preferences</description>
+        <url><master_url/>prefs.php?subset=global</url>
+    </gui_url>
+    <gui_url>
+        <name>Your tasks</name>
+        <description>View the last week or so of computational work</description>
+        <url><master_url/>results.php?userid=<userid/></url>
+    </gui_url>
+    <gui_url>
+        <name>Your computers</name>
+        <description>View a list of the computers on your account</description>
+        <url><master_url/>hosts_user.php</url>
+    </gui_url>
+    <gui_url>
+        <name>News</name>
+        <description>News of <project_name/></description>
+        <url><master_url/>old_news.php</url>
+    </gui_url>
+    <gui_url>
+        <name>Teams</name>
+        <description>Find, join or create a team</description>
+        <url><master_url/>team.php</url>
+    </gui_url>
+    <ifteam>
+        <gui_url>
+            <name>Your team</name>
+            <description>View information about your team: <team_name/></description>
+            <url><master_url/>team_display.php?teamid=<teamid/></url>
+        </gui_url>
+    </ifteam>
+</gui_urls>
+<rss_feeds>
+    <rss_feed>
+        <url><master_url/>notices.php?userid=<userid/>&amp;auth=<rss_auth/></url>
+        <poll_interval>86400</poll_interval>
+    </rss_feed>
+</rss_feeds>
+"""
 
 
 def schedulers_txt(spec):
@@ -765,6 +820,8 @@ def build_tree(spec, stage, undo, say):
     if not spec.web_only:
         _write(S("html", "user", "schedulers.txt"), schedulers_txt(spec))
     _write(S("project.xml"), project_xml(spec))
+    # the Manager's project menu and the notices feed, sent in scheduler replies
+    _write(S("gui_urls.xml"), GUI_URLS_XML)
     # the db_dump task's spec (its command names ../db_dump_spec.xml from tmp_HOST)
     from boincpy.daemons.db_dump import DEFAULT_SPEC
     _write(S("db_dump_spec.xml"), DEFAULT_SPEC)

@@ -824,6 +824,56 @@ def create_team(ctx):
 
 
 # ---------------------------------------------------------------------------
+# login_token_lookup.php
+
+LOGIN_TOKEN_LIFETIME = 86400
+
+
+def _login_token_error(what):
+    """login_token_lookup.php's failures: BOINC passes its message as
+    xml_error's *number*, so the client reads ``<error_num>bad token</error_num>``
+    and the default message; no XML declaration before it."""
+    return Response("<error>\n    <error_num>%s</error_num>\n    <error_msg>Unknown error"
+                    "</error_msg>\n</error>\n" % xml_escape(what), content_type=HTML_CONTENT_TYPE)
+
+
+def login_token_lookup(ctx):
+    """login_token_lookup.php?user_id=N&token=T: the account key for a login
+    token (user.login_token, made by the web site's software download page;
+    valid a day), as the client's attach-by-token asks."""
+    import hmac
+    req = ctx.request
+    user_id = req.get_str("user_id")
+    token = req.get_str("token")
+    number = int64(php_numeric(user_id))
+    db = ctx.db()
+    user = accounts.lookup_user_by_id(db, number) if number and number > 0 else None
+    if user is None:
+        return _login_token_error("user not found")
+    if not user.login_token or not hmac.compare_digest(user.login_token.encode(),
+                                                       token.encode("utf-8", "replace")):
+        return _login_token_error("bad token")
+    if time.time() - user.login_token_time > LOGIN_TOKEN_LIFETIME:
+        return _login_token_error("token timed out")
+    name = esc(user.name)
+    out = ["<login_token_reply>\n"]
+    if ctx.cfg.account_manager:
+        out.append("   <user_name>%s</user_name>\n   <login_name>%s</login_name>\n"
+                   "   <passwd_hash>%s</passwd_hash>\n   <authenticator>%s</authenticator>\n"
+                   % (name, xml_escape(user.email_addr), xml_escape(user.passwd_hash),
+                      xml_escape(user.authenticator)))
+    else:
+        out.append("   <authenticator>%s</authenticator>\n   <user_name>%s</user_name>\n"
+                   % (xml_escape(user.authenticator), name))
+    if user.teamid:
+        team = accounts.lookup_team_by_id(db, user.teamid)
+        if team:
+            out.append("    <team_name>%s</team_name>\n" % esc(team.name))
+    out.append("</login_token_reply>\n")
+    return Response("".join(out), content_type=HTML_CONTENT_TYPE)
+
+
+# ---------------------------------------------------------------------------
 
 RPCS = {
     "get_project_config": get_project_config,
@@ -835,6 +885,7 @@ RPCS = {
     "show_user": show_user,
     "team_lookup": team_lookup,
     "create_team": create_team,
+    "login_token_lookup": login_token_lookup,
 }
 
 

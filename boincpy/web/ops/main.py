@@ -20,7 +20,7 @@ from boincpy.config import CONFIG_FILE, load_config
 from boincpy.errors import ConfigError
 from boincpy.web.http import config_failure, run_cgi
 from boincpy.web.ops import (apps, batches, browse, dbinfo, failures, hosts, hrclass, index,
-                             jobs, logs, mail, status, users)
+                             jobs, logs, mail, news, status, users)
 from boincpy.web.page import Context, PageError, serve
 
 PAGES = {
@@ -60,6 +60,7 @@ PAGES = {
     "reset_hrclass.php": hrclass.reset_hrclass,
     "batch_action.php": batches.batch_action,
     "manage_privileges.php": batches.manage_privileges,
+    "news.php": news.page,
 }
 
 

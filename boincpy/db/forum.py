@@ -1,0 +1,146 @@
+"""The writes of BOINC's message-board tables: category, forum, thread and
+post (BOINC's html/inc/forum_db.inc and forum.inc).
+
+The project's news are the threads of its "News" forum (a forum of a
+category that is not a help desk): a news item is a thread whose first post
+holds the text.  The rows are written as BOINC's PHP writes them, so either
+implementation shows what the other posted:
+
+* a new thread: ``replies`` -1 raised to 0 by its first post, ``timestamp``
+  and ``create_time`` now, ``status`` 1 in the News forum unless the item is
+  to be exported as a notice to the clients (BOINC's "export" checkbox);
+* a new post: ``modified`` 0 until edited, the thread's ``replies`` and
+  ``timestamp``, the forum's ``posts`` and ``timestamp`` raised;
+* the forum's ``threads`` counts its visible threads.
+"""
+
+# BOINC keeps at most this much of a post (create_post: substr($content, 0, 64000)).
+MAX_POST_CONTENT = 64000
+
+
+def insert_category(db, order_id, name, is_helpdesk):
+    """A category (create_forums.php's create_category); return its id, or the
+    id of the existing one of that name."""
+    row = db.query_one("SELECT id FROM category WHERE name = %s AND is_helpdesk = %s",
+                       (name, is_helpdesk))
+    if row:
+        return row["id"]
+    return db.insert("INSERT INTO category (orderID, lang, name, is_helpdesk) "
+                     "VALUES (%s, 1, %s, %s)", (order_id, name, is_helpdesk))
+
+
+def insert_forum(db, category, order_id, title, description, is_dev_blog=0, parent_type=0):
+    """A forum (create_forums.php's create_forum); return its id, or the id of
+    the existing one of that title in the category."""
+    row = db.query_one("SELECT id FROM forum WHERE parent_type = %s AND category = %s "
+                       "AND title = %s", (parent_type, category, title))
+    if row:
+        return row["id"]
+    return db.insert("INSERT INTO forum (category, orderID, title, description, is_dev_blog, "
+                     "parent_type) VALUES (%s, %s, %s, %s, %s, %s)",
+                     (category, order_id, title, description, is_dev_blog, parent_type))
+
+
+def insert_post(db, thread_id, forum_id, user_id, content, now, parent_post=0, signature=0):
+    """A post in a thread (BOINC's create_post); the thread's and the forum's
+    counters and timestamps follow.  Return the post's id."""
+    post_id = db.insert(
+        "INSERT INTO post (thread, user, timestamp, content, modified, parent_post, score, "
+        "votes, signature, hidden) VALUES (%s, %s, %s, %s, 0, %s, 0, 0, %s, 0)",
+        (thread_id, user_id, now, content[:MAX_POST_CONTENT], parent_post,
+         1 if signature else 0))
+    db.execute("UPDATE thread SET replies = replies + 1, timestamp = %s WHERE id = %s",
+               (now, thread_id))
+    db.execute("UPDATE forum SET posts = posts + 1, timestamp = %s WHERE id = %s",
+               (now, forum_id))
+    return post_id
+
+
+def insert_thread(db, forum_id, user_id, title, content, now, status=0):
+    """A thread with its first post (BOINC's create_thread); return the thread's id."""
+    thread_id = db.insert(
+        "INSERT INTO thread (forum, owner, status, title, timestamp, views, replies, activity, "
+        "sufferers, score, votes, create_time, hidden, sticky, locked) "
+        "VALUES (%s, %s, %s, %s, %s, 0, -1, 0, 0, 0, 0, %s, 0, 0, 0)",
+        (forum_id, user_id, status, title, now, now))
+    insert_post(db, thread_id, forum_id, user_id, content, now)
+    db.execute("UPDATE forum SET threads = threads + 1 WHERE id = %s", (forum_id,))
+    return thread_id
+
+
+def edit_post(db, post_id, content, now):
+    """New text of a post (forum_edit.php): ``modified`` now."""
+    return db.execute("UPDATE post SET content = %s, modified = %s WHERE id = %s",
+                      (content[:MAX_POST_CONTENT], now, post_id))
+
+
+def set_thread_title(db, thread_id, title):
+    return db.execute("UPDATE thread SET title = %s WHERE id = %s", (title, thread_id))
+
+
+def set_thread_status(db, thread_id, status):
+    """News forum: status 0 exports the item to the clients' notices, 1 doesn't."""
+    return db.execute("UPDATE thread SET status = %s WHERE id = %s", (status, thread_id))
+
+
+def _forum_timestamp(db, forum_id):
+    """The forum's timestamp: its newest visible thread's (update_forum_timestamp)."""
+    db.execute("UPDATE forum SET timestamp = COALESCE((SELECT MAX(timestamp) FROM thread "
+               "WHERE forum = %s AND hidden = 0), timestamp) WHERE id = %s",
+               (forum_id, forum_id))
+
+
+def hide_thread(db, thread_id, forum_id, reason=1):
+    """Hide a visible thread (BOINC's hide_thread; ``reason`` is stored in
+    ``hidden``); return 1 if it was visible."""
+    row = db.query_one("SELECT replies FROM thread WHERE id = %s AND forum = %s AND hidden = 0 "
+                       "FOR UPDATE", (thread_id, forum_id))
+    if row is None:
+        return 0
+    db.execute("UPDATE thread SET hidden = %s WHERE id = %s", (reason or 1, thread_id))
+    db.execute("UPDATE forum SET threads = IF(threads > 0, threads - 1, 0), "
+               "posts = GREATEST(posts - %s - 1, 0) WHERE id = %s",
+               (max(row["replies"], 0), forum_id))
+    _forum_timestamp(db, forum_id)
+    return 1
+
+
+def unhide_thread(db, thread_id, forum_id):
+    """Show a hidden thread again (BOINC's unhide_thread); return 1 if it was hidden."""
+    row = db.query_one("SELECT replies FROM thread WHERE id = %s AND forum = %s AND hidden <> 0 "
+                       "FOR UPDATE", (thread_id, forum_id))
+    if row is None:
+        return 0
+    db.execute("UPDATE thread SET hidden = 0 WHERE id = %s", (thread_id,))
+    db.execute("UPDATE forum SET threads = threads + 1, posts = posts + %s + 1 WHERE id = %s",
+               (max(row["replies"], 0), forum_id))
+    _forum_timestamp(db, forum_id)
+    return 1
+
+
+# html/ops/create_forums.php: the categories and forums BOINC's sample creates,
+# (category orderID, name, is_helpdesk) -> [(forum orderID, title, description,
+# is_dev_blog)]; the first forum is where the project's news go.
+DEFAULT_FORUMS = (
+    ((0, "", 0), ((0, "News", "News from this project", 1),
+                  (1, "Science", "Discussion of this project's science", 0),
+                  (2, "Number crunching", "Credit, leaderboards, CPU performance", 0),
+                  (3, "Cafe", "Meet and greet other participants", 0))),
+    ((0, "Platform-specific problems", 1),
+     ((0, "Windows", "Installing and running BOINC on Windows", 0),
+      (1, "Unix/Linux", "Installing and running BOINC on Unix and Linux", 0),
+      (2, "Macintosh", "Installing and running BOINC on Mac OS/X", 0))),
+    ((1, "General issues", 1),
+     ((3, "Getting started", "Creating your account", 0),
+      (4, "Preferences", "Using preferences", 0),
+      (6, "Web site", "Issues involving this web site", 0))),
+)
+NEWS_FORUM = "News"
+
+
+def create_forums(db):
+    """The categories and forums of DEFAULT_FORUMS (those that exist are kept)."""
+    for (order, name, helpdesk), forums in DEFAULT_FORUMS:
+        category = insert_category(db, order, name, helpdesk)
+        for f_order, title, description, dev_blog in forums:
+            insert_forum(db, category, f_order, title, description, dev_blog)

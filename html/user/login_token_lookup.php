@@ -1,0 +1,5 @@
+#!/usr/bin/env python3
+"""BOINC web RPC login_token_lookup.php, a Python CGI (see boincpy.web.rpc.login_token_lookup)."""
+from boincpy.web.rpc import cgi_main
+
+cgi_main("login_token_lookup")
