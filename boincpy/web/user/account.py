@@ -273,9 +273,11 @@ def home(ctx):
     headers = []
     title = "Your account"
     if ctx.req.cookie("init"):
-        title = "Welcome to %s" % _project(ctx)
-        parts.append(fmt("<p>View and edit your account preferences using the links "
-                         "below.</p>"))
+        title = "Welcome"
+        parts.append(fmt("<p>Welcome to {}! View and edit your account and preferences "
+                         "using the links below; to compute for the project, {} and "
+                         "attach it to this project.</p>", _project(ctx),
+                         link("https://boinc.berkeley.edu/download.php", "install BOINC")))
         headers.append(cookie_header("init", "", url_path(cfg.master_url), 0,
                                      secure=ctx.req.is_https))
     info = [("Name", user.name), ("Email address", user.email_addr)]

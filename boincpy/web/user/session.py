@@ -10,6 +10,8 @@ volunteer's pages and the submitters' ``submit.php``) reads it here:
 ``login_action.php``   checks them as ``lookup_account.php`` does (the
                        password, or the account key as BOINC also allows),
                        sets the cookie, sends the browser on to ``next_url``
+                       ``?id=N&t=T&h=TOKEN``: the one-time login link
+                       get_passwd.php e-mails (then edit_passwd_form.php)
 ``logout.php``         a form (with its token) that clears the cookie
 =====================  =======================================================
 
