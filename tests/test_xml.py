@@ -104,3 +104,22 @@ def test_one_reader_of_booleans_and_one_unescaper():
                 for m in pattern.finditer(text):
                     found.append("%s: %s (%r)" % (os.path.relpath(path, root), what, m.group(0)))
     assert found == []
+
+
+def test_scan_reads_one_element_as_boincs_parse_functions():
+    from boincpy.xml import scan
+    doc = ("<a><file_info><name>x&amp;y</name><sticky/></file_info>"
+           "<file_info><name> z </name><sticky>0</sticky></file_info>"
+           "<n><b>1</b></n><n>2</n><f />\n<g>0x1</g><h></h></a>")
+    for text in (doc, doc.encode()):
+        lit = (lambda s: s) if isinstance(text, str) else (lambda s: s.encode())
+        assert scan.blocks(text, "file_info")[1] == lit("<name> z </name><sticky>0</sticky>")
+        assert scan.block(text, "nothing") is None
+        assert scan.leaf_text(text, "name") == lit("x&y")
+        assert scan.leaf_text(text, "n") == lit("2")          # the first without markup
+        assert scan.leaf_texts(text, "name") == [lit("x&y"), lit("z")]
+        assert [scan.flag(b, "sticky") for b in scan.blocks(text, "file_info")] == [True, False]
+        assert scan.flag(text, "f") and scan.flag(text, "g")
+        assert not scan.flag(text, "h") and not scan.flag(text, "missing")
+    assert scan.leaves(doc.encode()) == {"name": b"x&y", "sticky": None, "b": b"1", "n": b"2",
+                                         "f": None, "g": b"0x1", "h": b""}

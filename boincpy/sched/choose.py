@@ -53,6 +53,7 @@ from boincpy.sched.hr import host_hr_class
 from boincpy.sched.limits import Limits
 from boincpy.sched.plan_class import HostUsage  # noqa: F401  (choose.HostUsage, as before)
 from boincpy.sched.prefs import parse_project_prefs
+from boincpy.xml.scan import blocks, flag, leaf_text
 
 _COPROC_TYPE_TO_PT = {"": 0, "CPU": 0, "NVIDIA": 1, "CUDA": 1, "ATI": 2, "AMD": 2,
                       "intel_gpu": 3, "apple_gpu": 4}
@@ -217,12 +218,11 @@ def sticky_input_files(work, wuid, xml_doc):
     (kept per workunit for the request)."""
     names = work.wu_sticky.get(wuid)
     if names is None:
-        import re
         names = []
-        for body in re.findall(r"<file_info>(.*?)</file_info>", xml_doc or "", re.S):
-            m = re.search(r"<name>\s*(.*?)\s*</name>", body, re.S)
-            if m and re.search(r"<sticky\s*/>|<sticky>\s*[1-9]", body):
-                names.append(m.group(1))
+        for body in blocks(xml_doc or "", "file_info"):
+            name = leaf_text(body, "name")
+            if name and flag(body, "sticky"):
+                names.append(name)
         work.wu_sticky[wuid] = names
     return names
 

@@ -20,11 +20,11 @@ present (cached per process by mtime and size).
 
 import os
 import random
-import re
 
 from boincpy.cnum import atoi, strtod
 from boincpy.errors import BoincpyError
 from boincpy.xml import parse_bool, xml_unescape
+from boincpy.xml.scan import CDATA, TAG, Scanner, leaf_text, leaves
 from boincpy.proc_types import (PROC_AMD, PROC_APPLE, PROC_CPU, PROC_INTEL, PROC_NVIDIA,
                                 PROC_TYPE_XML)
 
@@ -141,6 +141,7 @@ class OpenclCpu:
 
 def _opencl_props(obj, o):
     """OPENCL_DEVICE_PROP's fields plan classes compare, from its leaves."""
+    import re   # here: a request without GPUs or specs never loads it (~7 ms)
     obj.ocl_global_mem_size = _float(o.get("global_mem_size"))
     obj.ocl_local_mem_size = _float(o.get("local_mem_size"))
     obj.ocl_double_fp_config = _int(o.get("double_fp_config"))
@@ -155,19 +156,11 @@ def _opencl_props(obj, o):
         obj.ocl_driver_revision = 0
 
 
-# patterns compiled on first use (re's cache): a request without GPUs or a
-# spec file never pays for them
-_LEAF = r"<([A-Za-z_][\w]*)>([^<]*)</\1>|<([A-Za-z_][\w]*)\s*/>"
-
-
 def _leaves(xml):
-    out = {}
-    for m in re.finditer(_LEAF, xml):
-        if m.group(1):
-            out.setdefault(m.group(1), m.group(2).strip())
-        else:
-            out.setdefault(m.group(3), "1")
-    return out
+    """{tag: text} of a GPU's or an OpenCL platform's leaves, the first of
+    each; ``<tag/>`` reads as "1"."""
+    return {tag: "1" if text is None else text.decode("utf-8", "replace")
+            for tag, text in leaves(xml.encode("utf-8")).items()}
 
 
 def _int(s):
@@ -186,6 +179,7 @@ def _bool(s):
 
 def _three_part(s):
     """ati_version_int: "1.4.1848" -> 10041848; 0 if not three numbers."""
+    import re   # here: a request without GPUs or specs never loads it (~7 ms)
     m = re.match(r"\s*(\d+)\.(\d+)\.(\d+)", s or "")
     if not m:
         return 0
@@ -372,7 +366,6 @@ _SPEC_TAGS = {
 # gpu_type values a request can satisfy (the GPU types BOINC schedules)
 _GPU_TYPES = {"nvidia": PROC_NVIDIA, "amd": PROC_AMD, "ati": PROC_AMD,
               "apple": PROC_APPLE, "apple_gpu": PROC_APPLE}
-_TOKEN = r"(?s)<!--.*?-->|<\?.*?\?>|<(/?)([A-Za-z_][\w.-]*)\s*(/?)>|<[^>]*>?|[^<]+"
 
 
 def parse_specs(text, path=SPEC_FILE):
@@ -383,68 +376,73 @@ def parse_specs(text, path=SPEC_FILE):
     ignore (unknown tags, text that is not a number, unknown gpu_type).
     """
     specs = {}
+    sc = Scanner(text.encode("utf-8"))
 
     def fail(pos, msg):
-        raise PlanClassSpecError("%s line %d: %s" % (path, text.count("\n", 0, pos) + 1, msg))
+        raise PlanClassSpecError("%s line %d: %s" % (path, sc.line(pos), msg))
 
-    toks = [m for m in re.finditer(_TOKEN, text)
-            if not m.group(0).startswith(("<!--", "<?")) and m.group(0).strip()]
-    i, n = 0, len(toks)
-    if not toks or toks[0].group(2) != "plan_classes" or toks[0].group(1) or toks[0].group(3):
-        fail(toks[0].start() if toks else 0, "expected <plan_classes>")
-    i = 1
-    while True:
-        if i >= n:
-            fail(len(text), "missing </plan_classes>")
-        t = toks[i]
-        if t.group(2) is None:
-            fail(t.start(), "unexpected text %r" % t.group(0)[:40])
-        if t.group(1) and t.group(2) == "plan_classes":
-            i += 1
-            break
-        if t.group(2) != "plan_class" or t.group(1) or t.group(3):
-            fail(t.start(), "unexpected <%s%s> in <plan_classes>" % (t.group(1), t.group(2)))
-        spec = PlanClassSpec()
-        spec.line = text.count("\n", 0, t.start()) + 1
-        i += 1
+    def token():
+        # BOINC's XML_PARSER tokens, without <?xml ...?> and <!DOCTYPE ...>
         while True:
-            if i >= n:
-                fail(len(text), "missing </plan_class>")
-            t = toks[i]
-            tag = t.group(2)
-            if tag is None:
-                fail(t.start(), "unexpected text %r" % t.group(0)[:40])
-            if t.group(1):
-                if tag != "plan_class":
-                    fail(t.start(), "unexpected </%s>" % tag)
-                i += 1
+            tok = sc.next()
+            if tok is None or tok[0] != TAG or tok[1][:1] not in ("?", "!"):
+                return tok
+
+    def text_of(tok):
+        return tok[1].decode("utf-8", "replace")
+
+    tok = token()
+    if tok is None or tok[0] != TAG or tok[1] != "plan_classes":
+        fail(tok[2] if tok else 0, "expected <plan_classes>")
+    while True:
+        tok = token()
+        if tok is None:
+            fail(sc.n, "missing </plan_classes>")
+        kind, name, start = tok
+        if kind != TAG:
+            fail(start, "unexpected text %r" % text_of(tok)[:40])
+        if name == "/plan_classes":
+            break
+        if name != "plan_class":
+            fail(start, "unexpected <%s> in <plan_classes>" % name)
+        spec = PlanClassSpec()
+        spec.line = sc.line(start)
+        while True:
+            tok = token()
+            if tok is None:
+                fail(sc.n, "missing </plan_class>")
+            kind, tag, start = tok
+            if kind != TAG:
+                fail(start, "unexpected text %r" % text_of(tok)[:40])
+            if tag[:1] == "/":
+                if tag != "/plan_class":
+                    fail(start, "unexpected <%s>" % tag)
                 break
+            empty = tag.endswith("/")
+            tag = tag.rstrip("/")
             if tag not in _SPEC_TAGS:
-                fail(t.start(), "unknown tag <%s> in <plan_class>" % tag)
+                fail(start, "unknown tag <%s> in <plan_class>" % tag)
             value = ""
-            if t.group(3):
-                i += 1
-            else:
-                j = i + 1
-                if j < n and toks[j].group(2) is None:
-                    value = toks[j].group(0)
-                    j += 1
-                if j >= n or toks[j].group(2) != tag or not toks[j].group(1):
-                    fail(t.start(), "<%s> is not closed by </%s>" % (tag, tag))
-                i = j + 1
-            value = xml_unescape(value)
-            _set_field(spec, tag, value.strip(), lambda msg: fail(t.start(), msg))
+            if not empty:
+                tok = token()
+                if tok is not None and tok[0] != TAG:
+                    value = text_of(tok) if tok[0] == CDATA else xml_unescape(text_of(tok))
+                    tok = token()
+                if tok is None or tok[0] != TAG or tok[1] != "/" + tag:
+                    fail(start, "<%s> is not closed by </%s>" % (tag, tag))
+            _set_field(spec, tag, value.strip(), lambda msg: fail(start, msg))
         if not spec.name:
-            fail(t.start(), "a <plan_class> has no <name>")
+            fail(start, "a <plan_class> has no <name>")
         if spec.name in specs:
-            fail(t.start(), "plan class '%s' is defined twice" % spec.name)
+            fail(start, "plan class '%s' is defined twice" % spec.name)
         gt = spec.gpu_type
         if gt and gt not in _GPU_TYPES and not gt.startswith("intel"):
-            fail(t.start(), "plan class '%s': unknown <gpu_type> '%s' (BOINC schedules "
+            fail(start, "plan class '%s': unknown <gpu_type> '%s' (BOINC schedules "
                  "nvidia, amd/ati, intel_gpu, apple_gpu)" % (spec.name, gt))
         specs[spec.name] = spec
-    if i < n:
-        fail(toks[i].start(), "text after </plan_classes>")
+    tok = token()
+    if tok is not None:
+        fail(tok[2], "text after </plan_classes>")
     return specs
 
 
@@ -457,6 +455,7 @@ def _finite(text, scale=1):
 
 
 def _set_field(spec, tag, value, fail):
+    import re   # here: a request without GPUs or specs never loads it (~7 ms)
     kind, _ = _SPEC_TAGS[tag]
     attr = _attr(tag)
     try:
@@ -514,6 +513,7 @@ def load_specs(project_dir):
 
 def os_version_num(os_name, os_version):
     """A number for comparing OS versions (plan_class_spec.cpp os_version_num)."""
+    import re   # here: a request without GPUs or specs never loads it (~7 ms)
     if "Darwin" in os_name or "Android" in os_name:
         m = re.match(r"(\d+)\.(\d+)\.(\d+)", os_version)
         return 10000.0 * int(m.group(1)) + 100.0 * int(m.group(2)) + int(m.group(3)) \
@@ -534,11 +534,13 @@ def os_version_num(os_name, os_version):
 
 
 def _libc_version(os_version):
+    import re   # here: a request without GPUs or specs never loads it (~7 ms)
     m = re.search(r"\|libc (\d+)\.(\d+)", os_version)
     return int(m.group(1)) * 100 + int(m.group(2)) if m else 0
 
 
 def _android_version(os_version):
+    import re   # here: a request without GPUs or specs never loads it (~7 ms)
     m = re.search(r"\(Android (\d+)(?:\.(\d+))?(?:\.(\d+))?", os_version)
     if not m:
         return 0
@@ -546,8 +548,7 @@ def _android_version(os_version):
 
 
 def _pref_value(prefs, tag):
-    m = re.search(r"<%s>([^<]*)</%s>" % (re.escape(tag), re.escape(tag)), prefs)
-    return m.group(1).strip() if m else None
+    return leaf_text(prefs or "", tag)
 
 
 def wu_infeasible(spec, wu):
@@ -903,6 +904,7 @@ def _spec_requirements(s, ph, pt):
 
 
 def _three_part_tuple(s):
+    import re   # here: a request without GPUs or specs never loads it (~7 ms)
     m = re.match(r"\s*(\d+)\.(\d+)\.(\d+)", s or "")
     return tuple(int(x) for x in m.groups()) if m else None
 
@@ -1019,6 +1021,7 @@ def _builtin_ati(ph, pc, hu):
 
 
 def _builtin_opencl(ph, pc, hu):
+    import re   # here: a request without GPUs or specs never loads it (~7 ms)
     m = re.search(r"\d*$", pc)
     ver = int(m.group(0)) if m.group(0) else 0
     # the order and the prefix tests are BOINC's (an "opencl_ati_N" name

@@ -9,7 +9,7 @@ CPUs.  :func:`app_not_selected` is the check every way of sending makes.
 
 from boincpy.proc_types import NPROC_TYPES
 from boincpy.sched.request import extract_venue
-from boincpy.xml import parse_bool
+from boincpy.xml.scan import block, flag, leaf_text, leaf_texts
 
 
 class ProjectPrefs:
@@ -35,36 +35,36 @@ def prefs_body(xml, venue):
     return extract_venue(xml, venue)
 
 
+def _number(body, tag):
+    # a number as the prefs form writes it (int(float) of the first <tag>N</tag>)
+    text = leaf_text(body, tag)
+    try:
+        return int(float(text)) if text else 0
+    except (ValueError, OverflowError):
+        return 0
+
+
 def parse_project_prefs(xml, venue):
     """ProjectPrefs from user.project_prefs (the host's venue block if any)."""
-    import re
     prefs = ProjectPrefs()
     if not xml:
         return prefs
     body = prefs_body(xml, venue)
-
-    def flag(tag):
-        m = re.search(r"<%s\s*/>|<%s>([^<]*)</%s>" % (tag, tag, tag), body)
-        return bool(m and parse_bool(m.group(1), m.group(0).endswith("/>")))
-
-    def number(tag):
-        m = re.search(r"<%s>\s*([-0-9.eE+]+)\s*</%s>" % (tag, tag), body)
-        return int(float(m.group(1))) if m else 0
-
-    prefs.allow_beta_work = flag("allow_beta_work")
-    prefs.allow_non_preferred_apps = flag("allow_non_preferred_apps")
-    m = re.search(r"<apps_selected>(.*?)</apps_selected>", body, re.S)
-    if m:
-        for appid in re.findall(r"<app_id>\s*(\d+)\s*</app_id>", m.group(1)):
-            prefs.selected_apps[int(appid)] = False
+    prefs.allow_beta_work = flag(body, "allow_beta_work")
+    prefs.allow_non_preferred_apps = flag(body, "allow_non_preferred_apps")
+    selected = block(body, "apps_selected")
+    if selected:
+        for appid in leaf_texts(selected, "app_id"):
+            if appid.isdigit():
+                prefs.selected_apps[int(appid)] = False
     for tag, pt in (("no_cpu", 0), ("no_cuda", 1), ("no_ati", 2), ("no_intel_gpu", 3),
                     ("no_apple_gpu", 4)):
-        prefs.dont_use_proc_type[pt] = flag(tag)
-    if flag("no_gpus"):
+        prefs.dont_use_proc_type[pt] = flag(body, tag)
+    if flag(body, "no_gpus"):
         for pt in range(1, NPROC_TYPES):
             prefs.dont_use_proc_type[pt] = True
-    prefs.max_jobs_in_progress = number("max_jobs")
-    prefs.max_cpus = number("max_cpus")
+    prefs.max_jobs_in_progress = _number(body, "max_jobs")
+    prefs.max_cpus = _number(body, "max_cpus")
     return prefs
 
 

@@ -25,6 +25,7 @@ from boincpy.errors import BoincpyError
 from boincpy.proc_types import PROC_AMD, PROC_APPLE, PROC_CPU, PROC_INTEL, PROC_NVIDIA
 from boincpy.sched.record import Record, factory
 from boincpy.xml import parse_bool, xml_unescape
+from boincpy.xml.scan import CDATA, TAG, Scanner
 
 COPROC_TAGS = {"coproc_cuda": PROC_NVIDIA, "coproc_ati": PROC_AMD,
                "coproc_intel_gpu": PROC_INTEL, "coproc_apple_gpu": PROC_APPLE}
@@ -295,9 +296,8 @@ class SchedulerRequest(Record):
 
 
 # ---------------------------------------------------------------------------
-# The tokenizer: BOINC's XML_PARSER over bytes.
-
-TAG, DATA, CDATA = 1, 2, 3
+# Leaves as each kind of field reads them, and the fast path over plain leaves
+# (tokens: boincpy.xml.scan, BOINC's XML_PARSER over bytes).
 
 def _text(raw):
     """Element text as str: bytes (after unescaping) read as UTF-8."""
@@ -399,86 +399,11 @@ def _fast_children(sc, obj, table, end, skip):
     return False
 
 
-class _Scanner:
-    """Tokens of the client's dialect, as BOINC's XML_PARSER sees them.
-
-    ``next()`` returns ``(kind, value, start)``: kind TAG with the tag name
-    (attributes dropped, every ``/`` kept: ``x/`` is an empty element,
-    ``/x`` an end tag), DATA with the stripped raw text, CDATA with the
-    stripped raw contents; ``start`` is the offset of the token.  None at EOF.
-    """
-
-    __slots__ = ("d", "pos", "n")
-
-    def __init__(self, data):
-        self.d = data
-        self.pos = 0
-        self.n = len(data)
-
-    def line(self, offset=None):
-        """1-based line number of ``offset`` (default: the current position)."""
-        if offset is None:
-            offset = self.pos
-        # what count(b"\n", 0, offset) gives, several times faster here
-        # (a <result> takes its line, and bytes.count of one byte is slow)
-        head = self.d[:offset]
-        return len(head) - len(head.replace(b"\n", b"")) + 1
-
-    def next(self):
-        d = self.d
-        pos = self.pos
-        while True:
-            lt = d.find(b"<", pos)
-            if lt < 0:
-                self.pos = self.n
-                return None                     # trailing text is EOF too
-            chunk = d[pos:lt]
-            if chunk and not chunk.isspace():
-                self.pos = lt
-                return (DATA, chunk.strip(), pos + (len(chunk) - len(chunk.lstrip())))
-            if d.startswith(b"!--", lt + 1):
-                end = d.find(b"-->", lt + 4)
-                if end < 0:
-                    self.pos = self.n
-                    return None
-                pos = end + 3
-                continue
-            if d.startswith(b"![CDATA[", lt + 1):
-                end = d.find(b"]]>", lt + 9)
-                if end < 0:
-                    self.pos = self.n
-                    return None
-                self.pos = end + 3
-                return (CDATA, d[lt + 9:end].strip(), lt)
-            gt = d.find(b">", lt + 1)
-            if gt < 0:
-                self.pos = self.n
-                return None
-            self.pos = gt + 1
-            raw = d[lt + 1:gt]
-            parts = raw.split(None, 1)
-            if not parts:
-                return (TAG, "", lt)
-            name = parts[0]
-            if len(parts) > 1 and b"/" in parts[1]:
-                name += b"/" * parts[1].count(b"/")
-            return (TAG, name.decode("latin-1"), lt)
-
-    def raw_until(self, close):
-        """Raw bytes up to the literal ``close`` (which is consumed); None if absent."""
-        end = self.d.find(close, self.pos)
-        if end < 0:
-            return None
-        raw = self.d[self.pos:end]
-        self.pos = end + len(close)
-        return raw
-
-
 class _Parser:
-    """Recursive descent over _Scanner tokens, one method per container."""
+    """Recursive descent over Scanner tokens, one method per container."""
 
     def __init__(self, data, max_results_accepted=0, fast=True):
-        self.s = _Scanner(data)
+        self.s = Scanner(data)
         self.fast = fast        # False: tokens only (the reference the fast path is tested against)
         self.max_results_accepted = max_results_accepted
         self.req = SchedulerRequest()
