@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from backend_rows import add_result, add_workunit
+from backend_rows import add_result, add_workunit, wu_xml
 from boincpy import passwords
 from boincpy.web import rpc
 from boincpy.web.http import Request
@@ -146,7 +146,8 @@ def site(db_root_params):
                     granted_credit=10.0 if label == "valid" else 0.0,
                     stderr_out="<stderr_txt>" + EVIL + "</stderr_txt>")
                 s.results.setdefault(label, []).append(rid)
-        s.wu_bob = add_workunit(db, "wu_bob", s.app)
+        s.wu_bob = add_workunit(db, "wu_bob", s.app, xml_doc=wu_xml(
+            ["in&lt;1&gt;", "evil"]).replace("http://x/evil", "javascript:alert(1)"))
         s.r_bob, _ = add_result(db, project.root, s.wu_bob, "task_bob", hostid=s.b_host,
                                 userid=s.bob, output_names=(), validate_state=1,
                                 app_version_id=s.av)
@@ -257,6 +258,8 @@ def test_a_task_and_its_workunit(site):
     escaped(text)
     text = ok(s.p, "workunit.php", {"wuid": s.wu_bob})
     assert set(task_ids(text)) == {s.r_bob, s.r_carol}
+    assert '<a href="http://x/in&lt;1&gt;">in0</a>' in text and "javascript" not in text
+    assert ">in1<" in text
     assert "Anonymous platform (NVIDIA GPU)" in text
     assert call(s.p, "workunit.php", {"wuid": 987654})[0] == 404
     # adaptive replication: the tasks stay hidden until there is a canonical result

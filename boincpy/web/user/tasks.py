@@ -39,6 +39,7 @@ import time
 
 from boincpy.credit import CREDIT_HALF_LIFE, update_average
 from boincpy.db import host as host_table, result as result_table
+from boincpy.jobfiles import input_file_refs
 from boincpy.web import accounts, rpc
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.page import PageError, Redirect, hidden, kv_table, render, table
@@ -470,6 +471,10 @@ def workunit_page(ctx):
                            % RESULT_LIST_COLUMNS, (wuid,))
         parts += [kv_table(pairs), Markup("<h2>Job instances</h2>"),
                   result_rows(ctx, db, results, False, True, False)]
+    files = [[link(ref.url, ref.open_name) if ref.url.startswith(("http://", "https://"))
+              else ref.open_name, ref.nbytes] for ref in input_file_refs(wu["xml_doc"])]
+    parts += [Markup("<h2>Input files</h2>"),
+              table(["Name (click to view)", "Size (bytes)"], files, empty="none")]
     return render(ctx, "Workunit %d" % wuid, join(parts))
 
 
