@@ -42,7 +42,7 @@ import time
 
 from boincpy.cnum import php_numeric
 from boincpy.db import user as user_table
-from boincpy.web.markup import Markup, esc, fmt, join, link, url
+from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.page import PageError, Redirect, hidden, notice, render
 from boincpy.web.rpc_xml import php_float
 from boincpy.xml import xml_escape, xml_unescape
@@ -440,6 +440,14 @@ _TOKEN = re.compile(r"<(/?)([A-Za-z_][-\w.:]*)([^>]*?)(/?)>|<!--.*?-->|<\?.*?\?>
 _NAME_ATTR = re.compile(r"""\bname\s*=\s*(?:"([^"]*)"|'([^']*)')""")
 
 
+def _venue_attr(attrs, default):
+    """A <venue>'s name attribute (``default`` without one)."""
+    m = _NAME_ATTR.search(attrs)
+    if not m:
+        return default
+    return m.group(1) if m.group(1) is not None else m.group(2)
+
+
 def _elements(xml):
     """(start, name, attrs, pos) and (end, name, text, pos) events of an XML
     text, leniently (what PHP's parser reports before any error)."""
@@ -471,8 +479,7 @@ def parse_global(xml, groups):
     for kind, name, data, _ in _elements(xml):
         if kind == "start":
             if name == "venue":
-                m = _NAME_ATTR.search(data)
-                venue = (m.group(1) if m.group(1) is not None else m.group(2)) if m else "home"
+                venue = _venue_attr(data, "home")
                 current = default_global(groups)
             continue
         if name in tags:
@@ -490,14 +497,18 @@ def parse_global(xml, groups):
 
 def global_xml(prefs, groups, now):
     """The global_preferences document BOINC writes (mod_time = ``now``)."""
-    out = ["<global_preferences>\n", "<mod_time>%d</mod_time>\n" % now]
-    out.extend(_global_body(prefs.values, groups))
+    return _document("global_preferences", "<mod_time>%d</mod_time>\n" % now, prefs,
+                     lambda values: _global_body(values, groups))
+
+
+def _document(root, head, prefs, body):
+    """A preferences document: the default set's elements, then the venues'
+    (``body(values)``: a set's elements)."""
+    out = ["<%s>\n" % root, head] + body(prefs.values)
     for venue in VENUE_WRITE_ORDER:
         if venue in prefs.venues:
-            out.append('<venue name="%s">\n' % venue)
-            out.extend(_global_body(prefs.venues[venue], groups))
-            out.append("</venue>\n")
-    out.append("</global_preferences>\n")
+            out += ['<venue name="%s">\n' % venue] + body(prefs.venues[venue]) + ["</venue>\n"]
+    out.append("</%s>\n" % root)
     return "".join(out)
 
 
@@ -594,8 +605,7 @@ def parse_project(xml, spec):
             continue
         if kind == "start":
             if name == "venue":
-                m = _NAME_ATTR.search(data)
-                venue = (m.group(1) if m.group(1) is not None else m.group(2)) if m else ""
+                venue = _venue_attr(data, "")
                 current = default_project(spec)
             elif name == "project_specific":
                 specific_start = pos
@@ -611,15 +621,8 @@ def parse_project(xml, spec):
 
 def project_xml(prefs, spec):
     """The project_preferences document BOINC writes."""
-    out = ["<project_preferences>\n"]
-    out.extend(_project_body(prefs.values, spec))
-    for venue in VENUE_WRITE_ORDER:
-        if venue in prefs.venues:
-            out.append('<venue name="%s">\n' % venue)
-            out.extend(_project_body(prefs.venues[venue], spec))
-            out.append("</venue>\n")
-    out.append("</project_preferences>\n")
-    return "".join(out)
+    return _document("project_preferences", "", prefs,
+                     lambda values: _project_body(values, spec))
 
 
 def _project_body(values, spec):
@@ -676,7 +679,7 @@ def _venue(ctx, required=False):
     return venue
 
 
-def subset_title(ctx, subset):
+def subset_title(subset):
     return "Computing" if subset == "global" else "Project"
 
 
@@ -705,7 +708,7 @@ def _global_rows(groups, values, form):
     return rows
 
 
-def _project_rows(ctx, spec, values, user, form, venue):
+def _project_rows(spec, values, user, form):
     rows = []
     for pref in spec.prefs:
         rows.append(_row(pref.desc, pref.form_cell(values) if form else pref.readable(values),
@@ -784,7 +787,7 @@ def prefs_page(ctx):
     other = "project" if subset == "global" else "global"
     parts.append(fmt("<p>{} &middot; {}</p>",
                      link(url("prefs.php", subset=other),
-                          "%s preferences" % subset_title(ctx, other)),
+                          "%s preferences" % subset_title(other)),
                      link("kw_prefs.php", "Science and location preferences")))
     if subset == "global":
         groups = global_groups(ctx.cfg)
@@ -792,16 +795,19 @@ def prefs_page(ctx):
         parts.append(Markup("<p>These settings apply to all computers using this account "
                             "except computers where you set preferences locally in the "
                             "BOINC Manager, and Android devices.</p>"))
-        def rows_of(values):
+
+        def rows_of(values, owner=None):
             return _global_rows(groups, values, False)
     else:
         spec = ProjectSpec(ctx)
         prefs = parse_project(user.project_prefs, spec)
-        def rows_of(values, main=False):
-            return _project_rows(ctx, spec, values, user if main else None, False, "")
+
+        def rows_of(values, owner=None):
+            # the user row's flags and default venue go with the default set
+            return _project_rows(spec, values, owner, False)
     if prefs.venues:
         parts.append(fmt("<h2>{}</h2>", "Primary (default) preferences"))
-    main_rows = rows_of(prefs.values) if subset == "global" else rows_of(prefs.values, True)
+    main_rows = rows_of(prefs.values, user)
     main_rows.append(_row("", link(url("prefs_edit.php", subset=subset), "Edit preferences")))
     parts.append(_table(main_rows))
     for venue in VENUES:
@@ -822,15 +828,11 @@ def prefs_page(ctx):
             parts.append(fmt("<p>Preferences last modified: {}</p>",
                              _pretty_time(prefs.mod_time)))
         parts.append(fmt("<p>{}</p>", link("prefs_default.php", "Restore defaults")))
-    return render(ctx, "%s preferences" % subset_title(ctx, subset), join(parts))
+    return render(ctx, "%s preferences" % subset_title(subset), join(parts))
 
 
 # ---------------------------------------------------------------------------
 # prefs_edit.php, add_venue.php
-
-def _form_values(ctx):
-    return ctx.req.form
-
 
 def _save_global(ctx, user, prefs, groups):
     user_table.update_user_columns(ctx.db, user.id,
@@ -850,7 +852,6 @@ def _parse_prefs_form(prefs_list, values, form):
 
 def prefs_edit(ctx):
     """The form of one preference set; its POST (with the token) saves it."""
-    subset = _subset(ctx, optional=False) if ctx.req.method != "POST" else None
     if ctx.req.method == "POST":
         user = ctx.require_action()
         form = ctx.req.form
@@ -862,7 +863,7 @@ def prefs_edit(ctx):
             raise PageError("venue: must be home, school or work; nothing was saved.")
     else:
         user = ctx.require_login()
-        venue = _venue(ctx)
+        subset, venue = _subset(ctx, optional=False), _venue(ctx)
     if subset == "global":
         groups = global_groups(ctx.cfg)
         prefs = parse_global(user.global_prefs, groups)
@@ -871,7 +872,7 @@ def prefs_edit(ctx):
         prefs = parse_project(user.project_prefs, spec)
     if venue and venue not in prefs.venues:
         raise PageError(fmt("You have no separate {} preferences for {}: add them first.",
-                            subset_title(ctx, subset).lower(), venue), "404 Not Found")
+                            subset_title(subset).lower(), venue), "404 Not Found")
     values = prefs.venues[venue] if venue else prefs.values
     if ctx.req.method == "POST":
         form = ctx.req.form
@@ -892,7 +893,7 @@ def prefs_edit(ctx):
                          "venue": default_venue}
             _save_project(ctx, user, prefs, spec, flags)
         raise Redirect(url("prefs.php", subset=subset, updated=1))
-    title = "Edit %s preferences" % subset_title(ctx, subset).lower()
+    title = "Edit %s preferences" % subset_title(subset).lower()
     if venue:
         title += " for %s" % venue
     if subset == "global":
@@ -900,7 +901,7 @@ def prefs_edit(ctx):
         intro = Markup("<p>These preferences apply to all the BOINC projects in which you "
                        "participate.</p>")
     else:
-        rows = _project_rows(ctx, spec, values, None if venue else user, True, venue)
+        rows = _project_rows(spec, values, None if venue else user, True)
         intro = Markup("")
     body = join([intro, _form(ctx, "prefs_edit.php", subset, venue, rows,
                               "Update preferences"),
@@ -945,11 +946,11 @@ def add_venue(ctx):
     if subset == "global":
         rows = _global_rows(groups, new, True)
     else:
-        rows = _project_rows(ctx, spec, new, None, True, venue)
+        rows = _project_rows(spec, new, None, True)
     body = join([_form(ctx, "add_venue.php", subset, venue, rows, "Add preferences"),
                  fmt("<p>{}</p>", link(url("prefs.php", subset=subset),
                                        "Back to preferences"))])
-    return render(ctx, "Add %s preferences for %s" % (subset_title(ctx, subset).lower(), venue),
+    return render(ctx, "Add %s preferences for %s" % (subset_title(subset).lower(), venue),
                   body)
 
 
@@ -980,7 +981,7 @@ def prefs_remove(ctx):
     body = fmt('<p>Are you sure you want to delete your separate {} preferences for {}?</p>'
                '<form method="post" action="prefs_remove.php">{}{}{}'
                '<button type="submit" class="danger">Yes, remove them</button> {}</form>',
-               subset_title(ctx, subset).lower(), venue, ctx.token_field("prefs_remove.php"),
+               subset_title(subset).lower(), venue, ctx.token_field("prefs_remove.php"),
                hidden("subset", subset), hidden("venue", venue),
                link(url("prefs.php", subset=subset), "Cancel"))
     return render(ctx, "Confirm delete preferences", body)
