@@ -80,6 +80,10 @@ def page_handler(target):
 
     def handler(cfg, request):
         return function(arg, cfg, request)
+    # a dispatcher says which of its pages read file uploads
+    takes_uploads = getattr(function, "takes_uploads", None)
+    if takes_uploads is not None:
+        handler.uploads = takes_uploads(arg)
     return handler
 
 

@@ -667,3 +667,35 @@ create table login_failure (
     first_time              integer         not null default 0,
     primary key (name)
 ) engine=InnoDB;
+
+-- Badges (BOINC's badge, badge_user and badge_team; the unique keys of its
+-- constraints.sql): written by boincpy/db/badge.py (bin/badge_assign and the
+-- ops page badge_admin.php), shown on the user's and the team's pages.
+create table badge (
+    id                      serial          primary key,
+    create_time             double          not null,
+    type                    tinyint         not null,
+    name                    varchar(255)    not null,
+    title                   varchar(255)    not null,
+    description             varchar(255)    not null,
+    image_url               varchar(255)    not null,
+    level                   varchar(255)    not null,
+    tags                    varchar(255)    not null,
+    sql_rule                varchar(255)    not null
+) engine=InnoDB;
+
+create table badge_user (
+    badge_id                integer         not null,
+    user_id                 integer         not null,
+    create_time             double          not null,
+    reassign_time           double          not null,
+    unique key (user_id, badge_id)
+) engine=InnoDB;
+
+create table badge_team (
+    badge_id                integer         not null,
+    team_id                 integer         not null,
+    create_time             double          not null,
+    reassign_time           double          not null,
+    unique key (team_id, badge_id)
+) engine=InnoDB;

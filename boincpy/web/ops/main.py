@@ -21,6 +21,7 @@ from boincpy.errors import ConfigError
 from boincpy.web.http import config_failure, run_cgi
 from boincpy.web.ops import (apps, batches, browse, dbinfo, failures, hosts, hrclass, index,
                              jobs, logs, mail, news, status, users)
+from boincpy.web.ops import community
 from boincpy.web.page import Context, PageError, serve
 
 PAGES = {
@@ -60,6 +61,9 @@ PAGES = {
     "reset_hrclass.php": hrclass.reset_hrclass,
     "batch_action.php": batches.batch_action,
     "manage_privileges.php": batches.manage_privileges,
+    "profile_screen_form.php": community.profile_screen_form,
+    "profile_screen_action.php": community.profile_screen_action,
+    "badge_admin.php": community.badge_admin,
     "news.php": news.page,
 }
 

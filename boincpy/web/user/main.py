@@ -57,7 +57,20 @@ def handle(page_name, req, project_dir, now=None):
     return respond(page_name, cfg, req, now)
 
 
+def takes_uploads(page_name):
+    """Whether a page reads multipart file uploads (its function's ``uploads``
+    attribute, e.g. create_profile.php's picture)."""
+    return bool(getattr(PAGES.get(page_name), "uploads", False))
+
+
+respond.takes_uploads = takes_uploads
+
+
 def run(script_file):
     """CGI main of an html/user page script."""
     page = os.path.basename(script_file)
-    run_cgi(lambda cfg, req: respond(page, cfg, req), page)
+
+    def handler(cfg, req):
+        return respond(page, cfg, req)
+    handler.uploads = takes_uploads(page)
+    run_cgi(handler, page)
