@@ -1,0 +1,177 @@
+"""Teams and news in a real browser (headless Chromium over WebDriver)
+against a project made by make_project under a private Apache, through the
+pages' own links and forms:
+
+* a volunteer creates a team; a second one finds it with the search form,
+  joins it; the founder removes them again;
+* the operator posts a news item on the ops page news.php; old_news.php and
+  rss_main.php show it;
+* the same pages once more with the project switched to the persistent mode
+  (mod_fcgid).
+
+One Apache serves the module.  Screenshots go to tests/artifacts/site-screens/."""
+
+import os
+import secrets
+import urllib.parse
+
+import pytest
+
+import webdriver
+from webdriver import Browser
+
+pytestmark = pytest.mark.slow
+
+SCREENS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "artifacts", "site-screens")
+WORD = "otter" + secrets.token_hex(3)
+TEAM = "Team %s" % WORD
+NEWS = "Spring release %s" % secrets.token_hex(3)
+
+
+@pytest.fixture(scope="module")
+def web(db_root_params):
+    if not webdriver.available():
+        pytest.skip("chromium and chromedriver are not installed (webdriver.available())")
+    from conftest import RunningApache, make_test_project, remove_test_project
+    from boincpy.tools.httpd import PrivateApache
+    from boincpy.web import accounts
+    from boincpy import passwords
+    project = make_test_project(db_root_params)
+    running = RunningApache(project, PrivateApache(project.root, project.port))
+    try:
+        running.server.start()
+        running.db = project.connect()
+        running.users = {}
+        for name in ("founder", "joiner"):
+            email = "%s-%s@example.org" % (name, secrets.token_hex(3))
+            passwd = "pw of %s" % name
+            user = accounts.make_user(running.db, project.cfg, email, "%s %s" % (
+                name.title(), secrets.token_hex(2)), passwords.client_passwd_hash(passwd, email))
+            running.users[name] = (user, email, passwd)
+        yield running
+    finally:
+        running.server.stop(graceful=False)       # the last one started (see the last test)
+        remove_test_project(project)
+
+
+def shot(browser, name):
+    return browser.screenshot(os.path.join(SCREENS, name + ".png"))
+
+
+def login(b, web, who):
+    user, email, passwd = web.users[who]
+    b.get(web.master_url + "login_form.php?next_url=team.php")
+    b.find("#email_addr").send_keys(email)
+    b.find("#passwd").send_keys(passwd)
+    b.find('form[action="login_action.php"] button').follow()
+    assert user.name in b.body_text()
+    return user
+
+
+def logout(b, web):
+    b.get(web.master_url + "logout.php")
+    b.find('form[action="logout.php"] button').follow()
+    assert "logged out" in b.body_text()
+
+
+def teamid_of(web, user):
+    return web.db.query_value("SELECT teamid FROM user WHERE id = %s", (user.id,))
+
+
+def ops_url(web, page):
+    parts = urllib.parse.urlsplit(web.ops_url)
+    netloc = "%s:%s@%s" % (urllib.parse.quote(web.ops_user, safe=""),
+                           urllib.parse.quote(web.ops_passwd, safe=""), parts.netloc)
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path + page, "", ""))
+
+
+def test_create_join_remove_team(web):
+    with Browser.start() as b:
+        founder = login(b, web, "founder")
+        assert "Find a team" in b.body_text()
+        b.link("create a team").follow()
+        b.find("#name").send_keys(TEAM)
+        b.find("#description").send_keys("We <b>like</b> %s." % WORD)
+        shot(b, "01-team-create-form")
+        b.find('form[action="team_create_action.php"] button').follow()
+        assert TEAM in b.title
+        text = b.body_text()
+        assert "We <b>like</b> %s." % WORD in text          # shown as typed, not as markup
+        shot(b, "02-team-display")
+        teamid = teamid_of(web, founder)
+        assert teamid
+        logout(b, web)
+
+        joiner = login(b, web, "joiner")
+        b.find("#keywords").send_keys(WORD)
+        b.find('form[action="team_search.php"] button').follow()
+        shot(b, "03-team-search")
+        b.link(TEAM).follow()
+        b.link("Join this team").follow()
+        shot(b, "04-team-join-form")
+        b.find('form[action="team_join_action.php"] button').follow()
+        assert "You have joined" in b.body_text()
+        assert teamid_of(web, joiner) == teamid
+        b.link(TEAM).follow()
+        assert joiner.name in b.body_text()
+        logout(b, web)
+
+        login(b, web, "founder")
+        b.get(web.master_url + "team_display.php?teamid=%d" % teamid)
+        b.link("Administer team").follow()
+        shot(b, "05-team-manage")
+        b.link("Remove members").follow()
+        assert joiner.name in b.body_text()
+        b.find("#remove_0").click()
+        shot(b, "06-team-remove-form")
+        b.find('form[action="team_remove_inactive_action.php"] button').follow()
+        assert "has been removed" in b.body_text()
+        shot(b, "07-team-removed")
+        assert teamid_of(web, joiner) == 0
+        assert teamid_of(web, founder) == teamid
+
+
+def test_ops_posts_news_and_volunteers_read_it(web):
+    founder = web.users["founder"][0]
+    with Browser.start() as b:
+        b.get(ops_url(web, "news.php"))
+        assert "News" in b.title
+        b.find("#title").send_keys(NEWS)
+        b.find("#content").send_keys("Version 2 is out: [b]faster[/b] <script>x</script>")
+        b.find("#author").send_keys(str(founder.id))
+        shot(b, "08-ops-news-form")
+        b.find('form.filters button[type="submit"]').follow()
+        assert "posted" in b.body_text()
+        shot(b, "09-ops-news-posted")
+
+        b.get(web.master_url + "old_news.php")
+        text = b.body_text()
+        assert NEWS in text and "<script>x</script>" in text     # as text
+        shot(b, "10-old-news")
+        b.get(web.master_url + "rss_main.php")
+        assert NEWS in b.source
+
+
+@pytest.mark.parametrize("mode", ["persistent"])
+def test_pages_in_persistent_mode(web, mode):
+    from boincpy.tools import server_mode
+    from boincpy.tools.httpd import PrivateApache
+    web.server.stop(graceful=False)
+    server_mode.set_mode(web.project.root, mode, processes=2)
+    server = PrivateApache(web.project.root, web.project.port)
+    server.start()
+    web.server = server
+    teamid = teamid_of(web, web.users["founder"][0])
+    with Browser.start() as b:
+        b.get(web.master_url + "old_news.php")
+        assert NEWS in b.body_text()
+        b.get(web.master_url + "rss_main.php")
+        assert NEWS in b.source
+        login(b, web, "joiner")
+        b.get(web.master_url + "team_display.php?teamid=%d" % teamid)
+        b.link("Join this team").follow()
+        b.find('form[action="team_join_action.php"] button').follow()
+        assert "You have joined" in b.body_text()
+        shot(b, "11-persistent-joined")
+    assert teamid_of(web, web.users["joiner"][0]) == teamid
+    assert server_mode.persistent_pids(web.project.root)
