@@ -523,3 +523,34 @@ def test_am_set_host_info(site):
     assert venue() == "work"
     assert "<success/>" in call(owner.authenticator, hostid, "")
     assert venue() == ""
+
+
+def test_privacy_consents_on_the_project_form(site):
+    """Consent types with privacypref: a checkbox each; a change is a new
+    consent row (source Webform), no change adds none."""
+    ctid = site.db.insert("INSERT INTO consent_type (shortname, description, enabled, "
+                          "project_specific, privacypref) VALUES ('STATSEXPORT', %s, 1, 0, 1)",
+                          ("Export stats " + MARKUP,))
+    try:
+        u = site.user("consent")
+        fields, names = site.form("prefs_edit.php", u, {"subset": "project"})
+        assert "consent_STATSEXPORT" in names and "consent_STATSEXPORT" not in fields
+        assert "<script>" not in site.call("prefs.php", u, get={"subset": "project"}).text
+
+        def rows():
+            return [(r["consent_flag"], r["source"]) for r in site.db.query(
+                "SELECT consent_flag, source FROM consent WHERE userid = %s AND "
+                "consent_type_id = %s ORDER BY id", (u.id, ctid))]
+        now = 10 ** 9
+        for checked, expected in ((True, [(1, "Webform")]), (True, [(1, "Webform")]),
+                                  (False, [(1, "Webform"), (0, "Webform")])):
+            now += 10
+            saved(site.submit("prefs_edit.php", u, {"subset": "project"},
+                              {"consent_STATSEXPORT": "on"} if checked else {},
+                              drop=() if checked else ("consent_STATSEXPORT",), now=now),
+                  "project")
+            assert rows() == expected
+        fields, _ = site.form("prefs_edit.php", u, {"subset": "project"})
+        assert "consent_STATSEXPORT" not in fields
+    finally:
+        site.db.execute("DELETE FROM consent_type WHERE id = %s", (ctid,))

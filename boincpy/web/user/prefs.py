@@ -39,6 +39,7 @@ box left blank for none.
 import os
 import re
 import time
+from urllib.parse import quote_plus
 
 from boincpy.cnum import php_numeric
 from boincpy.db import user as user_table
@@ -562,6 +563,27 @@ class ProjectSpec:
             self.apps = [(int(r["id"]), r["user_friendly_name"] or r["name"]) for r in db.query(
                 "SELECT id, name, user_friendly_name FROM app WHERE deprecated = 0 "
                 "ORDER BY id")]
+        self.db = db
+        # privacy consents asked on the form (consent_type enabled, privacypref)
+        self.consents = [(int(r["id"]), "consent_" + quote_plus(r["shortname"]),
+                          r["description"]) for r in db.query(
+            "SELECT id, shortname, description FROM consent_type WHERE enabled = 1 AND "
+            "privacypref = 1 ORDER BY project_specific")]
+
+    def consent_given(self, userid, ctid):
+        """The user's latest consent of this type (None: never asked)."""
+        flag = self.db.query_value(
+            "SELECT consent_flag FROM consent WHERE userid = %s AND consent_type_id = %s "
+            "ORDER BY consent_time DESC, id DESC LIMIT 1", (userid, ctid), default=None)
+        return None if flag is None else bool(flag)
+
+    def record_consents(self, userid, form, now):
+        """A consent row for each consent the form changed (BOINC's
+        PREF_CONSENT parse_form, source "Webform")."""
+        for ctid, tag, _ in self.consents:
+            flag = tag in form
+            if self.consent_given(userid, ctid) != flag:
+                user_table.insert_consent(self.db, userid, ctid, now, int(flag), 0, "Webform")
 
 
 def _resource_of(plan_class):
@@ -718,6 +740,14 @@ def _project_rows(spec, values, user, form):
             flags = {pref.tag: getattr(user, pref.tag)}
             rows.append(_row(pref.desc, pref.form_cell(flags) if form else pref.readable(flags),
                              pref.tooltip))
+        for ctid, tag, desc in spec.consents:
+            given = spec.consent_given(user.id, ctid)
+            if form:
+                cell = fmt('<input type="checkbox" name="{}"{}>', tag,
+                           Markup(" checked") if given else Markup(""))
+            else:
+                cell = "---" if given is None else ("yes" if given else "no")
+            rows.append(_row(desc, cell, desc))
         tip = "New computers will use this location for computing and project preferences."
         if form:
             opts = [fmt('<option value="{}"{}>{}</option>', v,
@@ -892,6 +922,8 @@ def prefs_edit(ctx):
                          "show_hosts": 1 if "show_hosts" in form else 0,
                          "venue": default_venue}
             _save_project(ctx, user, prefs, spec, flags)
+            if not venue:
+                spec.record_consents(user.id, form, ctx.now)
         raise Redirect(url("prefs.php", subset=subset, updated=1))
     title = "Edit %s preferences" % subset_title(subset).lower()
     if venue:
