@@ -760,6 +760,17 @@ def test_delete_account_refused_within_a_week_of_an_email_change(site):
                                    {"id": "99999999999999999999", "token": "a"},
                                    {"id": "1", "token": "a" * 5000}])
 def test_delete_confirm_and_recover_refuse_odd_links(site, query):
+    addr = "192.0.2.%d" % (100 + len(str(query)) % 100)
     for page in ("delete_account_confirm.php", "recover_email.php"):
-        resp = Web(site).call(page, query=query)
+        resp = Web(site, addr).call(page, query=query)
         assert resp.status[0] == "4", (page, resp.status)
+
+
+def test_guessing_link_tokens_counts_as_failed_logins(site):
+    web = Web(site, "198.51.100.7")
+    for i in range(50):
+        page = ("recover_email.php", "delete_account_confirm.php")[i % 2]
+        assert web.call(page, query={"id": "1", "token": "%032x" % i}).status[:3] == "403"
+    resp = web.call("login_action.php", "POST", form={"email_addr": "founder@example.org",
+                                                      "passwd": PASSWORD})
+    assert resp.status.startswith("403") and "Too many failed logins" in resp.body

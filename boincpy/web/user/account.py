@@ -92,6 +92,17 @@ def check_password(ctx, user, passwd):
                         "again; nothing was changed.", "403 Forbidden", "Password incorrect")
 
 
+def _check_link_token(ctx, userid, token, token_type, message, title):
+    """PageError unless an e-mailed link's token is the user's, of this type
+    and unexpired; a wrong one counts as a failed login from the address."""
+    keys = accounts.login_failure_keys(ctx.req.remote_addr)
+    if accounts.logins_refused(ctx.db, keys):
+        raise PageError(rpc.TOO_MANY_FAILURES, "403 Forbidden", title)
+    if accounts.valid_token(ctx.db, userid, token, token_type, ctx.now) is None:
+        accounts.record_login_failure(ctx.db, keys)
+        raise PageError(message, "403 Forbidden", title)
+
+
 def country_problem(country):
     if not accounts.is_valid_country(country) or len(country) > 254:
         return "Country: %r is not a country name." % country[:60]
@@ -488,9 +499,8 @@ def recover_email(ctx):
     userid = ctx.int_arg("id", 0, post=req.method == "POST", minimum=0,
                          maximum=2 ** 31 - 1)
     token = (args.get("token") or [""])[-1]
-    if accounts.valid_token(ctx.db, userid, token, accounts.TOKEN_CHANGE_EMAIL,
-                            ctx.now) is None:
-        raise PageError("Invalid token.", "403 Forbidden", "Recover email address")
+    _check_link_token(ctx, userid, token, accounts.TOKEN_CHANGE_EMAIL, "Invalid token.",
+                      "Recover email address")
     if req.method != "POST":
         return render(ctx, "Recover email address", fmt(
             '<form method="post" action="recover_email.php">{}{}<p>Give your account its '
@@ -668,13 +678,8 @@ def delete_account_confirm(ctx):
     token = req.post("token") if post else req.get("token")
     expired = fmt("The token you used has expired or is otherwise not valid. Please request "
                   "a new one {}.", link("delete_account_request.php", "here"))
-    keys = accounts.login_failure_keys(req.remote_addr)
-    if accounts.logins_refused(ctx.db, keys):
-        raise PageError(rpc.TOO_MANY_FAILURES, "403 Forbidden", "Delete account")
-    if accounts.valid_token(ctx.db, userid, token, accounts.TOKEN_DELETE_ACCOUNT,
-                            ctx.now) is None:
-        accounts.record_login_failure(ctx.db, keys)
-        raise PageError(expired, "403 Forbidden", "Delete account")
+    _check_link_token(ctx, userid, token, accounts.TOKEN_DELETE_ACCOUNT, expired,
+                      "Delete account")
     if not post:
         return render(ctx, "Delete account", join([
             fmt("<p>Thank you for verifying ownership of your account. Enter your password "
