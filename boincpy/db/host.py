@@ -79,3 +79,8 @@ def retire_merged_host(db, host_id, userid, new_host_id):
     return db.execute("UPDATE host SET total_credit = 0, expavg_credit = 0, userid = 0, "
                       "rpc_seqno = %s WHERE id = %s AND userid = %s",
                       (new_host_id, host_id, userid))
+
+
+def delete_expired_host_deleted(db, before):
+    """DELETE host_deleted rows made before ``before``; return the rowcount."""
+    return db.execute("DELETE FROM host_deleted WHERE create_time < %s", (before,))

@@ -134,3 +134,14 @@ def delete_tokens_of_type(db, user_id, token_type):
     """DELETE every token of one type of the user; return the rowcount."""
     return db.execute("DELETE FROM token WHERE userid = %s AND type = %s",
                       (user_id, token_type))
+
+
+def delete_expired_tokens(db, now):
+    """DELETE the tokens whose expire_time has passed (BoincToken::delete_expired);
+    return the rowcount."""
+    return db.execute("DELETE FROM token WHERE expire_time < %s", (now,))
+
+
+def delete_expired_user_deleted(db, before):
+    """DELETE user_deleted rows made before ``before``; return the rowcount."""
+    return db.execute("DELETE FROM user_deleted WHERE create_time < %s", (before,))

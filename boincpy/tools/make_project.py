@@ -141,6 +141,11 @@ TASKS = (
     ("expire_batches", "1 hours", "expire_batches.out", False),
     ("delete_job_files", "1 hours", "delete_job_files.out", False),
     ("delete_batches", "7 days", "delete_batches.out", False),
+    # the volunteer site's, as BOINC lists them (bin/notify ... via run_in_ops)
+    ("run_in_ops ./notify.php", "24 hours", "notify.out", False),
+    ("run_in_ops ./delete_expired_tokens.php", "24 hours", "delete_expired_tokens.out", False),
+    ("run_in_ops ./delete_expired_users_and_hosts.php", "24 hours",
+     "delete_expired_users_and_hosts.out", False),
 )
 
 _SHORT_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")

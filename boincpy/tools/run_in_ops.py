@@ -34,8 +34,7 @@ Runs an ops script as BOINC's run_in_ops does (for tasks in config.xml):
 
 # BOINC ops scripts of its volunteer web site, which boincpy does not have.
 VOLUNTEER_SITE = {"update_uotd", "update_forum_activities", "update_profile_pages",
-                  "notify", "remind", "badge_assign", "team_import", "team_export",
-                  "delete_expired_tokens", "delete_spammers", "news_convert",
+                  "badge_assign", "team_import", "team_export", "delete_spammers", "news_convert",
                   "create_forums", "forum_repair", "repair_forums", "update_translations"}
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
@@ -46,6 +45,8 @@ def run_in_ops(project_dir, script, args, out=None, err=None):
     from boincpy.web.ops.main import PAGES
     out = out or sys.stdout
     err = err or sys.stderr
+    if script.startswith("./"):
+        script = script[2:]         # BOINC's tasks say run_in_ops ./notify.php
     if not _NAME_RE.match(script) or ".." in script:
         err.write("run_in_ops: %r is not the name of an ops script\n" % script)
         return 1

@@ -1,0 +1,3 @@
+"""moderation pages of the project's web site (being written)."""
+
+PAGES = {}

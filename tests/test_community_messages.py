@@ -1,0 +1,542 @@
+"""Private messages, friends and notifications (pm.php, friend.php,
+notifications.php, notify_rss.php) in-process against a project made by
+make_project, and the site's tasks (bin/notify, remind,
+delete_expired_tokens, delete_expired_users_and_hosts) one pass at a time,
+with e-mail read back from a real SMTP server (aiosmtpd) on 127.0.0.1.
+
+One project serves the module; each test makes users of its own."""
+
+import email
+import itertools
+import os
+import re
+import socket
+import subprocess
+import time
+
+import pytest
+
+from boincpy import passwords
+from boincpy.config import load_config
+from boincpy.db import connect
+from boincpy.db import messages as mdb
+from boincpy.web import accounts
+from boincpy.web.http import Request
+from boincpy.web.user import messages as pm
+from boincpy.web.user.main import handle
+
+HOSTILE = '<script>alert("x")</script><b>bold</b>'
+_serial = itertools.count(1)
+
+
+class Mailbox:
+    """What the SMTP server received: [(to, email.message.Message)]."""
+
+    def __init__(self):
+        self.messages = []
+
+    async def handle_DATA(self, server, session, envelope):
+        self.messages.append((list(envelope.rcpt_tos),
+                              email.message_from_bytes(envelope.content)))
+        return "250 OK"
+
+    def to(self, addr):
+        return [m for rcpt, m in self.messages if addr in rcpt]
+
+    def clear(self):
+        self.messages.clear()
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def smtp():
+    from aiosmtpd.controller import Controller
+    box = Mailbox()
+    controller = Controller(box, hostname="127.0.0.1", port=_free_port())
+    controller.start()
+    box.port = controller.port
+    yield box
+    controller.stop()
+
+
+@pytest.fixture(scope="module")
+def site(db_root_params, smtp):
+    from conftest import make_test_project, remove_test_project
+    project = make_test_project(db_root_params)
+    path = os.path.join(project.root, "config.xml")
+    with open(path) as f:
+        text = f.read()
+    with open(path, "w") as f:        # the e-mail goes to the test's SMTP server
+        f.write(text.replace("<config>", "<config>\n    <smtp_host>127.0.0.1</smtp_host>\n"
+                             "    <smtp_port>%d</smtp_port>" % smtp.port, 1))
+    project.cfg = load_config(project.root)
+    project.db = connect(project.cfg)
+    yield project
+    project.db.close()
+    remove_test_project(project)
+
+
+def new_user(site, name=None, pm_notification=None, send_email=1, create_time=None,
+             total_credit=None):
+    n = next(_serial)
+    name = name or "user%d" % n
+    addr = "u%d_%d@example.com" % (n, int(time.time()))
+    user = accounts.make_user(site.db, site.cfg, addr, name,
+                              passwords.md5_hex("secret%d" % n + addr), now=create_time)
+    changes = {}
+    if not send_email:
+        changes["send_email"] = 0
+    if total_credit is not None:
+        changes["total_credit"] = total_credit
+    if changes:
+        from boincpy.db.user import update_user_columns
+        update_user_columns(site.db, user.id, changes)
+    if pm_notification is not None:
+        from boincpy.db.user import set_forum_pref
+        set_forum_pref(site.db, user.id, "pm_notification", pm_notification)
+    return accounts.lookup_user_by_id(site.db, user.id)
+
+
+def call(site, page, user=None, get=None, post=None, now=None, environ=None):
+    env = {"HTTP_HOST": "127.0.0.1", "REMOTE_ADDR": "127.0.0.1"}
+    if user is not None:
+        env["HTTP_COOKIE"] = "auth=" + user.authenticator
+    env.update(environ or {})
+    req = Request.of("POST" if post is not None else "GET", get, post, env)
+    resp = handle(page, req, site.root, now=now)
+    assert "Traceback" not in resp.body, resp.body
+    return resp
+
+
+def ok(resp, status="200"):
+    assert resp.status.startswith(status), (resp.status, resp.body[-2000:])
+    return resp.body
+
+
+def token(body):
+    m = re.search(r'name="csrf_token" value="([^"]+)"', body)
+    assert m, "no form token"
+    return m.group(1)
+
+
+def pm_token(site, user):
+    return token(ok(call(site, "pm.php", user, {"action": "new"})))
+
+
+def send(site, sender, to, subject="hello", content="text", now=None):
+    form = {"action": "send", "to": to, "subject": subject, "content": content,
+            "csrf_token": pm_token(site, sender)}
+    return call(site, "pm.php", sender, post=form, now=now)
+
+
+def q(site, sql, params=()):
+    return site.db.query(sql, params)
+
+
+# ---------------------------------------------------------------------------
+# private messages
+
+def test_pm_send_read_reply_delete(site):
+    a, b, c = new_user(site), new_user(site), new_user(site)
+    resp = send(site, a, str(b.id), HOSTILE, "line one\nline two " + HOSTILE)
+    assert resp.status.startswith("303") and ("Location", "pm.php?action=inbox&sent=1") \
+        in resp.headers
+    rows = q(site, "SELECT * FROM private_messages WHERE userid = %s", (b.id,))
+    assert len(rows) == 1 and rows[0]["senderid"] == a.id and rows[0]["opened"] == 0
+    mid = rows[0]["id"]
+    assert q(site, "SELECT type, opaque FROM notify WHERE userid = %s", (b.id,)) == [
+        {"type": mdb.NOTIFY_PM, "opaque": mid}]
+    assert pm.unread_pm_count(site.db, b.id) == 1
+    assert "1 unread" in str(pm.pm_links_html(site.db, b.id))
+
+    # the notification, the inbox: escaped, line breaks kept, marked read
+    assert "Private message" in ok(call(site, "notifications.php", b))
+    body = ok(call(site, "pm.php", b))
+    assert HOSTILE not in body and "&lt;script&gt;" in body
+    assert "line one<br>" in body
+    assert pm.unread_pm_count(site.db, b.id) == 0
+    assert not q(site, "SELECT * FROM notify WHERE userid = %s", (b.id,))
+
+    # the reply quotes the message, subject re:, addressed "ID (name)"
+    body = ok(call(site, "pm.php", b, {"action": "new", "replyto": mid}))
+    assert "[quote]line one" in body and 're: &lt;script&gt;' in body
+    assert "%d (%s)" % (a.id, a.name) in body
+    # another user's message: not readable, not quotable, not deletable
+    assert call(site, "pm.php", c, {"action": "new", "replyto": mid}).status.startswith("404")
+    assert call(site, "pm.php", c, {"action": "read", "id": mid}).status.startswith("404")
+    resp = call(site, "pm.php", c, post={"action": "delete", "id": str(mid),
+                                          "csrf_token": pm_token(site, c)})
+    assert resp.status.startswith("404")
+    resp = call(site, "pm.php", c, post={"action": "delete_selected", "pm_select_%d" % mid: "on",
+                                          "csrf_token": pm_token(site, c)})
+    assert q(site, "SELECT id FROM private_messages WHERE id = %s", (mid,))
+    # the recipient reads it alone, replies by name, deletes it
+    assert "line two" in ok(call(site, "pm.php", b, {"action": "read", "id": mid}))
+    assert send(site, b, a.name, "re: x", "[quote]x[/quote]\nthanks").status.startswith("303")
+    assert q(site, "SELECT senderid FROM private_messages WHERE userid = %s", (a.id,)) == [
+        {"senderid": b.id}]
+    resp = call(site, "pm.php", b, post={"action": "delete", "id": str(mid),
+                                          "csrf_token": pm_token(site, b)})
+    assert resp.status.startswith("303")
+    assert not q(site, "SELECT id FROM private_messages WHERE id = %s", (mid,))
+
+
+def test_pm_delete_selected_only_own(site):
+    a, b = new_user(site), new_user(site)
+    for i in range(2):
+        send(site, a, str(b.id), "s%d" % i, "c")
+    send(site, b, str(a.id), "to a", "c")
+    ids = [r["id"] for r in q(site, "SELECT id FROM private_messages WHERE userid = %s",
+                               (b.id,))]
+    theirs = q(site, "SELECT id FROM private_messages WHERE userid = %s", (a.id,))[0]["id"]
+    form = {"action": "delete_selected", "csrf_token": pm_token(site, b)}
+    form.update({"pm_select_%d" % i: "on" for i in ids + [theirs]})
+    assert call(site, "pm.php", b, post=form).status.startswith("303")
+    assert not q(site, "SELECT id FROM private_messages WHERE userid = %s", (b.id,))
+    assert q(site, "SELECT id FROM private_messages WHERE id = %s", (theirs,))
+
+
+def test_pm_refusals(site):
+    a, b = new_user(site), new_user(site)
+    count = lambda: q(site, "SELECT COUNT(*) AS n FROM private_messages WHERE userid = %s",
+                      (b.id,))[0]["n"]
+    # no token, a wrong token, a GET, another site's POST: nothing sent
+    form = {"action": "send", "to": str(b.id), "subject": "s", "content": "c"}
+    assert call(site, "pm.php", a, post=form).status.startswith("403")
+    assert call(site, "pm.php", a, post=dict(form, csrf_token="x")).status.startswith("403")
+    assert call(site, "pm.php", a, get=form).status.startswith("405")
+    assert call(site, "pm.php", a, post=dict(form, csrf_token=pm_token(site, a)),
+                environ={"HTTP_ORIGIN": "http://evil.example"}).status.startswith("403")
+    # not logged in: to the login form
+    resp = call(site, "pm.php", None, {"action": "inbox"})
+    assert resp.status.startswith("303") and "login_form.php" in dict(resp.headers)["Location"]
+    # huge: a clear page, nothing stored
+    resp = send(site, a, str(b.id), "s", "x" * 70000)
+    assert resp.status.startswith("413") and "at most 65535" in resp.body
+    resp = send(site, a, str(b.id), "s" * 300, "c")
+    assert resp.status.startswith("413")
+    # nobody of that id or name; blank fields
+    assert "Could not find user with id 999999" in ok(send(site, a, "999999"))
+    assert "Could not find user with username" in ok(send(site, a, "no such " + HOSTILE))
+    assert HOSTILE not in send(site, a, "no such " + HOSTILE).body
+    assert "fill all fields" in ok(send(site, a, str(b.id), "", "c"))
+    assert call(site, "pm.php", a, {"action": "read", "id": "abc"}).status.startswith("400")
+    assert count() == 0
+    # the rate: 2 a minute
+    assert send(site, a, str(b.id)).status.startswith("303")
+    assert send(site, a, str(b.id)).status.startswith("303")
+    resp = send(site, a, str(b.id))
+    assert resp.status.startswith("429") and "so often" in resp.body
+    assert count() == 2
+    # a banished user can't write
+    c = new_user(site)
+    accounts.set_banished_until(site.db, c.id, time.time() + 86400)
+    assert call(site, "pm.php", c, {"action": "new"}).status.startswith("403")
+    assert call(site, "pm.php", c, post={"action": "send", "to": str(b.id), "subject": "s",
+                                          "content": "c", "csrf_token": pm_token(site, a)}
+                ).status.startswith("403")
+
+
+def test_block_and_unblock(site):
+    a, b, mod = new_user(site), new_user(site), new_user(site)
+    accounts.set_special_user(site.db, mod.id, [0])
+    body = ok(call(site, "pm.php", b, {"action": "block", "id": a.id}))
+    form = {"action": "confirmedblock", "id": str(a.id), "csrf_token": token(body)}
+    assert "has been blocked" in ok(call(site, "pm.php", b, post=form))
+    assert q(site, "SELECT ignorelist FROM forum_preferences WHERE userid = %s",
+             (b.id,))[0]["ignorelist"] == str(a.id)
+    assert "not accepting private messages" in ok(send(site, a, str(b.id)))
+    assert not q(site, "SELECT id FROM private_messages WHERE userid = %s", (b.id,))
+    # no friend requests either
+    assert call(site, "friend.php", a, {"action": "add", "userid": b.id}).status.startswith("403")
+    # a moderator still gets through, and can't be blocked
+    assert send(site, mod, str(b.id)).status.startswith("303")
+    resp = call(site, "pm.php", b, post=dict(form, id=str(mod.id)))
+    assert resp.status.startswith("403") and "moderator" in resp.body
+    # unblock from the list
+    body = ok(call(site, "pm.php", b, {"action": "blocked"}))
+    assert a.name in body
+    resp = call(site, "pm.php", b, post={"action": "unblock", "id": str(a.id),
+                                          "csrf_token": token(body)})
+    assert resp.status.startswith("303")
+    assert send(site, a, str(b.id)).status.startswith("303")
+
+
+# ---------------------------------------------------------------------------
+# friends
+
+def made_token(site, user, page):
+    """A valid form token of ``user`` for ``page`` (where no page shows the form)."""
+    from boincpy.web import csrf
+    return csrf.make_token(csrf.load_secret(site.cfg), "user:%d:%s" % (user.id, user.authenticator),
+                           page, int(time.time()))
+
+
+# the page whose form posts each friend.php action
+_FORM_PAGE = {"add_confirm": "add", "accept": "query", "ignore": "query",
+              "cancel": "cancel_confirm"}
+
+
+def friend_post(site, user, action, other, message=None):
+    resp = call(site, "friend.php", user, {"action": _FORM_PAGE[action], "userid": other.id})
+    tok = token(resp.body) if resp.status.startswith("200") and "csrf_token" in resp.body \
+        else made_token(site, user, "friend.php")
+    form = {"action": action, "userid": str(other.id), "csrf_token": tok}
+    if message is not None:
+        form["message"] = message
+    return call(site, "friend.php", user, post=form)
+
+
+def test_friend_request_accept_cancel(site):
+    a, b = new_user(site, name="fa" + HOSTILE), new_user(site)
+    assert call(site, "friend.php", a, {"action": "add", "userid": a.id}).status.startswith("400")
+    # the request without its form token: refused
+    assert call(site, "friend.php", a, post={"action": "add_confirm", "userid": str(b.id)}
+                ).status.startswith("403")
+    assert "We have notified" in ok(friend_post(site, a, "add_confirm", b, "hi " + HOSTILE))
+    row = q(site, "SELECT * FROM friend WHERE user_src = %s", (a.id,))[0]
+    assert row["user_dest"] == b.id and row["reciprocated"] == 0
+    assert "<script" not in row["message"]              # tags stripped, as BOINC
+    assert q(site, "SELECT type, opaque FROM notify WHERE userid = %s", (b.id,)) == [
+        {"type": mdb.NOTIFY_FRIEND_REQ, "opaque": a.id}]
+    # pending: asked again
+    assert "still pending" in ok(call(site, "friend.php", a, {"action": "add", "userid": b.id}))
+    # the notification and the request page, escaped
+    body = ok(call(site, "notifications.php", b))
+    assert "Friendship request" in body and HOSTILE not in body
+    body = ok(call(site, "friend.php", b, {"action": "query", "userid": a.id}))
+    assert "has requested friendship" in body and HOSTILE not in body
+    # someone else can't accept it
+    c = new_user(site)
+    assert friend_post(site, c, "accept", a).status.startswith("404")
+    assert "has been confirmed" in ok(friend_post(site, b, "accept", a))
+    assert {(r["user_src"], r["reciprocated"]) for r in q(
+        site, "SELECT * FROM friend WHERE user_src IN (%s, %s)", (a.id, b.id))} == {
+        (a.id, 1), (b.id, 1)}
+    assert not q(site, "SELECT * FROM notify WHERE userid = %s", (b.id,))
+    assert q(site, "SELECT type, opaque FROM notify WHERE userid = %s", (a.id,)) == [
+        {"type": mdb.NOTIFY_FRIEND_ACCEPT, "opaque": b.id}]
+    html = str(pm.friends_html(site.db, b.id))
+    assert "show_user.php?userid=%d" % a.id in html and HOSTILE not in html
+    assert "Cancel friendship" in str(pm.friends_html(site.db, a.id, viewer=b))
+    assert "Already friends" in call(site, "friend.php", a, {"action": "add",
+                                                            "userid": b.id}).body
+    ok(call(site, "friend.php", a, {"action": "accepted", "userid": b.id}))
+    assert not q(site, "SELECT * FROM notify WHERE userid = %s", (a.id,))
+    # cancel: both directions go
+    assert "cancelled" in ok(friend_post(site, a, "cancel", b))
+    assert not q(site, "SELECT * FROM friend WHERE user_src IN (%s, %s)", (a.id, b.id))
+    assert str(pm.friends_html(site.db, b.id)).count("---") == 1
+
+
+def test_friend_decline(site):
+    a, b = new_user(site), new_user(site)
+    ok(friend_post(site, a, "add_confirm", b))
+    assert "declined" in ok(friend_post(site, b, "ignore", a))
+    assert not q(site, "SELECT * FROM notify WHERE userid = %s", (b.id,))
+    assert q(site, "SELECT reciprocated FROM friend WHERE user_src = %s", (a.id,)) == [
+        {"reciprocated": 0}]
+    # asking again starts over (check_pending drops the stale row)
+    assert "Add friend" in ok(call(site, "friend.php", a, {"action": "add", "userid": b.id}))
+
+
+# ---------------------------------------------------------------------------
+# notifications: feeds, e-mail
+
+def test_notify_rss_and_notices(site):
+    a, b = new_user(site), new_user(site)
+    send(site, a, str(b.id), "feed " + HOSTILE, "c")
+    ok(friend_post(site, a, "add_confirm", b))
+    items = pm.notices_of(site.db, b.id, "https://example.org/p/")
+    assert {i["title"] for i in items} == {"Private message", "Friend request"}
+    assert all(i["link"].startswith("https://example.org/p/") for i in items)
+    assert "<script" not in "".join(i["description"] for i in items)
+    b = accounts.lookup_user_by_id(site.db, b.id)
+    resp = call(site, "notify_rss.php", None, {"userid": b.id, "auth": pm.notify_rss_auth(b)})
+    assert resp.status.startswith("200") and resp.body.count("<item>") == 2
+    assert "<script" not in resp.body
+    bad = call(site, "notify_rss.php", None, {"userid": b.id, "auth": "x"})
+    assert "<error>" in bad.body and "<item>" not in bad.body
+    # the client's Notices feed carries them (news.py's notices.php)
+    feed = call(site, "notices.php", None, {"userid": b.id, "auth": passwords.rss_auth(
+        b.id, b.authenticator, b.passwd_hash)})
+    if "Friend request" not in feed.body:
+        pytest.skip("notices.php does not merge notices_of yet")
+    assert "Private message" in feed.body
+
+
+def test_immediate_email_honours_prefs(site, smtp):
+    a = new_user(site)
+    want = new_user(site, pm_notification=1)
+    optout = new_user(site, pm_notification=1, send_email=0)
+    none = new_user(site, pm_notification=0)
+    digest = new_user(site, pm_notification=2)
+    smtp.clear()
+    for u in (want, optout, none, digest):
+        assert send(site, a, str(u.id), "mail " + u.name, "body text").status.startswith("303")
+        # out of the rate limit's reach (2 a minute)
+        site.db.execute("UPDATE private_messages SET date = date - 100000 WHERE senderid = %s",
+                        (a.id,))
+    deadline = time.time() + 10
+    while not smtp.to(want.email_addr) and time.time() < deadline:
+        time.sleep(0.1)
+    got = smtp.to(want.email_addr)
+    assert len(got) == 1 and "private message" in got[0]["Subject"]
+    assert "body text" in got[0].get_payload(decode=True).decode()
+    time.sleep(0.5)
+    for u in (optout, none, digest):
+        assert not smtp.to(u.email_addr), u.name
+    # a friend request to someone who wants e-mail each time
+    smtp.clear()
+    ok(friend_post(site, a, "add_confirm", want))
+    deadline = time.time() + 10
+    while not smtp.to(want.email_addr) and time.time() < deadline:
+        time.sleep(0.1)
+    assert "friend request" in smtp.to(want.email_addr)[0]["Subject"]
+
+
+# ---------------------------------------------------------------------------
+# the tasks
+
+def run_task(site, cls, *argv, now=None):
+    from backend_rows import run_pass
+    daemon, found = run_pass(cls, site.root, *argv, now=now)
+    return daemon.log_stream.getvalue()
+
+
+def test_notify_digest(site, smtp):
+    from boincpy.daemons.community import Notify
+    a = new_user(site)
+    digest = new_user(site, pm_notification=2)
+    digest_optout = new_user(site, pm_notification=2, send_email=0)
+    each = new_user(site, pm_notification=1)
+    now = time.time()
+    mdb.insert_pm(site.db, digest.id, a.id, int(now), "x", "y")
+    for u in (digest, digest_optout, each):
+        mid = mdb.insert_pm(site.db, u.id, a.id, int(now), "digest " + u.name, "c")
+        mdb.insert_notify(site.db, u.id, int(now) - 3600, mdb.NOTIFY_PM, mid)
+    mdb.insert_notify(site.db, digest.id, int(now) - 600, mdb.NOTIFY_FRIEND_REQ, a.id)
+    mdb.insert_notify(site.db, digest.id, int(now) - 100 * 86400, mdb.NOTIFY_FRIEND_ACCEPT, a.id)
+    smtp.clear()
+    log = run_task(site, Notify, now=now)
+    assert "Starting at" in log and "sending to %s" % digest.email_addr in log
+    got = smtp.to(digest.email_addr)
+    assert len(got) == 1 and got[0]["Subject"].startswith("Daily notification summary")
+    text = got[0].get_payload(decode=True).decode()
+    assert '1) %s sent you a private message; subject: "digest %s"' % (a.name, digest.name) \
+        in text
+    assert "2) %s has requested friendship with you" % a.name in text
+    assert not smtp.to(digest_optout.email_addr) and not smtp.to(each.email_addr)
+    # the 100-day-old notification is gone, the others stay
+    assert q(site, "SELECT type FROM notify WHERE userid = %s ORDER BY type", (digest.id,)) == [
+        {"type": mdb.NOTIFY_FRIEND_REQ}, {"type": mdb.NOTIFY_PM}]
+    # two days later nothing is new
+    smtp.clear()
+    run_task(site, Notify, now=now + 2 * 86400)
+    assert not smtp.to(digest.email_addr)
+
+
+def _remind_files(site):
+    d = os.path.join(site.root, "html", "ops", "remind_email")
+    for kind in ("failed", "lapsed"):
+        for part in ("subject", "text"):
+            with open(os.path.join(d, "sample_%s_%s" % (kind, part))) as f:
+                text = f.read()
+            with open(os.path.join(d, "reminder_%s_%s" % (kind, part)), "w") as f:
+                f.write(text)
+
+
+def test_remind_intervals(site, smtp):
+    from boincpy.daemons.community import Remind
+    from boincpy.db.host import insert_host
+    _remind_files(site)
+    later = time.time() + 211 * 86400       # a fake clock, past every user made so far
+    # everyone made so far was reminded yesterday: only the users below can be due
+    site.db.execute("INSERT INTO sent_email (userid, time_sent, email_type) SELECT id, %s, 2 "
+                    "FROM user ON DUPLICATE KEY UPDATE time_sent = VALUES(time_sent), "
+                    "email_type = 2", (int(later - 86400),))
+    failed = new_user(site, create_time=later - 20 * 86400)
+    fresh = new_user(site, create_time=later - 5 * 86400)
+    optout = new_user(site, create_time=later - 20 * 86400, send_email=0)
+    lapsed = new_user(site, create_time=later - 400 * 86400, total_credit=50.0)
+    active = new_user(site, create_time=later - 400 * 86400, total_credit=50.0)
+    for u, rpc in ((lapsed, later - 70.5 * 86400), (active, later - 86400)):
+        insert_host(site.db, {"userid": u.id, "rpc_time": rpc, "create_time": int(rpc),
+                              "domain_name": "h%d" % u.id, "misc": ""})
+    smtp.clear()
+    log = run_task(site, Remind, "--failed", "--lapsed", "--explain", now=later)
+    assert "dry run" in log and not smtp.messages
+    assert not q(site, "SELECT * FROM sent_email WHERE userid IN (%s, %s)",
+                 (failed.id, lapsed.id))
+    assert "user: %d send_email = 0" % optout.id not in log     # the query skips them
+    log = run_task(site, Remind, "--failed", "--lapsed", "--send", now=later)
+    assert {tuple(r) for r, _ in smtp.messages} == {(failed.email_addr,), (lapsed.email_addr,)}
+    text = smtp.to(lapsed.email_addr)[0].get_payload(decode=True).decode().replace("\r\n", "\n")
+    assert re.search(r"for\s+70 days", text) and "opt_out.php?code=" in text and "userid=%d" % lapsed.id \
+        in text
+    assert lapsed.name in text
+    assert {r["userid"]: r["email_type"] for r in q(
+        site, "SELECT * FROM sent_email WHERE userid IN (%s, %s)", (failed.id, lapsed.id))} == {
+        failed.id: mdb.EMAIL_FAILED, lapsed.id: mdb.EMAIL_LAPSED}
+    # within the 200-day e-mail interval: nothing again; after it, again
+    smtp.clear()
+    run_task(site, Remind, "--failed", "--lapsed", "--send", now=later + 10 * 86400)
+    assert [r for r, _ in smtp.messages] == [[fresh.email_addr]]     # now 15 days old
+    smtp.clear()
+    run_task(site, Remind, "--lapsed", "--send", "--count", "1", now=later + 201 * 86400)
+    assert len(smtp.messages) == 1
+
+
+def test_delete_expired_tokens_users_hosts(site):
+    from boincpy.daemons.community import DeleteExpiredTokens, DeleteExpiredUsersAndHosts
+    u = new_user(site)
+    now = int(time.time())
+    for tok, exp in (("old", now - 10), ("new", now + 3600), ("null", None)):
+        site.db.execute("INSERT INTO token (token, userid, type, create_time, expire_time) "
+                        "VALUES (%s, %s, 'D', %s, %s)", ("%s_%d" % (tok, u.id), u.id, now, exp))
+    log = run_task(site, DeleteExpiredTokens, now=now)
+    assert "1 tokens deleted" in log
+    assert {r["token"] for r in q(site, "SELECT token FROM token WHERE userid = %s", (u.id,))} \
+        == {"new_%d" % u.id, "null_%d" % u.id}
+    base = 900000000 + u.id * 10
+    for i, age in enumerate((61, 59)):
+        site.db.execute("INSERT INTO user_deleted (userid, public_cross_project_id, create_time) "
+                        "VALUES (%s, 'x', %s)", (base + i, now - age * 86400))
+        site.db.execute("INSERT INTO host_deleted (hostid, public_cross_project_id, create_time) "
+                        "VALUES (%s, 'x', %s)", (base + i, now - age * 86400))
+    log = run_task(site, DeleteExpiredUsersAndHosts, now=now)
+    assert "users deleted from user_deleted" in log and "hosts deleted from host_deleted" in log
+    assert [r["userid"] for r in q(site, "SELECT userid FROM user_deleted WHERE userid >= %s",
+                                   (base,))] == [base + 1]
+    assert [r["hostid"] for r in q(site, "SELECT hostid FROM host_deleted WHERE hostid >= %s",
+                                   (base,))] == [base + 1]
+
+
+def test_tasks_in_config_and_run_in_ops(site):
+    cmds = [t.cmd if hasattr(t, "cmd") else t["cmd"] for t in site.cfg.tasks]
+    for name in ("notify", "delete_expired_tokens", "delete_expired_users_and_hosts"):
+        assert "run_in_ops ./%s.php" % name in cmds
+    for name in ("notify", "remind", "delete_expired_tokens", "delete_expired_users_and_hosts"):
+        out = subprocess.run([os.path.join(site.root, "bin", name), "--help"],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and "Usage: %s" % name in out.stdout
+    out = subprocess.run([os.path.join(site.root, "bin", "run_in_ops"),
+                          "./delete_expired_tokens.php"], cwd=site.root, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0 and "tokens deleted" in out.stderr, out
+
+
+def test_unread_count_and_friends_without_tables(schema_db):
+    """A database of a project made before these tables: the helpers answer empty."""
+    db = schema_db()
+    for table in mdb.TABLES:
+        db.execute("DROP TABLE IF EXISTS %s" % table)
+    assert pm.unread_pm_count(db, 1) == 0
+    assert pm.friends_of(db, 1) == [] and pm.notices_of(db, 1) == []
+    mdb.ensure_tables(db)
+    assert pm.unread_pm_count(db, 1) == 0
