@@ -38,7 +38,7 @@ def _set_field(b, name, value):
     field.send_keys(value)
 
 
-def _edit_in_chromium(base):
+def _edit_in_chromium(base, screenshot=None):
     with webdriver.Browser.start() as b:
         _browser_login(b, base, "prefs.php?subset=global")
         b.link("Edit preferences").follow()
@@ -51,7 +51,8 @@ def _edit_in_chromium(base):
         _set_field(b, "cpu_usage_limit", "45")
         b.find('button[name="action"]').follow()
         assert "Separate preferences for home" in b.body_text()
-        b.screenshot(SCREENSHOT)
+        if screenshot:
+            b.screenshot(screenshot)
         b.link("Project preferences").follow()
         b.link("Edit preferences").follow()
         _set_field(b, "resource_share", "250")
@@ -93,7 +94,7 @@ def test_prefs_changed_on_the_web_reach_the_stock_client(apache, stock_client):
         client.project_attach(url, created.authenticator)
         client.wait_for(lambda: client.hostid(url), 120, "a host id from the scheduler")
         if webdriver.available():
-            _edit_in_chromium(apache.master_url)
+            _edit_in_chromium(apache.master_url, SCREENSHOT)
         else:
             s = Session(apache.master_url)
             code, _, _ = s.request("login_action.php", form={
@@ -150,8 +151,14 @@ def test_prefs_keywords_and_host_venue_in_persistent_mode(apache):
     code, _, _ = s.request("login_action.php", form={
         "email_addr": EMAIL, "passwd": PASSWORD, "next_url": "prefs.php"})
     assert code == 303 and "auth" in s.cookies
-    assert _edit_over_http(s, "prefs_edit.php", {"subset": "global"},
-                           {"cpu_usage_limit": "67"}).startswith("prefs.php?subset=global")
+    if webdriver.available():
+        # the main flow in Chromium, served by the persistent processes
+        _edit_in_chromium(apache.master_url)
+        assert "Separate preferences for home" in s.page("prefs.php", {"subset": "global"})
+        assert "250" in s.page("prefs.php", {"subset": "project"})
+    else:
+        assert _edit_over_http(s, "prefs_edit.php", {"subset": "global"},
+                               {"cpu_usage_limit": "67"}).startswith("prefs.php?subset=global")
     _edit_over_http(s, "add_venue.php", {"subset": "global", "venue": "work"},
                     {"cpu_usage_limit": "20"})
     page = s.page("prefs.php", {"subset": "global"})
