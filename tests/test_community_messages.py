@@ -520,7 +520,7 @@ def test_delete_expired_tokens_users_hosts(site):
 def test_tasks_in_config_and_run_in_ops(site):
     cmds = [t.cmd if hasattr(t, "cmd") else t["cmd"] for t in site.cfg.tasks]
     for name in ("notify", "delete_expired_tokens", "delete_expired_users_and_hosts"):
-        assert "run_in_ops ./%s.php" % name in cmds
+        assert name in cmds
     for name in ("notify", "remind", "delete_expired_tokens", "delete_expired_users_and_hosts"):
         out = subprocess.run([os.path.join(site.root, "bin", name), "--help"],
                              capture_output=True, text=True, timeout=60)

@@ -111,7 +111,8 @@ def test_volunteer_account_in_chromium(site, inbox):
         # forget the password: the e-mailed link logs in once
         b.link("Log out").follow()
         b.find("form[action='logout.php'] button").follow()
-        b.get(base + "get_passwd.php")
+        b.link("Log in again").follow()
+        b.link("Forgot your password?").follow()
         fill(b, {"#email_addr": addr})
         b.find("#send_reset").follow()
         assert "instructions for resetting" in b.body_text()

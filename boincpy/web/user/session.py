@@ -140,6 +140,8 @@ def login_form(ctx):
         '<p class="muted small">The password of your account on this project (your account '
         'key works too). Logging in sets a cookie that identifies you to these pages.</p>',
         hidden("next_url", next_url), text_input("email_addr", "", 30)))
+    parts.append(fmt("<p>{} &middot; {}</p>", link("get_passwd.php", "Forgot your password?"),
+                     link("create_account_form.php", "Create an account")))
     return render(ctx, "Log in", join(parts))
 
 
