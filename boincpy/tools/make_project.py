@@ -141,6 +141,11 @@ TASKS = (
     ("expire_batches", "1 hours", "expire_batches.out", False),
     ("delete_job_files", "1 hours", "delete_job_files.out", False),
     ("delete_batches", "7 days", "delete_batches.out", False),
+    # the volunteer site's, as BOINC lists them ("run_in_ops ./notify.php" there;
+    # run_in_ops runs these programs for such a line too)
+    ("notify", "24 hours", "notify.out", False),
+    ("delete_expired_tokens", "24 hours", "delete_expired_tokens.out", False),
+    ("delete_expired_users_and_hosts", "24 hours", "delete_expired_users_and_hosts.out", False),
     # the profiles' and badges' tasks (BOINC lists them as run_in_ops ./NAME.php)
     ("update_uotd", "1 days", "update_uotd.out", False),
     ("update_profile_pages", "24 hours", "update_profile_pages.out", False),
