@@ -85,7 +85,7 @@ def make_user(site, name, credit, country="", send_email=1):
 
 def set_options(site, **options):
     cfg = load_config(site.root)
-    write_config(site.root, dict(cfg.as_options(), **options))
+    write_config(site.root, dict(cfg.as_options(), **options), cfg.daemons, cfg.tasks)
 
 
 @pytest.fixture
@@ -720,3 +720,15 @@ def test_update_uotd_chooses_mails_and_keeps_the_day(site, mailbox, screening):
     # the profile menu shows the user of the day
     body = Web(site).get("profile_menu.php")
     assert "User of the day" in body
+
+
+def test_make_project_makes_the_profile_folders_tasks_and_alias(site):
+    images = images_dir(site)
+    assert os.path.isdir(images) and os.stat(images).st_mode & 0o2070 == 0o2070
+    conf = open(os.path.join(site.root, site.short_name + ".httpd.conf")).read()
+    alias = 'Alias "/%s/user_profile" "%s/html/user_profile"' % (site.short_name, site.root)
+    assert alias in conf
+    assert conf.index(alias) < conf.index('Alias "/%s" ' % site.short_name)
+    tasks = {t.cmd: t for t in load_config(site.root).tasks}
+    for name in ("update_uotd", "update_profile_pages", "badge_assign"):
+        assert name in tasks and tasks[name].output == name + ".out"

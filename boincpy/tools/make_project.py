@@ -160,6 +160,10 @@ TASKS = (
     ("run_in_ops ./delete_expired_tokens.php", "24 hours", "delete_expired_tokens.out", False),
     ("run_in_ops ./delete_expired_users_and_hosts.php", "24 hours",
      "delete_expired_users_and_hosts.out", False),
+    # the profiles' and badges' tasks (BOINC lists them as run_in_ops ./NAME.php)
+    ("update_uotd", "1 days", "update_uotd.out", False),
+    ("update_profile_pages", "24 hours", "update_profile_pages.out", False),
+    ("badge_assign", "24 hours", "badge_assign.out", False),
 )
 
 _SHORT_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
@@ -799,6 +803,11 @@ def build_tree(spec, stage, undo, say):
     for d in ("download", "templates/tmp"):
         _mkdir(S(d), 0o2775)
         perms.group(S(d), 0o2775)
+    # Profiles (BOINC's html/user_profile): the static lists update_profile_pages
+    # writes, and images/ where create_profile.php (Apache) stores pictures.
+    _mkdir(S("html", "user_profile"), 0o755)
+    _mkdir(S("html", "user_profile", "images"), 0o2775)
+    perms.group(S("html", "user_profile", "images"), 0o2775)
     # The buckets too, so uploads work whatever Apache's umask is.
     for i in range(FANOUT):
         for top, mode in (("upload", 0o2770), ("download", 0o2775)):
@@ -904,6 +913,7 @@ def httpd_conf(spec):
     user_path = _url_path(spec.master_url)
     download_path = _url_path(spec.download_url)
     stats_path = user_path.rstrip("/") + "/stats"
+    profile_path = user_path.rstrip("/") + "/user_profile"
     ops_path = _url_path(spec.ops_url)
     cgi_path = _url_path(spec.cgi_url)
     key_deny = ""
@@ -924,6 +934,7 @@ def httpd_conf(spec):
 
 Alias "{download_path}" "{root}/download"
 Alias "{stats_path}" "{root}/html/stats"
+Alias "{profile_path}" "{root}/html/user_profile"
 Alias "{ops_path}" "{root}/html/ops"
 ScriptAlias "{cgi_path}" "{root}/cgi-bin"
 Alias "{user_path}" "{root}/html/user"
@@ -954,6 +965,14 @@ Alias "{user_path}" "{root}/html/user"
 
 # Statistics export (the db_dump task): static files only.
 <Directory "{root}/html/stats">
+    Options None
+    SetHandler none
+    Require all granted
+</Directory>
+
+# Profiles: the lists update_profile_pages writes and the pictures
+# (static files only).
+<Directory "{root}/html/user_profile">
     Options None
     SetHandler none
     Require all granted
@@ -1003,6 +1022,7 @@ Alias "{user_path}" "{root}/html/user"
            master_url=spec.master_url, download_url=spec.download_url,
            cgi_url=spec.cgi_url, ops_url=spec.ops_url, user_path=user_path,
            download_path=download_path, stats_path=stats_path, ops_path=ops_path, cgi_path=cgi_path,
+           profile_path=profile_path,
            key_deny=key_deny) + (
         "\n" + server_mode.persistent_block(spec.short_name, root, spec.processes)
         if spec.persistent else "")
