@@ -554,3 +554,21 @@ def test_privacy_consents_on_the_project_form(site):
         assert "consent_STATSEXPORT" not in fields
     finally:
         site.db.execute("DELETE FROM consent_type WHERE id = %s", (ctid,))
+
+
+def test_combined_view_shows_every_set_side_by_side(site):
+    u = site.user("columns", global_prefs=(
+        '<global_preferences>\n<mod_time>7</mod_time>\n<max_ncpus_pct>80</max_ncpus_pct>\n'
+        '<venue name="school">\n<max_ncpus_pct>35</max_ncpus_pct>\n</venue>\n'
+        '</global_preferences>\n'), project_prefs=(
+        '<project_preferences>\n<resource_share>70</resource_share>\n<venue name="work">\n'
+        '<resource_share>15</resource_share>\n</venue>\n</project_preferences>\n'))
+    text = site.call("prefs.php", u, get={"subset": "global", "cols": "1"}).text
+    for part in ("<th>Default</th><th>Home</th><th>School</th><th>Work</th>",
+                 "<td>80 % of the CPUs</td><td>---</td><td>35 % of the CPUs</td><td>---</td>",
+                 'href="add_venue.php?subset=global&amp;venue=home"',
+                 'href="prefs_remove.php?subset=global&amp;venue=school"'):
+        assert part in text, part
+    text = site.call("prefs.php", u, get={"subset": "project", "cols": "1"}).text
+    assert "<td>Resource share</td><td>70 </td><td>---</td><td>---</td><td>15 </td>" in text
+    assert 'href="prefs.php?subset=project&amp;cols=0"' in text

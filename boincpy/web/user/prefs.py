@@ -44,7 +44,7 @@ from urllib.parse import quote_plus
 from boincpy.cnum import php_numeric
 from boincpy.db import user as user_table
 from boincpy.web.markup import Markup, fmt, join, link, url
-from boincpy.web.page import PageError, Redirect, hidden, notice, render
+from boincpy.web.page import PageError, Redirect, hidden, notice, render, table
 from boincpy.web.rpc_xml import php_float
 from boincpy.xml import xml_escape, xml_unescape
 
@@ -835,6 +835,49 @@ def prefs_page(ctx):
         def rows_of(values, owner=None):
             # the user row's flags and default venue go with the default set
             return _project_rows(spec, values, owner, False)
+    columns = truthy(ctx.req.get("cols"))
+    parts.append(fmt("<p>{}</p>", link(url("prefs.php", subset=subset, cols=0 if columns else 1),
+                                       "(Switch view)")))
+    if columns:
+        listed = groups if subset == "global" else [("Project preferences", spec.prefs)]
+        parts.append(_columns(subset, prefs, listed))
+    else:
+        parts.append(_sets(subset, prefs, rows_of, user))
+    if subset == "global":
+        if prefs.mod_time is not None:
+            parts.append(fmt("<p>Preferences last modified: {}</p>",
+                             _pretty_time(prefs.mod_time)))
+        parts.append(fmt("<p>{}</p>", link("prefs_default.php", "Restore defaults")))
+    return render(ctx, "%s preferences" % subset_title(subset), join(parts))
+
+
+def _venue_links(subset, venue, prefs):
+    """Edit and Remove links of a venue's set, or the link that adds one."""
+    if venue not in prefs.venues:
+        return link(url("add_venue.php", subset=subset, venue=venue),
+                    "Add separate preferences for %s" % venue)
+    return fmt("{} | {}", link(url("prefs_edit.php", subset=subset, venue=venue),
+                               "Edit preferences"),
+               link(url("prefs_remove.php", subset=subset, venue=venue), "Remove"))
+
+
+def _columns(subset, prefs, groups):
+    """Every set side by side: default, home, school, work (BOINC's cols=1)."""
+    rows = []
+    for heading, listed in groups:
+        rows.append([fmt("<b>{}</b>", heading), "", "", "", ""])
+        for pref in listed:
+            rows.append([pref.desc, pref.readable(prefs.values)] + [
+                pref.readable(prefs.venues[v]) if v in prefs.venues else "---"
+                for v in VENUES])
+    rows.append(["", link(url("prefs_edit.php", subset=subset), "Edit preferences")]
+                + [_venue_links(subset, v, prefs) for v in VENUES])
+    return table(["", "Default", "Home", "School", "Work"], rows)
+
+
+def _sets(subset, prefs, rows_of, user):
+    """The default set, then each venue's (or the link that adds it)."""
+    parts = []
     if prefs.venues:
         parts.append(fmt("<h2>{}</h2>", "Primary (default) preferences"))
     main_rows = rows_of(prefs.values, user)
@@ -844,21 +887,11 @@ def prefs_page(ctx):
         if venue in prefs.venues:
             rows = [_heading_row("Separate preferences for %s" % venue)]
             rows += rows_of(prefs.venues[venue])
-            rows.append(_row("", fmt("{} | {}",
-                                     link(url("prefs_edit.php", subset=subset, venue=venue),
-                                          "Edit preferences"),
-                                     link(url("prefs_remove.php", subset=subset, venue=venue),
-                                          "Remove"))))
+            rows.append(_row("", _venue_links(subset, venue, prefs)))
             parts.append(_table(rows))
         else:
-            parts.append(fmt("<p>{}</p>", link(url("add_venue.php", subset=subset, venue=venue),
-                                               "Add separate preferences for %s" % venue)))
-    if subset == "global":
-        if prefs.mod_time is not None:
-            parts.append(fmt("<p>Preferences last modified: {}</p>",
-                             _pretty_time(prefs.mod_time)))
-        parts.append(fmt("<p>{}</p>", link("prefs_default.php", "Restore defaults")))
-    return render(ctx, "%s preferences" % subset_title(subset), join(parts))
+            parts.append(fmt("<p>{}</p>", _venue_links(subset, venue, prefs)))
+    return join(parts)
 
 
 # ---------------------------------------------------------------------------
