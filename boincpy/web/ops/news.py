@@ -15,9 +15,10 @@ import time
 from boincpy.db import forum as forum_table
 from boincpy.db.schema import ensure_table
 from boincpy.web import accounts
+from boincpy.web.bbcode import render as bb_html
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.page import PageError, hidden, notice, render, table, text_input
-from boincpy.web.user.news import bb_html, news_forum
+from boincpy.web.user.news import news_forum
 
 FORUM_TABLES = ("category", "forum", "thread", "post")
 MAX_TITLE = 254

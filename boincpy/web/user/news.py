@@ -18,13 +18,12 @@ forum_post.php writes the same rows.
                        friends, subscriptions), newest first
 =====================  ==========================================================
 
-Post texts are BBCode; :func:`bb_html` shows the few tags news use ([b], [i],
-[u], [s], [url]) and escapes everything else, so markup stored in a post is
-shown as text, in the pages and in the feeds.
+Post texts are BBCode, shown by :mod:`boincpy.web.bbcode` (its whitelist of
+tags; everything else escaped), so markup stored in a post is shown as text,
+in the pages and in the feeds.
 """
 
 import hmac
-import re
 import time
 
 from boincpy import passwords
@@ -32,7 +31,8 @@ from boincpy.db.forum import NEWS_FORUM
 from boincpy.errors import DatabaseError
 from boincpy.web import accounts
 from boincpy.web.http import Response
-from boincpy.web.markup import Markup, esc, fmt, join, link, url
+from boincpy.web import bbcode
+from boincpy.web.markup import esc, fmt, join, link, url
 from boincpy.web.page import notice, paging, render
 from boincpy.xml import xml_escape
 
@@ -40,26 +40,6 @@ NEWS_PER_PAGE = 20
 NOTICE_DAYS = 30                    # notices.php: items of the last 30 days
 RSS_CONTENT_TYPE = "application/xml; charset=utf-8"
 _ER_NO_SUCH_TABLE = 1146
-
-_SIMPLE_TAGS = re.compile(r"\[(b|i|u|s)\](.*?)\[/\1\]", re.S | re.I)
-_URL_TAG = re.compile(r"\[url=(https?://[^\]\s]+)\](.*?)\[/url\]", re.S | re.I)
-_BARE_URL_TAG = re.compile(r"\[url\](https?://[^\[\s]+)\[/url\]", re.I)
-_HTML_TAGS = {"b": "b", "i": "i", "u": "u", "s": "s"}
-
-
-def bb_html(text):
-    """A post's BBCode as safe HTML: escaped first, then the few tags turned
-    into elements and line breaks into <br>."""
-    html = str(esc(text or ""))
-    for _ in range(4):          # nested tags, a few levels
-        html = _SIMPLE_TAGS.sub(lambda m: "<%s>%s</%s>" % (
-            _HTML_TAGS[m.group(1).lower()], m.group(2), _HTML_TAGS[m.group(1).lower()]), html)
-    html = _URL_TAG.sub(lambda m: '<a href="%s" rel="nofollow">%s</a>' % (m.group(1),
-                                                                         m.group(2)), html)
-    html = _BARE_URL_TAG.sub(lambda m: '<a href="%s" rel="nofollow">%s</a>' % (m.group(1),
-                                                                              m.group(1)), html)
-    return Markup(html.replace("\r\n", "\n").replace("\n", "<br>\n"))
-
 
 def plain_title(title):
     """A thread title for a feed: tags stripped, as BOINC's sanitize_tags."""
@@ -126,7 +106,8 @@ def rss_item(cfg, item):
             "    <guid isPermaLink=\"true\">%s</guid>\n    <description>%s</description>\n"
             "    <pubDate>%s</pubDate>\n</item>\n"
             % (cdata(str(esc(plain_title(item["title"])))), permalink, permalink,
-               cdata("\n%s\n" % bb_html(item["content"])), http_date(item["post_time"])))
+               cdata("\n%s\n" % bbcode.render(item["content"])),
+               http_date(item["post_time"])))
 
 
 def rss_main(ctx):
@@ -214,8 +195,8 @@ def news_html(item):
     parts = [fmt('<article class="news" id="news_{}">', item["id"])]
     if title and not content.startswith(title):
         parts.append(fmt("<h2>{}</h2>", title))
-    parts.append(fmt('<p>{}</p><p class="muted small">{}</p></article>', bb_html(content),
-                     time.strftime("%d %b %Y, %H:%M:%S UTC",
+    parts.append(fmt('<p>{}</p><p class="muted small">{}</p></article>',
+                     bbcode.render(content), time.strftime("%d %b %Y, %H:%M:%S UTC",
                                    time.gmtime(int(item["create_time"])))))
     return join(parts)
 

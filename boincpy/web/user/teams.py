@@ -575,10 +575,8 @@ def team_join_form(ctx):
         raise _refuse("The team %s is not joinable." % team.name)
     body = fmt('<p><b>Please note:</b></p><ul><li>Joining a team gives its founder access to '
                'your email address (if you allow the project to e-mail you).</li><li>Joining a '
-               "team does not affect your account's credit.</li></ul>"
-               '<form method="post" action="team_join_action.php">{}{}'
-               '<button type="submit">Join team</button></form>',
-               ctx.token_field("team_join_action.php"), hidden("teamid", team.id))
+               "team does not affect your account's credit.</li></ul><p>{}</p>",
+               _post_form(ctx, "team_join_action.php", [("teamid", team.id)], "Join team"))
     if user.teamid == team.id:
         body = fmt("<p>You are already a member of {}.</p>", team_link(team))
     return render(ctx, "Join %s" % team.name, body)
@@ -612,9 +610,8 @@ def team_quit_form(ctx):
     body = fmt('<p><b>Please note before quitting a team:</b></p><ul><li>If you quit a team, '
                'you may rejoin later, or join any other team you desire.</li><li>Quitting a '
                'team does not affect your personal credit statistics in any way.</li></ul>'
-               '<form method="post" action="team_quit_action.php">{}{}'
-               '<button type="submit">Quit team</button></form>',
-               ctx.token_field("team_quit_action.php"), hidden("id", team.id))
+               '<p>{}</p>', _post_form(ctx, "team_quit_action.php", [("id", team.id)],
+                                       "Quit team"))
     return render(ctx, "Quit %s" % team.name, body)
 
 
