@@ -84,8 +84,3 @@ def retire_merged_host(db, host_id, userid, new_host_id):
 def delete_expired_host_deleted(db, before):
     """DELETE host_deleted rows made before ``before``; return the rowcount."""
     return db.execute("DELETE FROM host_deleted WHERE create_time < %s", (before,))
-
-
-def delete_expired_host_deleted(db, before):
-    """DELETE host_deleted rows made before ``before``; return the rowcount."""
-    return db.execute("DELETE FROM host_deleted WHERE create_time < %s", (before,))

@@ -735,39 +735,3 @@ create table notify (
     opaque                  integer         not null,
     unique key notify_un (userid, type, opaque)
 ) engine=InnoDB;
-
--- The community's private side (BOINC's db/schema.sql and constraints.sql;
--- writes in boincpy.db.messages): private messages between volunteers,
--- friendships (one row per direction; reciprocated once accepted) and the
--- notifications of both (notify.type: 1 friend request, 2 friend accepted,
--- 3 private message, 4 subscribed thread, 5 subscribed forum; opaque: the
--- id of the user, message or thread).
-create table private_messages (
-    id                      integer         not null auto_increment,
-    userid                  integer         not null,
-    senderid                integer         not null,
-    date                    integer         not null,
-    opened                  tinyint         not null default 0,
-    subject                 varchar(255)    not null,
-    content                 text            not null,
-    primary key (id),
-    key userid (userid)
-) engine=InnoDB;
-
-create table friend (
-    user_src                integer         not null,
-    user_dest               integer         not null,
-    message                 varchar(255)    not null,
-    create_time             integer         not null,
-    reciprocated            tinyint         not null,
-    unique key friend_u (user_src, user_dest)
-) engine=InnoDB;
-
-create table notify (
-    id                      serial          primary key,
-    userid                  integer         not null,
-    create_time             integer         not null,
-    type                    integer         not null,
-    opaque                  integer         not null,
-    unique key notify_un (userid, type, opaque)
-) engine=InnoDB;

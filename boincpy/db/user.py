@@ -145,14 +145,3 @@ def delete_expired_tokens(db, now):
 def delete_expired_user_deleted(db, before):
     """DELETE user_deleted rows made before ``before``; return the rowcount."""
     return db.execute("DELETE FROM user_deleted WHERE create_time < %s", (before,))
-
-
-def delete_expired_tokens(db, now):
-    """DELETE the tokens whose expire_time has passed (BoincToken::delete_expired);
-    return the rowcount."""
-    return db.execute("DELETE FROM token WHERE expire_time < %s", (now,))
-
-
-def delete_expired_user_deleted(db, before):
-    """DELETE user_deleted rows made before ``before``; return the rowcount."""
-    return db.execute("DELETE FROM user_deleted WHERE create_time < %s", (before,))

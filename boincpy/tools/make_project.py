@@ -150,20 +150,6 @@ TASKS = (
     ("update_uotd", "1 days", "update_uotd.out", False),
     ("update_profile_pages", "24 hours", "update_profile_pages.out", False),
     ("badge_assign", "24 hours", "badge_assign.out", False),
-    # the volunteer site's, as BOINC lists them ("run_in_ops ./notify.php" there;
-    # run_in_ops runs these programs for such a line too)
-    ("notify", "24 hours", "notify.out", False),
-    ("delete_expired_tokens", "24 hours", "delete_expired_tokens.out", False),
-    ("delete_expired_users_and_hosts", "24 hours", "delete_expired_users_and_hosts.out", False),
-    # the volunteer site's, as BOINC lists them (bin/notify ... via run_in_ops)
-    ("run_in_ops ./notify.php", "24 hours", "notify.out", False),
-    ("run_in_ops ./delete_expired_tokens.php", "24 hours", "delete_expired_tokens.out", False),
-    ("run_in_ops ./delete_expired_users_and_hosts.php", "24 hours",
-     "delete_expired_users_and_hosts.out", False),
-    # the profiles' and badges' tasks (BOINC lists them as run_in_ops ./NAME.php)
-    ("update_uotd", "1 days", "update_uotd.out", False),
-    ("update_profile_pages", "24 hours", "update_profile_pages.out", False),
-    ("badge_assign", "24 hours", "badge_assign.out", False),
 )
 
 _SHORT_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
