@@ -382,7 +382,8 @@ def test_home_shows_the_account_and_escapes_every_value(site):
             (XSS, XSS, 'javascript:alert(1)"', row["id"]))
     execute(site, "INSERT INTO host (userid, create_time, domain_name, serialnum, "
                   "last_ip_addr, external_ip_addr, host_cpid, venue, os_name, os_version, "
-                  "p_vendor, p_model, misc) VALUES (%s, 1, 'h', '', '', '', '', '', '', '', '', '', '')",
+                  "p_vendor, p_model, misc) "
+                  "VALUES (%s, 1, 'h', '', '', '', '', '', '', '', '', '', '')",
             (row["id"],))
     body = web.get("home.php")
     assert "<script>" not in body and "&lt;script&gt;" in body

@@ -253,7 +253,8 @@ def create_account_action(ctx):
         with db.transaction():
             user = accounts.make_user(db, cfg, email_addr, name,
                                       passwords.client_passwd_hash(passwd, email_addr),
-                                      country=country or "None", project_prefs=project_prefs,
+                                      country=country or ("None" if cfg.user_country else ""),
+                                      project_prefs=project_prefs,
                                       teamid=teamid, now=ctx.now)
             if ctid is not None:
                 rpc.record_enroll_consent(db, user.id, ctid, True, "Webreg", ctx.now)
