@@ -268,3 +268,16 @@ def test_badge_admin_add_update_delete(site):
     assert resp.status.startswith("200")
     assert not rows(site, "SELECT * FROM badge WHERE id = %s", (bid,))
     assert not rows(site, "SELECT * FROM badge_user WHERE badge_id = %s", (bid,))
+
+
+def test_show_user_page_shows_the_users_badges(site, population):
+    from boincpy.web import rpc
+    from boincpy.web.http import Request
+    users, idle, _, _ = population
+    run_assign(site, "user", int(time.time()))
+    top = next(uid for uid, c in users.items() if c == 101)
+    cfg = load_config(site.root)
+    body = rpc.handle("show_user", cfg, Request.of(get={"userid": str(top)})).body
+    assert 'src="img/pct_1.png"' in body and 'title="Top 1% in average credit"' in body
+    body = rpc.handle("show_user", cfg, Request.of(get={"userid": str(idle)})).body
+    assert "<img" not in body

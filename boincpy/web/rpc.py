@@ -45,6 +45,7 @@ from boincpy.web.rpc_xml import (
     ERR_XML_PARSE, XmlError, error_response, error_xml, xml_response)
 from boincpy.web.http import HTML_CONTENT_TYPE, BadRequest, Response, log_error
 from boincpy.web.markup import esc
+from boincpy.web.user.badges import badges_html
 from boincpy.xml import xml_escape
 
 # lookup_account.php's answer once an address or account had too many failed
@@ -711,6 +712,9 @@ def show_user(ctx):
         team = accounts.lookup_team_by_id(db, user.teamid)
         if team:
             rows.append(("Team", esc(team.name)))
+    badges = badges_html(db, user.id)           # BOINC's show_badges_row
+    if badges:
+        rows.append(("Badges", str(badges)))
     body = "<table>\n%s</table>\n" % "".join(
         "<tr><td>%s</td><td>%s</td></tr>\n" % row for row in rows)
     return html_page(user.name, body)
