@@ -458,6 +458,12 @@ _TABLE = (
      "The project preferences form lets volunteers choose among the apps "
      "(<apps_selected>, <allow_non_preferred_apps> in project_specific; BOINC's "
      "APP_SELECT_PREFS in project.inc)."),
+    ("max_jobs_pref", "bool", False, "web",
+     "The project preferences form offers a cap on this project's jobs in progress "
+     "(<max_jobs> in project_specific, 0-8; BOINC's MAX_JOBS_PREF)."),
+    ("max_cpus_pref", "bool", False, "web",
+     "The project preferences form offers a cap on the CPUs this project's jobs use "
+     "(<max_cpus> in project_specific, 0-8; BOINC's MAX_CPUS_PREF)."),
     ("enable_create_team_rpc", "bool", False, "web",
      "boincpy extension: serve create_team.php; BOINC disabled this RPC (spam) and "
      "answers 'Nope'."),

@@ -364,7 +364,9 @@ def test_app_selection_and_beta_work(site):
         with open(cfg_path) as f:
             text = f.read()
         with open(cfg_path, "w") as f:
-            f.write(text.replace("<config>", "<config>\n    <app_select_prefs>1</app_select_prefs>", 1))
+            f.write(text.replace("<config>", "<config>\n    <app_select_prefs>1</app_select_prefs>"
+                                 "<max_jobs_pref>1</max_jobs_pref><max_cpus_pref>1</max_cpus_pref>",
+                                 1))
         u = site.user("apps")
         fields, names = site.form("prefs_edit.php", u, {"subset": "project"})
         apps = [int(r["id"]) for r in site.db.query("SELECT id FROM app WHERE deprecated = 0")]
@@ -372,19 +374,29 @@ def test_app_selection_and_beta_work(site):
         assert {"allow_beta_work", "allow_non_preferred_apps"} <= names
         assert "<script>" not in site.call("prefs_edit.php", u, get={"subset": "project"}).text
         keep = apps[0]
-        changes = {"allow_beta_work": "on", "allow_non_preferred_apps": "on"}
+        assert {"max_jobs", "max_cpus"} <= names
+        changes = {"allow_beta_work": "on", "allow_non_preferred_apps": "on",
+                   "max_jobs": "3", "max_cpus": "2"}
         resp = site.submit("prefs_edit.php", u, {"subset": "project"}, changes,
                            drop=["app_id_%d" % a for a in apps if a != keep])
         saved(resp, "project")
         xml = site.row(u.id).project_prefs
         assert ("<allow_beta_work>1</allow_beta_work>\n<project_specific>\n<apps_selected>\n"
                 "<app_id>%d</app_id>\n</apps_selected>\n<allow_non_preferred_apps>1"
-                "</allow_non_preferred_apps>\n</project_specific>\n" % keep) in xml
+                "</allow_non_preferred_apps>\n<max_jobs>3</max_jobs>\n<max_cpus>2</max_cpus>\n"
+                "</project_specific>\n" % keep) in xml
         p = parse_project_prefs(xml, "")
+        assert (p.max_jobs_in_progress, p.max_cpus) == (3, 2)
         assert list(p.selected_apps) == [keep]
         assert p.allow_beta_work and p.allow_non_preferred_apps
         page = site.call("prefs.php", site.row(u.id), get={"subset": "project"}).text
         assert ": no" in page and "<script>" not in page
+        fields, _ = site.form("prefs_edit.php", site.row(u.id), {"subset": "project"})
+        assert fields["max_jobs"] == ["3"] and fields["max_cpus"] == ["2"]
+        resp = site.submit("prefs_edit.php", site.row(u.id), {"subset": "project"},
+                           {"max_cpus": "9"})
+        assert resp.status.startswith("400") and "max_cpus" in resp.text
+        assert site.row(u.id).project_prefs == xml
         # every app checked: no selection written (new apps run too)
         saved(site.submit("prefs_edit.php", site.row(u.id), {"subset": "project"},
                           {"app_id_%d" % a: "on" for a in apps}), "project")

@@ -563,6 +563,10 @@ class ProjectSpec:
             self.apps = [(int(r["id"]), r["user_friendly_name"] or r["name"]) for r in db.query(
                 "SELECT id, name, user_friendly_name FROM app WHERE deprecated = 0 "
                 "ORDER BY id")]
+        # caps the project lets volunteers set (BOINC's MAX_JOBS_PREF, MAX_CPUS_PREF)
+        self.limits = [(tag, desc) for tag, desc, on in (
+            ("max_jobs", "Max # of jobs for this project", cfg.max_jobs_pref),
+            ("max_cpus", "Max # of CPUs for this project", cfg.max_cpus_pref)) if on]
         self.db = db
         # privacy consents asked on the form (consent_type enabled, privacypref)
         self.consents = [(int(r["id"]), "consent_" + quote_plus(r["shortname"]),
@@ -669,18 +673,31 @@ def allows_other_apps(specific):
     return bool(m) and m.group(1).strip() not in ("", "0")
 
 
+def specific_limit(specific, tag):
+    """A cap (max_jobs, max_cpus) in a project-specific part (0: none)."""
+    m = re.search(r"<%s>\s*(\d+)\s*</%s>" % (tag, tag), specific or "")
+    return int(m.group(1)) if m else 0
+
+
 def specific_from_form(spec, form):
     """The project-specific part a posted form gives (BOINC's sample
-    project_specific_prefs_parse_form: apps only when some are unchecked)."""
-    if not spec.app_select:
-        return ""
+    project_specific_prefs_parse_form: apps only when some are unchecked;
+    the caps from 0, no limit, to 8)."""
     out = ""
-    chosen = ["<app_id>%d</app_id>\n" % appid for appid, _ in spec.apps
-              if "app_id_%d" % appid in form]
-    if len(chosen) < len(spec.apps):
-        out += "<apps_selected>\n%s</apps_selected>\n" % "".join(chosen)
-    if "allow_non_preferred_apps" in form:
-        out += "<allow_non_preferred_apps>1</allow_non_preferred_apps>\n"
+    if spec.app_select:
+        chosen = ["<app_id>%d</app_id>\n" % appid for appid, _ in spec.apps
+                  if "app_id_%d" % appid in form]
+        if len(chosen) < len(spec.apps):
+            out += "<apps_selected>\n%s</apps_selected>\n" % "".join(chosen)
+        if "allow_non_preferred_apps" in form:
+            out += "<allow_non_preferred_apps>1</allow_non_preferred_apps>\n"
+    for tag, desc in spec.limits:
+        text = _one(form, tag).strip() or "0"
+        if not (text.isdigit() and text.isascii() and int(text) <= 8):
+            raise PageError(fmt("{} ({}): {} is not a number from 0 (no limit) to 8; "
+                                "nothing was saved.", tag, desc, repr(text)[:40]),
+                            title="Preferences not saved")
+        out += "<%s>%d</%s>\n" % (tag, int(text), tag)
     return out
 
 
@@ -782,6 +799,16 @@ def _project_rows(spec, values, user, form):
                              "work from other applications?",
                              "yes" if allows_other_apps(values.get("project_specific"))
                              else "no"))
+    for tag, desc in spec.limits:
+        n = specific_limit(values.get("project_specific"), tag)
+        if form:
+            opts = [fmt('<option value="{}"{}>{}</option>', i,
+                        Markup(" selected") if i == n else Markup(""), i or "No limit")
+                    for i in range(9)]
+            rows.append(_row(desc, fmt('<select name="{}" id="{}">{}</select>', tag, tag,
+                                       join(opts))))
+        else:
+            rows.append(_row(desc, n or "No limit"))
     return rows
 
 
