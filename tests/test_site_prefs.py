@@ -200,11 +200,12 @@ def test_global_save_is_boincs_document_byte_for_byte(site):
 def test_scaled_optional_and_range_values(site):
     u = site.user("scaled")
     saved(site.submit("prefs_edit.php", u, {"subset": "global"}, {
-        "max_bytes_sec_down": "1.5", "daily_xfer_limit_mb": "2000",
+        "max_bytes_sec_down": "1.5", "max_bytes_sec_up": "20000", "daily_xfer_limit_mb": "2000",
         "daily_xfer_period_days": "30", "start_hour": "22", "end_hour": "6",
         "suspend_cpu_usage": "", "disk_max_used_gb": "20"}), "global")
     xml = site.row(u.id).global_prefs
     for part in ("<max_bytes_sec_down>1536</max_bytes_sec_down>",
+                 "<max_bytes_sec_up>20480000</max_bytes_sec_up>",
                  "<daily_xfer_limit_mb>2000</daily_xfer_limit_mb>\n"
                  "<daily_xfer_period_days>30</daily_xfer_period_days>",
                  "<start_hour>22</start_hour>\n<end_hour>6</end_hour>",
@@ -222,7 +223,7 @@ def test_scaled_optional_and_range_values(site):
     ("cpu_usage_limit", "abc"), ("cpu_usage_limit", "1000"), ("cpu_usage_limit", "0"),
     ("cpu_usage_limit", MARKUP), ("work_buf_min_days", "1e400"), ("idle_time_to_run", "-5"),
     ("disk_interval", "9" * 500), ("max_bytes_sec_up", "0x10"), ("start_hour", "25"),
-    ("end_hour", MARKUP), ("daily_xfer_period_days", "nan")])
+    ("end_hour", MARKUP), ("daily_xfer_period_days", "nan"), ("max_bytes_sec_down", "1e7")])
 def test_bad_values_refused_naming_the_field(site, field, value):
     u = site.user("hostile")
     resp = site.submit("prefs_edit.php", u, {"subset": "global"}, {field: value})

@@ -125,19 +125,18 @@ class NumSpec:
 
     def convert(self, text, field, desc):
         """The stored value of a form's text; PageError naming the field if
-        it is not a number or out of range (BOINC's form_convert: blank is 0)."""
+        it is not a number or out of range (BOINC's form_convert: blank is 0).
+        The range is that of the number typed, in the form's unit, as the
+        form shows it (BOINC's form_convert tests the stored, scaled value,
+        so its KB/s limits stopped at 9765)."""
         if text == "":
             text = "0"
         number = php_number(text)
-        if number is not None:
-            number = number * self.scale
-            if self.lo <= number <= self.hi:
-                return number
-        raise PageError(fmt("{} ({}): {} is not a number from {} to {}{}; nothing was "
+        if number is not None and self.lo <= number <= self.hi:
+            return number * self.scale
+        raise PageError(fmt("{} ({}): {} is not a number from {} to {} {}; nothing was "
                             "saved.", field, desc, repr(text)[:60], self.lo, self.hi,
-                            (" (stored in units of 1/%d %s)" % (self.scale, self.suffix))
-                            if self.scale != 1 else ""),
-                        title="Preferences not saved")
+                            self.suffix), title="Preferences not saved")
 
     def readable(self, value):
         """The read-only view (BOINC's value_str): --- for 0."""
