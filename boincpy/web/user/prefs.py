@@ -317,12 +317,10 @@ def global_groups(cfg):
     max_gb = _config_number(cfg.default_disk_max_used_gb, 0)
     min_free = _config_number(cfg.default_disk_min_free_gb, 1)
     max_pct = _config_number(cfg.default_disk_max_used_pct, 90)
-    cpus = "Keep some CPUs free for other applications. Example: 75% means use 6 cores " \
-           "on an 8-core CPU."
-    throttle = "Suspend/resume computing every few seconds to reduce CPU temperature and " \
-               "energy usage. Example: 75% means compute for 3 seconds, wait for 1 " \
-               "second, and repeat."
-    busy = "Suspend computing when your computer is busy running other programs."
+    cpus = "Leave some cores to other programs: 75% of an 8-core CPU is 6 cores."
+    throttle = "Run and pause in turns of a few seconds, to keep the CPU cooler and use " \
+               "less energy: 75% runs 3 seconds in every 4."
+    busy = "Pause while other programs keep the computer busy."
     return [
         ("When computer is in use", [
             Pref(N, "'In use' means mouse/keyboard input in last",
@@ -553,9 +551,9 @@ class ProjectSpec:
             "SELECT (SELECT COUNT(*) FROM app WHERE deprecated = 0 AND beta > 0) + "
             "(SELECT COUNT(*) FROM app_version WHERE deprecated = 0 AND beta > 0)", default=0)
         if has_beta:
-            self.prefs.append(Pref("bool", "Run test applications?", "This helps us develop "
-                                   "applications, but may cause jobs to fail on your "
-                                   "computer.", "allow_beta_work", False))
+            self.prefs.append(Pref("bool", "Run test applications?", "Test versions help the "
+                                   "project, but their jobs may fail on your computer.",
+                                   "allow_beta_work", False))
         self.app_select = bool(cfg.app_select_prefs)
         self.apps = []
         if self.app_select:
@@ -600,10 +598,10 @@ def _resource_of(plan_class):
 
 
 PRIVACY = (
-    Pref("bool", "Is it OK for the project and your team (if any) to email you?", "",
+    Pref("bool", "May the project and your team (if any) send you email?", "",
          "send_email", True),
-    Pref("bool", "Should the project show your computers on its web site?", "Lets others "
-         "see your computers and tasks.", "show_hosts", True),
+    Pref("bool", "Show your computers on the project's web site?", "Others can then see "
+         "your computers and their tasks.", "show_hosts", True),
 )
 
 
@@ -764,7 +762,7 @@ def _project_rows(spec, values, user, form):
             else:
                 cell = "---" if given is None else ("yes" if given else "no")
             rows.append(_row(desc, cell, desc))
-        tip = "New computers will use this location for computing and project preferences."
+        tip = "The venue this account's new computers start with."
         if form:
             opts = [fmt('<option value="{}"{}>{}</option>', v,
                         Markup(" selected") if user.venue == v else Markup(""), label)
@@ -776,28 +774,23 @@ def _project_rows(spec, values, user, form):
         else:
             rows.append(_row("Default computer location", user.venue or "---", tip))
     if spec.app_select:
-        chosen = selected_apps(values.get("project_specific"))
+        specific = values.get("project_specific")
+        chosen = selected_apps(specific)
+        others = allows_other_apps(specific)
         if form:
-            boxes = [fmt('<label><input type="checkbox" name="app_id_{}"{}> {}</label><br>',
-                         appid, Markup(" checked") if chosen is None or appid in chosen
-                         else Markup(""), name) for appid, name in spec.apps]
-            rows.append(_row("Run only the selected applications", join(boxes)))
-            rows.append(_row("If no work for selected applications is available, accept "
-                             "work from other applications?",
-                             fmt('<input type="checkbox" name="allow_non_preferred_apps"{}>',
-                                 Markup(" checked") if allows_other_apps(
-                                     values.get("project_specific")) else Markup(""))))
+            apps = join(fmt('<label><input type="checkbox" name="app_id_{}"{}> {}</label><br>',
+                            appid, Markup(" checked") if chosen is None or appid in chosen
+                            else Markup(""), name) for appid, name in spec.apps)
+            others = fmt('<input type="checkbox" name="allow_non_preferred_apps"{}>',
+                         Markup(" checked") if others else Markup(""))
         else:
-            if chosen is None:
-                shown = "(all applications)"
-            else:
-                shown = join((fmt("{}: {}", name, "yes" if appid in chosen else "no")
-                              for appid, name in spec.apps), Markup("<br>"))
-            rows.append(_row("Run only the selected applications", shown))
-            rows.append(_row("If no work for selected applications is available, accept "
-                             "work from other applications?",
-                             "yes" if allows_other_apps(values.get("project_specific"))
-                             else "no"))
+            apps = "(all applications)" if chosen is None else join(
+                (fmt("{}: {}", name, "yes" if appid in chosen else "no")
+                 for appid, name in spec.apps), Markup("<br>"))
+            others = "yes" if others else "no"
+        rows.append(_row("Run only the selected applications", apps))
+        rows.append(_row("When the selected applications have no work, take work from "
+                         "the others?", others))
     for tag, desc in spec.limits:
         n = specific_limit(values.get("project_specific"), tag)
         if form:
@@ -848,9 +841,9 @@ def prefs_page(ctx):
     if subset == "global":
         groups = global_groups(ctx.cfg)
         prefs = parse_global(user.global_prefs, groups)
-        parts.append(Markup("<p>These settings apply to all computers using this account "
-                            "except computers where you set preferences locally in the "
-                            "BOINC Manager, and Android devices.</p>"))
+        parts.append(Markup("<p>Every computer attached with this account uses these "
+                            "settings, except where preferences were set locally in the "
+                            "BOINC Manager, and on Android devices.</p>"))
 
         def rows_of(values, owner=None):
             return _global_rows(groups, values, False)
@@ -989,8 +982,7 @@ def prefs_edit(ctx):
         title += " for %s" % venue
     if subset == "global":
         rows = _global_rows(groups, values, True)
-        intro = Markup("<p>These preferences apply to all the BOINC projects in which you "
-                       "participate.</p>")
+        intro = Markup("<p>All your BOINC projects share these preferences.</p>")
     else:
         rows = _project_rows(spec, values, None if venue else user, True)
         intro = Markup("")
@@ -1069,7 +1061,7 @@ def prefs_remove(ctx):
         raise Redirect(url("prefs.php", subset=subset))
     ctx.require_login()
     subset, venue = _subset(ctx, optional=False), _venue(ctx, required=True)
-    body = fmt('<p>Are you sure you want to delete your separate {} preferences for {}?</p>'
+    body = fmt('<p>Remove the separate {} preferences of the {} venue?</p>'
                '<form method="post" action="prefs_remove.php">{}{}{}'
                '<button type="submit" class="danger">Yes, remove them</button> {}</form>',
                subset_title(subset).lower(), venue, ctx.token_field("prefs_remove.php"),
