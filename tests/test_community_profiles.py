@@ -732,3 +732,10 @@ def test_make_project_makes_the_profile_folders_tasks_and_alias(site):
     tasks = {t.cmd: t for t in load_config(site.root).tasks}
     for name in ("update_uotd", "update_profile_pages", "badge_assign"):
         assert name in tasks and tasks[name].output == name + ".out"
+
+
+def test_boincs_task_lines_reach_the_tools(site):
+    """config.xml written for BOINC says run_in_ops ./update_uotd.php."""
+    from boincpy.tools.run_in_ops import run_in_ops
+    for script in ("./update_uotd.php", "update_profile_pages.php", "./badge_assign.php"):
+        assert run_in_ops(site.root, script, ["--dry_run"]) == 0, script

@@ -346,7 +346,7 @@ def test_run_in_ops(shared_project):
     proc = tool(p, "run_in_ops", "cancel_wu_action.php", "wuid1=1", "wuid2=999")
     assert "Confirm: cancel jobs" in proc.stdout          # a GET shows, never acts
     assert q(p, "SELECT id, error_mask FROM workunit") == before
-    for args, message in ((("update_uotd.php",), "volunteer web site"),
+    for args, message in ((("team_import.php",), "volunteer web site"),
                           (("no_such_script.php",), "no ops script"),
                           (("../../bin/start",), "not the name"),
                           (("dbinfo.php", "sort"), "name=value"),

@@ -33,9 +33,9 @@ Runs an ops script as BOINC's run_in_ops does (for tasks in config.xml):
 """
 
 # BOINC ops scripts of its volunteer web site, which boincpy does not have.
-VOLUNTEER_SITE = {"update_uotd", "update_forum_activities", "update_profile_pages",
-                  "badge_assign", "team_import", "team_export", "delete_spammers", "news_convert",
-                  "create_forums", "forum_repair", "repair_forums", "update_translations"}
+VOLUNTEER_SITE = {"update_forum_activities", "team_import", "team_export", "delete_spammers",
+                  "news_convert", "create_forums", "forum_repair", "repair_forums",
+                  "update_translations"}
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
