@@ -281,3 +281,8 @@ def test_show_user_page_shows_the_users_badges(site, population):
     assert 'src="img/pct_1.png"' in body and 'title="Top 1% in average credit"' in body
     body = rpc.handle("show_user", cfg, Request.of(get={"userid": str(idle)})).body
     assert "<img" not in body
+
+
+def test_ops_index_links_the_community_pages(site):
+    body = ops_call(site, "index.php").body
+    assert 'href="profile_screen_form.php"' in body and 'href="badge_admin.php"' in body

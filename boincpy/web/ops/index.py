@@ -106,6 +106,8 @@ def page(ctx):
               link("add_user.php", "Add a user"),
               link("manage_privileges.php", "Job submitters: grant and revoke"),
               link("mass_email.php", "Send mass e-mail"),
+              link("profile_screen_form.php", "Screen user profiles"),
+              link("badge_admin.php", "Badges"),
               link("why_no_work.php", "Why does a host get no work?"),
               link("clear_host.php", "Clear a host's RPC time")]
     parts.append(fmt('<div class="cols">{}{}{}</div>', _list("Browse database", browse),
