@@ -143,7 +143,7 @@ def q(site, sql, params=()):
 
 def test_pm_send_read_reply_delete(site):
     a, b, c = new_user(site), new_user(site), new_user(site)
-    resp = send(site, a, str(b.id), HOSTILE, "line one\nline two " + HOSTILE)
+    resp = send(site, a, str(b.id), HOSTILE, "line one\nline two [b]strong[/b] " + HOSTILE)
     assert resp.status.startswith("303") and ("Location", "pm.php?action=inbox&sent=1") \
         in resp.headers
     rows = q(site, "SELECT * FROM private_messages WHERE userid = %s", (b.id,))
@@ -158,7 +158,7 @@ def test_pm_send_read_reply_delete(site):
     assert "Private message" in ok(call(site, "notifications.php", b))
     body = ok(call(site, "pm.php", b))
     assert HOSTILE not in body and "&lt;script&gt;" in body
-    assert "line one<br>" in body
+    assert "line one<br>" in body and "<b>strong</b>" in body       # BBCode
     assert pm.unread_pm_count(site.db, b.id) == 0
     assert not q(site, "SELECT * FROM notify WHERE userid = %s", (b.id,))
 

@@ -33,8 +33,8 @@ id reaches only the recipient's rows (the SQL names the recipient).
 
 E-mail follows forum_preferences.pm_notification (0 none, 1 each event, 2
 the daily digest of ``bin/notify``) and is never sent to a user whose
-``send_email`` is 0.  Message texts are BBCode in BOINC; boincpy has no
-BBCode renderer yet, so they are shown as escaped text with line breaks.
+``send_email`` is 0.  Message texts are BBCode, shown through
+:mod:`boincpy.web.bbcode` (escaped first, a whitelist of tags).
 
 Other pages call :func:`unread_pm_count`, :func:`friends_html`,
 :func:`notifications_html` and :func:`notices_of` (the client's Notices feed).
@@ -47,9 +47,9 @@ import time
 from boincpy import mail, passwords
 from boincpy.db import messages as mdb
 from boincpy.errors import DatabaseError
-from boincpy.web import accounts
+from boincpy.web import accounts, bbcode
 from boincpy.web.http import Response
-from boincpy.web.markup import Markup, esc, fmt, join, link, url
+from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.page import PageError, Redirect, hidden, notice, render
 from boincpy.xml import xml_escape
 
@@ -88,9 +88,9 @@ def _read(db, sql, params=(), default=None):
 
 
 def text_html(text):
-    """A message's text: escaped, line breaks kept (no BBCode renderer yet)."""
-    body = str(esc(text or "")).replace("\r\n", "\n").replace("\n", "<br>\n")
-    return Markup(body)
+    """A message's text: its BBCode as safe HTML (boincpy.web.bbcode; pictures
+    shown as links)."""
+    return bbcode.render(text or "")
 
 
 # ---------------------------------------------------------------------------
