@@ -720,6 +720,21 @@ def test_update_uotd_chooses_mails_and_keeps_the_day(site, mailbox, screening):
     # the profile menu shows the user of the day
     body = Web(site).get("profile_menu.php")
     assert "User of the day" in body
+    # and so does the master page, one short line each, the text escaped
+    from boincpy.resident import Resident
+    from boincpy.web import master
+    from boincpy.web.http import Request
+    execute(site, "UPDATE profile SET response1 = %s WHERE userid = %s",
+            (XSS + " <scheduler>http://evil/</scheduler>", third))
+    resident = Resident(site.root)
+    try:
+        text = master.handle(load_config(site.root), Request.of(resident=resident)).text
+    finally:
+        resident.close()
+    assert "User of the day" in text and "view_profile.php?userid=%d" % third in text
+    assert "<script" not in text and "<scheduler>http://evil" not in text
+    assert max(len(line.encode()) for line in text.splitlines()
+               if "uotd" in line or "view_profile" in line) < 256
 
 
 def test_make_project_makes_the_profile_folders_tasks_and_alias(site):

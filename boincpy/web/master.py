@@ -49,9 +49,10 @@ def _read(path):
         return None
 
 
-def page(cfg, news=()):
+def page(cfg, news=(), uotd=""):
     """The master page's HTML, from the project's files as they are now;
-    ``news``: the latest news items (dicts with id and title)."""
+    ``news``: the latest news items (dicts with id and title); ``uotd``: the
+    user of the day's box (Markup)."""
     name = cfg.long_name or "BOINC project"
     head = [Markup("<!DOCTYPE html>"), Markup("<html>"), Markup("<head>"),
             Markup('<meta charset="utf-8">')]
@@ -77,6 +78,8 @@ def page(cfg, news=()):
             title = (item.get("title") or "")[:100]
             body.append(fmt("<li>{}</li>", link("forum_thread.php?id=%d" % item["id"], title)))
         body.append(Markup("</ul>"))
+    if uotd:
+        body.append(uotd)
     motd = _read(cfg.project_path("html", "user", "motd.html"))
     if motd and motd.strip():
         body.append(Markup('<div class="motd">\n%s\n</div>' % motd.strip("\n")))
@@ -98,10 +101,21 @@ def latest_news(request, cfg):
         return []
 
 
+def user_of_the_day(request, cfg):
+    """The user of the day's box, or "" (no database, no user of the day)."""
+    from boincpy.web.user.profile import uotd_box
+    try:
+        db = request.resident.database(cfg) if request.resident is not None else None
+        return uotd_box(db, cfg) if db is not None else ""
+    except DatabaseError as exc:
+        log_error("index.php: no user of the day: %s" % exc)
+        return ""
+
+
 def handle(cfg, request):
     """The page as a Response (``handler(cfg, request)`` of boincpy.web.http)."""
-    return Response(body=page(cfg, latest_news(request, cfg)), content_type=HTML_CONTENT_TYPE,
-                    headers=list(NO_CACHE))
+    return Response(body=page(cfg, latest_news(request, cfg), user_of_the_day(request, cfg)),
+                    content_type=HTML_CONTENT_TYPE, headers=list(NO_CACHE))
 
 
 def cgi_main():

@@ -193,25 +193,27 @@ def profile_summary(profile, name, max_chars=SUMMARY_CHARS, base=""):
 
 def current_uotd(db):
     """The profile last chosen as user of the day (with the user's name), or None."""
-    return db.query_one(
+    found = db.query(
         "SELECT p.*, u.name FROM profile p JOIN user u ON u.id = p.userid "
         "WHERE p.uotd_time IS NOT NULL AND p.uotd_time > 0 "
         "ORDER BY p.uotd_time DESC LIMIT 1")
+    return found[0] if found else None
 
 
-def uotd_box(ctx):
-    """The user of the day: thumbnail, name, first words (show_uotd), or ""."""
-    profile = current_uotd(ctx.db)
-    if profile is None or not visible_to_others(ctx.cfg, profile):
+def uotd_box(db, cfg):
+    """The user of the day: thumbnail, name, first words (show_uotd), or "";
+    one short line each (the master page is read in 256-byte lines)."""
+    profile = current_uotd(db)
+    if profile is None or not visible_to_others(cfg, profile):
         return Markup("")
-    thumb = Markup("")
-    if profile["has_picture"] and os.path.exists(image_path(ctx.cfg, profile["userid"], True)):
-        thumb = fmt('<a href="{}"><img src="{}" alt="User profile" class="uotd"></a> ',
-                    url("view_profile.php", userid=profile["userid"]),
-                    image_url(profile["userid"], True))
-    day = time.strftime("%B %d, %Y", time.gmtime(int(profile["uotd_time"])))
-    return fmt('<div class="uotd"><h2>User of the day ({})</h2><p>{}{}</p></div>', day, thumb,
-               profile_summary(profile, profile["name"]))
+    lines = [fmt('<div class="uotd"><h2>User of the day ({})</h2>',
+                 time.strftime("%B %d, %Y", time.gmtime(int(profile["uotd_time"]))))]
+    if profile["has_picture"] and os.path.exists(image_path(cfg, profile["userid"], True)):
+        lines.append(fmt('<a href="{}"><img src="{}" alt="User profile" class="uotd"></a>',
+                         url("view_profile.php", userid=profile["userid"]),
+                         image_url(profile["userid"], True)))
+    lines.append(fmt("<p>{}</p></div>", profile_summary(profile, profile["name"])))
+    return join(lines, Markup("\n"))
 
 
 # ---------------------------------------------------------------------------
@@ -457,7 +459,7 @@ def profile_menu(ctx):
         "<li>{}</li><li>{}</li><li>At random: {}, {}, {}</li>"
         "<li>By name: {}</li></ul>",
         ctx.cfg.long_name or "project", link("create_profile.php", "Create or edit yours."),
-        uotd_box(ctx),
+        uotd_box(ctx.db, ctx.cfg),
         link(PROFILE_URL + "user_gallery_1.html", "The picture gallery"),
         link(PROFILE_URL + "profile_country.html", "By country"),
         link(url("profile_menu.php", cmd="rand", pic=-1), "any profile"),
