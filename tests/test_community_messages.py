@@ -540,3 +540,26 @@ def test_unread_count_and_friends_without_tables(schema_db):
     assert pm.friends_of(db, 1) == [] and pm.notices_of(db, 1) == []
     mdb.ensure_tables(db)
     assert pm.unread_pm_count(db, 1) == 0
+
+
+def test_deleted_account_leaves_no_messages_or_friends(site):
+    a, b, c = new_user(site), new_user(site), new_user(site)
+    now = int(time.time())
+    mdb.insert_pm(site.db, b.id, a.id, now, "from a", "x")
+    mdb.insert_pm(site.db, a.id, b.id, now, "to a", "x")
+    keep = mdb.insert_pm(site.db, c.id, b.id, now, "b to c", "x")
+    mdb.replace_friend(site.db, a.id, b.id, "", now, True)
+    mdb.replace_friend(site.db, b.id, a.id, "", now, True)
+    mdb.replace_friend(site.db, b.id, c.id, "", now, False)
+    mdb.insert_notify(site.db, b.id, now, mdb.NOTIFY_FRIEND_ACCEPT, a.id)
+    mdb.insert_notify(site.db, c.id, now, mdb.NOTIFY_FRIEND_REQ, b.id)
+    done = accounts.delete_account(site.db, a)
+    assert done["private_messages"] == 2 and done["friend"] == 2 and done["notify"] == 1
+    assert [r["id"] for r in q(site, "SELECT id FROM private_messages WHERE %s IN "
+                                     "(userid, senderid) OR %s IN (userid, senderid)",
+                                (a.id, b.id))] == [keep]
+    assert q(site, "SELECT user_src, user_dest FROM friend WHERE %s IN (user_src, user_dest) "
+                   "OR %s IN (user_src, user_dest)", (a.id, b.id)) == [
+        {"user_src": b.id, "user_dest": c.id}]
+    assert q(site, "SELECT userid FROM notify WHERE userid IN (%s, %s, %s)",
+             (a.id, b.id, c.id)) == [{"userid": c.id}]

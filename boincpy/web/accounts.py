@@ -437,8 +437,9 @@ def delete_account(db, user, now=None):
       ban, sent-e-mail records; teams the user founded that have no other
       member and no credit (a spammer's teams) are deleted, the others lose
       their founder;
-    * BOINC's message boards, private messages, friends and badges have no
-      tables here: there is nothing of them to delete.
+    * private messages to and from the user, friendships both ways and
+      notifications (BOINC's pm_delete_user, delete_friends) go too;
+    * BOINC's message boards and badges are left to their own pages.
     """
     from boincpy.db.result import (UNFINISHED_OF_USER, cancel_user_results,
                                    unfinished_of_user_params, unlink_user_results)
@@ -493,6 +494,13 @@ def delete_account(db, user, now=None):
         try:
             done["special-user flags and ban"] = user_table.delete_rows_of_user(
                 db, "forum_preferences", uid)
+        except DatabaseError as exc:
+            if getattr(exc, "mysql_code", 0) != _ER_NO_SUCH_TABLE:
+                raise
+        try:
+            from boincpy.db.messages import delete_community_rows_of_user
+            for table, n in delete_community_rows_of_user(db, uid).items():
+                done[table] = n
         except DatabaseError as exc:
             if getattr(exc, "mysql_code", 0) != _ER_NO_SUCH_TABLE:
                 raise
