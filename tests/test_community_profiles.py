@@ -754,3 +754,28 @@ def test_boincs_task_lines_reach_the_tools(site):
     from boincpy.tools.run_in_ops import run_in_ops
     for script in ("./update_uotd.php", "update_profile_pages.php", "./badge_assign.php"):
         assert run_in_ops(site.root, script, ["--dry_run"]) == 0, script
+
+
+def test_profile_search_and_uotd_page(site):
+    alice, bob = site.users["alice"], site.users["bob"]
+    clear_profile(site, alice)
+    clear_profile(site, bob)
+    save_profile(Web(site, alice), "I love astronomy and telescopes", "stars")
+    save_profile(Web(site, bob), "gardening " + XSS, "plants")
+    body = Web(site).get("profile_search_action.php?search_string=telescopes")
+    assert "view_profile.php?userid=%d" % alice.id in body
+    assert "view_profile.php?userid=%d" % bob.id not in body
+    body = Web(site).get("profile_search_action.php?" + urlencode({"search_string": XSS}))
+    assert "<script" not in body
+    for query in ("search_string=", "search_string=x&offset=-1", "search_string=x&offset=z",
+                  "search_string=" + "x" * 300):
+        resp = Web(site).call("profile_search_action.php?" + query)
+        assert resp.status.startswith("400"), (query, resp.status)
+    assert 'action="profile_search_action.php"' in Web(site).get("profile_menu.php")
+    # uotd.php: the chosen user's whole profile
+    execute(site, "UPDATE profile SET uotd_time = 0")
+    assert "No user of the day" in Web(site).get("uotd.php")
+    execute(site, "UPDATE profile SET uotd_time = %s WHERE userid = %s",
+            (int(time.time()), alice.id))
+    body = Web(site).get("uotd.php")
+    assert "User of the day for" in body and "telescopes" in body

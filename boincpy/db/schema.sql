@@ -474,7 +474,8 @@ create table profile (
     uotd_time               integer,
     verification            integer         not null default 0,
     primary key (userid),
-    key pro_uotd (uotd_time)
+    key pro_uotd (uotd_time),
+    fulltext key profile_reponse (response1, response2)
 ) engine=InnoDB;
 
 create table team_admin (

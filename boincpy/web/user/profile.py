@@ -368,6 +368,13 @@ def view_profile(ctx):
     if not own and not visible_to_others(ctx.cfg, profile):
         raise PageError("This profile has not been approved by the project yet.",
                         "404 Not Found", "No profile")
+    return render(ctx, "Profile: %s" % user.name, _profile_html(ctx, user, profile, viewer))
+
+
+def _profile_html(ctx, user, profile, viewer):
+    """A profile as its readers see it (show_profile): the owner's links and
+    screening note, the picture, the answers as BBCode, account and badges."""
+    own = viewer is not None and viewer.id == user.id
     parts = []
     if own:
         if ctx.cfg.profile_screening and int(profile["verification"] or 0) != 1:
@@ -390,7 +397,62 @@ def view_profile(ctx):
     if badges:
         info.append(("Badges", badges))
     parts.append(kv_table(info))
-    return render(ctx, "Profile: %s" % user.name, join(parts))
+    return join(parts)
+
+
+# ---------------------------------------------------------------------------
+# uotd.php, profile_search_action.php
+
+def uotd_page(ctx):
+    """uotd.php: today's user of the day, the whole profile."""
+    profile = current_uotd(ctx.db)
+    user = accounts.lookup_user_by_id(ctx.db, profile["userid"]) if profile else None
+    if user is None or not visible_to_others(ctx.cfg, profile):
+        return render(ctx, "No user of the day", fmt("<p>{}</p>",
+                                                      "No user of the day has been chosen."))
+    day = time.strftime("%d %B %Y", time.gmtime(int(profile["uotd_time"])))
+    return render(ctx, "User of the day for %s: %s" % (day, user.name),
+                  _profile_html(ctx, user, profile, ctx.logged_in_user()))
+
+
+SEARCH_PAGE = 10                # profile_search_action.php: $count
+MAX_SEARCH_CHARS = 200
+
+
+def profile_search_action(ctx):
+    """profile_search_action.php?search_string=WORDS[&offset=N]: profiles whose
+    answers match (BOINC's fulltext MATCH ... AGAINST), 10 a page."""
+    from boincpy.errors import DatabaseError
+    from boincpy.web.page import num, table
+    words = ctx.req.get("search_string").strip()
+    if not words:
+        raise PageError("search_string: give the words to look for")
+    if len(words) > MAX_SEARCH_CHARS:
+        raise PageError("search_string: at most %d characters" % MAX_SEARCH_CHARS)
+    offset = ctx.int_arg("offset", 0, minimum=0, maximum=10 ** 6)
+    shown = " AND p.verification = 1" if ctx.cfg.profile_screening else ""
+    columns = ("SELECT p.userid, u.name, u.create_time, u.country, u.total_credit, "
+               "u.expavg_credit FROM profile p JOIN user u ON u.id = p.userid WHERE ")
+    try:
+        found = ctx.rdb.query(columns + "MATCH (p.response1, p.response2) AGAINST (%s)"
+                              + shown + " LIMIT %s, %s", (words, offset, SEARCH_PAGE))
+    except DatabaseError:
+        # a database made before the fulltext index: a plain substring search
+        like = "%" + words.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        found = ctx.rdb.query(columns + "(p.response1 LIKE %s OR p.response2 LIKE %s)" + shown
+                              + " ORDER BY p.userid LIMIT %s, %s",
+                              (like, like, offset, SEARCH_PAGE))
+    rows = [(link(url("view_profile.php", userid=r["userid"]), r["name"]),
+             time.strftime("%d %b %Y", time.gmtime(int(r["create_time"] or 0))),
+             r["country"] or "", num(int(r["total_credit"] or 0)),
+             num(int(r["expavg_credit"] or 0))) for r in found]
+    parts = [table(["User name", "Joined project", "Country", "Total credit", "Recent credit"],
+                   rows, empty="No profiles found containing '%s'." % words)]
+    if len(found) == SEARCH_PAGE:
+        parts.append(fmt("<p>{}</p>", link(url("profile_search_action.php", search_string=words,
+                                                offset=offset + SEARCH_PAGE),
+                                            "Next %d" % SEARCH_PAGE)))
+    return render(ctx, "Profiles containing '%s'" % words, join(parts))
 
 
 # ---------------------------------------------------------------------------
@@ -457,7 +519,10 @@ def profile_menu(ctx):
         "<p>Profiles let volunteers share their backgrounds and opinions with the {} "
         "community. {}</p>{}<h2>Browse the profiles</h2><ul>"
         "<li>{}</li><li>{}</li><li>At random: {}, {}, {}</li>"
-        "<li>By name: {}</li></ul>",
+        "<li>By name: {}</li></ul>"
+        '<h2>Search profile text</h2><form method="get" action="profile_search_action.php">'
+        '<input type="text" name="search_string" id="search_string" size="30"> '
+        '<button type="submit">Search</button></form>',
         ctx.cfg.long_name or "project", link("create_profile.php", "Create or edit yours."),
         uotd_box(ctx.db, ctx.cfg),
         link(PROFILE_URL + "user_gallery_1.html", "The picture gallery"),
@@ -474,4 +539,6 @@ PAGES = {
     "view_profile.php": view_profile,
     "delete_profile.php": delete_profile,
     "profile_menu.php": profile_menu,
+    "uotd.php": uotd_page,
+    "profile_search_action.php": profile_search_action,
 }
