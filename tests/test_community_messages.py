@@ -563,3 +563,29 @@ def test_deleted_account_leaves_no_messages_or_friends(site):
         {"user_src": b.id, "user_dest": c.id}]
     assert q(site, "SELECT userid FROM notify WHERE userid IN (%s, %s, %s)",
              (a.id, b.id, c.id)) == [{"userid": c.id}]
+
+
+def test_team_message_from_an_admin(site):
+    founder, m1, m2, outsider = (new_user(site) for _ in range(4))
+    team = accounts.make_team(site.db, founder.id, "Team %d" % founder.id, "", 1, "", "", "")
+    for u in (founder, m1, m2):
+        accounts.join_team(site.db, team, u)
+    body = ok(call(site, "pm.php", founder, {"action": "new", "teamid": team.id}))
+    assert "every member of" in body
+    form = {"action": "send", "teamid": str(team.id), "subject": "meeting " + HOSTILE,
+            "content": "at noon", "csrf_token": token(body)}
+    assert "sent to 3 team members" in ok(call(site, "pm.php", founder, post=form))
+    got = q(site, "SELECT userid, subject FROM private_messages WHERE senderid = %s "
+                  "ORDER BY userid", (founder.id,))
+    assert [r["userid"] for r in got] == sorted([founder.id, m1.id, m2.id])
+    assert got[0]["subject"] == "Message from team %s: meeting %s" % (team.name, HOSTILE)
+    # team messages don't count against the rate
+    assert send(site, founder, str(outsider.id)).status.startswith("303")
+    # a member who is not an admin, an outsider: refused, nothing sent
+    for u in (m1, outsider):
+        assert call(site, "pm.php", u, {"action": "new", "teamid": team.id}
+                    ).status.startswith("403")
+        resp = call(site, "pm.php", u, post=dict(form, csrf_token=pm_token(site, u)))
+        assert resp.status.startswith("403")
+    assert q(site, "SELECT COUNT(*) AS n FROM private_messages WHERE senderid IN (%s, %s)",
+             (m1.id, outsider.id))[0]["n"] == 0

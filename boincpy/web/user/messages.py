@@ -12,7 +12,8 @@ private_messages, friend and notify (writes in :mod:`boincpy.db.messages`).
                            ``delete_selected`` (POST ``pm_select_ID``); ``block``
                            / ``confirmedblock`` (POST ``id``: the user goes on
                            forum_preferences.ignorelist, ids joined by ``|``);
-                           boincpy adds ``read`` (one message), ``blocked`` and
+                           ``new``/``send`` with ``teamid``: a team admin's message
+                           to every member; boincpy adds ``read``, ``blocked`` and
                            ``unblock`` (POST ``id``), since the forum
                            preferences page is where BOINC unblocks
 ``friend.php``             ``add`` / ``add_confirm`` (POST ``userid``,
@@ -573,15 +574,7 @@ def pm_send(ctx):
         return pm_form(ctx, user, preview=True)
     if not to.strip() or not subject.strip() or not content.strip():
         return pm_form(ctx, user, error="You need to fill all fields to send a private message")
-    if len(subject) > SUBJECT_MAX:
-        raise PageError("The subject is %d characters long; at most %d are allowed. Nothing "
-                        "was sent." % (len(subject), SUBJECT_MAX), "413 Payload Too Large",
-                        "Message too long")
-    size = len(content.encode("utf-8"))
-    if size > CONTENT_MAX:
-        raise PageError("The message is %d bytes long; at most %d are allowed. Nothing was "
-                        "sent." % (size, CONTENT_MAX), "413 Payload Too Large",
-                        "Message too long")
+    _check_sizes(subject, content)
     recipients, problem = _resolve_recipients(db, to)
     if problem:
         return pm_form(ctx, user, error=problem)
@@ -602,6 +595,19 @@ def pm_send(ctx):
     for other in recipients:
         send_pm(ctx.cfg, db, user, other, subject, content, ctx.now)
     raise Redirect("pm.php?action=inbox&sent=1")
+
+
+def _check_sizes(subject, content):
+    """Refuse what the columns can't hold (nothing is sent)."""
+    if len(subject) > SUBJECT_MAX:
+        raise PageError("The subject is %d characters long; at most %d are allowed. Nothing "
+                        "was sent." % (len(subject), SUBJECT_MAX), "413 Payload Too Large",
+                        "Message too long")
+    size = len(content.encode("utf-8"))
+    if size > CONTENT_MAX:
+        raise PageError("The message is %d bytes long; at most %d are allowed. Nothing was "
+                        "sent." % (size, CONTENT_MAX), "413 Payload Too Large",
+                        "Message too long")
 
 
 def _duration(seconds):
@@ -703,12 +709,71 @@ _PM_POST = {"send": pm_send, "delete": pm_delete, "delete_selected": pm_delete_s
             "confirmedblock": pm_confirmedblock, "unblock": pm_unblock}
 
 
+def _admin_team(ctx, user, teamid):
+    from boincpy.web.user.teams import is_team_admin
+    team = accounts.lookup_team_by_id(ctx.db, teamid)
+    if team is None:
+        raise PageError("no such team", "404 Not Found", "Not found")
+    if not is_team_admin(ctx.db, user, team):
+        raise PageError("Only the team's founder and admins can write to the whole team.",
+                        "403 Forbidden", "Not an admin")
+    return team
+
+
+def pm_team_form(ctx, user, teamid, error=None, preview=False):
+    """pm.inc's pm_team_form: a message to every member of a team one administers."""
+    team = _admin_team(ctx, user, teamid)
+    parts = [_pm_header()]
+    if preview:
+        parts.append(fmt('<h2>Preview</h2><div class="preview">{}</div>',
+                         text_html(ctx.req.post("content"))))
+    if error:
+        parts.append(notice("bad", error))
+    parts.append(fmt(
+        '<form class="filters" method="post" action="pm.php">{}{}{}'
+        '<label>To</label><div>every member of {}</div>'
+        '<label for="subject">Subject</label><div><input type="text" name="subject" '
+        'id="subject" size="60" maxlength="{}" value="{}"></div>'
+        '<label for="content">Message</label><div><textarea name="content" id="content" '
+        'rows="18" cols="70">{}</textarea></div>'
+        '<span></span><div><button type="submit" name="preview" value="Preview">Preview'
+        '</button> <button type="submit">Send message</button></div></form>',
+        ctx.token_field("pm.php"), hidden("action", "send"), hidden("teamid", team.id),
+        team.name, SUBJECT_MAX, ctx.req.post("subject"), ctx.req.post("content")))
+    return render(ctx, "Send message to team", join(parts))
+
+
+def pm_send_team(ctx, teamid):
+    """pm.php's do_send_team: "Message from team NAME: SUBJECT" to each member."""
+    user = ctx.require_action()
+    db = ctx.db
+    team = _admin_team(ctx, user, teamid)
+    subject, content = ctx.req.post("subject"), ctx.req.post("content")
+    if ctx.req.post("preview") == "Preview":
+        return pm_team_form(ctx, user, teamid, preview=True)
+    if not subject.strip() or not content.strip():
+        return pm_team_form(ctx, user, teamid,
+                            error="You need to fill all fields to send a private message")
+    subject = "%s %s: %s" % (TEAM_SUBJECT, team.name, subject)
+    _check_sizes(subject, content)
+    members = [accounts._user(r) for r in db.query("SELECT * FROM user WHERE teamid = %s "
+                                                   "ORDER BY id", (team.id,))]
+    mdb.ensure_tables(db)
+    for member in members:
+        send_pm(ctx.cfg, db, user, member, subject, content, ctx.now)
+    return render(ctx, "Message sent", fmt("<p>Your message was sent to {} team members.</p>",
+                                           len(members)))
+
+
 def pm_page(ctx):
     """pm.php"""
     action = accounts.strip_tags(ctx.req.get("action") or ctx.req.post("action")) or "inbox"
-    if ctx.req.get("teamid") or ctx.req.post("teamid"):
-        raise PageError("Messages to a whole team are not supported here yet.",
-                        "501 Not Implemented", "Not supported")
+    teamid = ctx.int_arg("teamid", None, minimum=1, maximum=ID_MAX) or ctx.int_arg(
+        "teamid", None, post=True, minimum=1, maximum=ID_MAX)
+    if teamid and action == "send":
+        return pm_send_team(ctx, teamid)
+    if teamid and action == "new":
+        return pm_team_form(ctx, ctx.require_login(), teamid)
     if action in _PM_POST:
         return _PM_POST[action](ctx)
     user = ctx.require_login()
