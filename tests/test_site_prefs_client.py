@@ -127,9 +127,25 @@ def test_prefs_changed_on_the_web_reach_the_stock_client(apache, stock_client):
             return ("<cpu_usage_limit>67</cpu_usage_limit>" in prefs
                     and share and float(share[0]) == 250)
         client.wait_for(arrived, 120, "the web's preferences in the client", interval=10)
-    with open(prefs_file, encoding="utf-8") as f:
-        prefs = f.read()
-    assert re.search(r"<mod_time>\d+</mod_time>", prefs)
+        with open(prefs_file, encoding="utf-8") as f:
+            prefs = f.read()
+        assert re.search(r"<mod_time>\d+</mod_time>", prefs)
+        # an account manager puts the host at home (am_set_host_info.php, a CGI
+        # here); the client hears of its venue at its next request
+        assert "<success/>" in _set_host_venue(url, created.authenticator,
+                                               client.hostid(url), "home")
+
+        def at_home():
+            client.project_op(url, "update")
+            return (client.project_state(url) or {}).get("host_venue") == "home"
+        client.wait_for(at_home, 120, "the host's venue in the client", interval=10)
+
+
+def _set_host_venue(base, key, hostid, venue):
+    query = urllib.parse.urlencode({"account_key": key, "hostid": hostid, "venue": venue})
+    with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(
+            base + "am_set_host_info.php?" + query, timeout=60) as resp:
+        return resp.read().decode()
 
 
 @pytest.mark.parametrize("apache", ["persistent"], indirect=True)
@@ -177,14 +193,10 @@ def test_prefs_keywords_and_host_venue_in_persistent_mode(apache):
     with open(project.path("kw_prefs", str(user.id))) as f:
         assert f.read() == "9\n2\n"
     # am_set_host_info.php
-
-    def set_venue(key, venue):
-        query = urllib.parse.urlencode({"account_key": key, "hostid": hostid, "venue": venue})
-        with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(
-                apache.master_url + "am_set_host_info.php?" + query, timeout=60) as resp:
-            return resp.read().decode()
-    assert "<error_num>-136</error_num>" in set_venue(other.authenticator, "home")
-    assert "<success/>" in set_venue(user.authenticator, "home")
+    assert "<error_num>-136</error_num>" in _set_host_venue(
+        apache.master_url, other.authenticator, hostid, "home")
+    assert "<success/>" in _set_host_venue(apache.master_url, user.authenticator, hostid,
+                                           "home")
     db = project.connect()
     try:
         assert db.query_value("SELECT venue FROM host WHERE id = %s", (hostid,)) == "home"
