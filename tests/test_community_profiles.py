@@ -779,3 +779,15 @@ def test_profile_search_and_uotd_page(site):
             (int(time.time()), alice.id))
     body = Web(site).get("uotd.php")
     assert "User of the day for" in body and "telescopes" in body
+
+
+def test_bbcode_of_a_huge_hostile_post_is_quick():
+    text = ("[b][url=http://a.b/][quote=x][list][*]" * 3000 + "[/b]" * 3000
+            + "[url]" * 5000 + "[code]" * 2000)[:64000]
+    started = time.time()
+    html = str(bbcode.render(text, True))
+    assert time.time() - started < 2
+    checker = Checker()
+    checker.feed(html)
+    checker.close()
+    assert not checker.problems[:3] and not checker.stack

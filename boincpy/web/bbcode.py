@@ -34,6 +34,7 @@ URL = re.compile(r"^https?://[^\s\[\]<>\"']+$", re.IGNORECASE)
 SIMPLE = {"b": ("<b>", "</b>"), "i": ("<i>", "</i>"), "u": ("<u>", "</u>"),
           "s": ("<s>", "</s>")}
 RAW = {"code": ('<pre class="code">', "</pre>"), "pre": ("<pre>", "</pre>")}
+MAX_DEPTH = 64         # tags open at once; deeper ones stay text
 # tags whose content is an address: [url]ADDRESS[/url], [img]ADDRESS[/img]
 ADDRESS_TAGS = ("url", "img")
 
@@ -55,9 +56,21 @@ def _lines(text):
 def render(text, images=False):
     """The HTML (Markup) of a user's BBCode text; ``images``: show [img] pictures."""
     src = str(escape(text or ""))
+    lower = src.lower()
     out = []
     stack = []            # open tags: (name, closing HTML)
+    opened = {}           # name -> how many of the stack's tags have it
     pos = 0
+
+    def push(name, end):
+        stack.append((name, end))
+        opened[name] = opened.get(name, 0) + 1
+
+    def pop():
+        name, end = stack.pop()
+        opened[name] -= 1
+        out.append(end)
+        return name
     while True:
         m = TAG.search(src, pos)
         if m is None:
@@ -68,33 +81,31 @@ def render(text, images=False):
         pos = m.end()
         literal = _lines(m.group(0))
         if closing:
-            names = [n for n, _ in stack]
-            if name in names and name != "*":
-                while stack:
-                    top, end = stack.pop()
-                    out.append(end)
-                    if top == name:
-                        break
+            if opened.get(name) and name != "*":
+                while pop() != name:
+                    pass
             else:
                 out.append(literal)
             continue
-        if name in SIMPLE and param is None:
+        if len(stack) >= MAX_DEPTH and name != "*":
+            out.append(literal)
+        elif name in SIMPLE and param is None:
             out.append(SIMPLE[name][0])
-            stack.append((name, SIMPLE[name][1]))
+            push(name, SIMPLE[name][1])
         elif name in RAW and param is None:
-            end = src.lower().find("[/%s]" % name, pos)
+            end = lower.find("[/%s]" % name, pos)
             body = src[pos:] if end < 0 else src[pos:end]
             out.append(RAW[name][0] + body + RAW[name][1])
             pos = len(src) if end < 0 else end + len(name) + 3
         elif name == "url" and param is not None:
-            href = None if any(n == "url" for n, _ in stack) else _valid_url(param)
+            href = None if opened.get("url") else _valid_url(param)
             if href is None:
                 out.append(literal)
             else:
                 out.append('<a href="%s" rel="nofollow">' % href)
-                stack.append(("url", "</a>"))
+                push("url", "</a>")
         elif name in ADDRESS_TAGS and param is None:
-            end = src.lower().find("[/%s]" % name, pos)
+            end = lower.find("[/%s]" % name, pos)
             href = _valid_url(src[pos:end]) if end >= 0 else None
             if href is None:
                 out.append(literal)
@@ -109,24 +120,24 @@ def render(text, images=False):
             if param is not None:
                 who = '<div class="quote-by">%s wrote:</div>' % param.strip()
             out.append('<blockquote class="quote">' + who)
-            stack.append(("quote", "</blockquote>"))
+            push("quote", "</blockquote>")
         elif name == "list" and param in (None, "1", "a", "A", "i", "I"):
             if param is None:
                 out.append("<ul>")
-                stack.append(("list", "</ul>"))
+                push("list", "</ul>")
             else:
                 out.append('<ol type="%s">' % param)
-                stack.append(("list", "</ol>"))
-            stack.append(("*", ""))          # text before the first item
-        elif name == "*" and param is None and any(n == "list" for n, _ in stack):
+                push("list", "</ol>")
+            push("*", "")                    # text before the first item
+        elif name == "*" and param is None and opened.get("list"):
             while stack[-1][0] != "list":
-                out.append(stack.pop()[1])
+                pop()
             out.append("<li>")
-            stack.append(("*", "</li>"))
+            push("*", "</li>")
         else:
             out.append(literal)
     while stack:
-        out.append(stack.pop()[1])
+        pop()
     return Markup("".join(out))
 
 
