@@ -225,6 +225,7 @@ def test_pm_refusals(site):
     assert "Could not find user with username" in ok(send(site, a, "no such " + HOSTILE))
     assert HOSTILE not in send(site, a, "no such " + HOSTILE).body
     assert "fill all fields" in ok(send(site, a, str(b.id), "", "c"))
+    assert "at most 50" in ok(send(site, a, "\n".join(str(i) for i in range(1, 200))))
     assert call(site, "pm.php", a, {"action": "read", "id": "abc"}).status.startswith("400")
     assert count() == 0
     # the rate: 2 a minute
@@ -589,3 +590,20 @@ def test_team_message_from_an_admin(site):
         assert resp.status.startswith("403")
     assert q(site, "SELECT COUNT(*) AS n FROM private_messages WHERE senderid IN (%s, %s)",
              (m1.id, outsider.id))[0]["n"] == 0
+
+
+def test_inbox_pages_by_the_users_preference(site):
+    from boincpy.db.user import set_forum_pref
+    a, b = new_user(site), new_user(site)
+    set_forum_pref(site.db, b.id, "display_wrap_postcount", 2)
+    now = int(time.time())
+    for i in range(3):
+        mdb.insert_pm(site.db, b.id, a.id, now + i, "subject %d" % i, "c")
+    body = ok(call(site, "pm.php", b))
+    assert "Showing messages 1 to 2 of 3" in body and "subject 2" in body \
+        and "subject 0" not in body and "offset=2" in body
+    body = ok(call(site, "pm.php", b, {"action": "inbox", "offset": 2}))
+    assert "subject 0" in body and "subject 2" not in body
+    # only the shown ones were marked read
+    assert pm.unread_pm_count(site.db, b.id) == 0
+    assert call(site, "pm.php", b, {"offset": "-1"}).status.startswith("400")

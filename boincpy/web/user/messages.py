@@ -62,6 +62,7 @@ FRIEND_MESSAGE_MAX = 250            # friend.php's text counter
 IGNORELIST_MAX = 254                # forum_preferences.ignorelist varchar(254)
 # pm.inc's check_pm_count: (seconds, most messages in them)
 PM_RATE = ((60, 2), (600, 5), (3600, 15), (86400, 50))
+MAX_RECIPIENTS = PM_RATE[-1][1]     # one message can't go to more than a day's allowance
 TEAM_SUBJECT = "Message from team"  # team messages don't count against the rate
 NOTIFY_KEEP_DAYS = 90               # notify.php deletes older notifications
 NOTICE_DAYS = 30                    # notices.php: the last 30 days
@@ -532,10 +533,11 @@ def _resolve_recipients(db, to):
     """The users the "to" lines name (an id, "ID (name)" or a name); the
     message of the first line that names nobody."""
     users, seen = [], set()
-    for line in to.replace("\r", "").split("\n"):
-        line = line.strip()
-        if not line:
-            continue
+    lines = [line.strip() for line in to.replace("\r", "").split("\n") if line.strip()]
+    if len(lines) > MAX_RECIPIENTS:
+        return None, ("You named %d recipients; at most %d can get one message (the rate "
+                      "limit allows no more)." % (len(lines), MAX_RECIPIENTS))
+    for line in lines:
         first = line.split(" ")[0]
         if first.isdigit():
             uid = int(first)
