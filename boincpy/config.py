@@ -54,7 +54,7 @@ CONFIG_FILE = "config.xml"
 # Sections group the reference text and the example file.
 
 # Doc prefix of options only BOINC's PHP volunteer site reads.
-_VOLUNTEER_SITE = "Volunteer web site only (not built by boincpy): "
+_VOLUNTEER_SITE = "The volunteer web site (html/user): "
 
 _TABLE = (
     # -- project identity and database --------------------------------------
@@ -387,7 +387,7 @@ _TABLE = (
     ("enable_privacy_by_default", "bool", False, "web",
      "New accounts (create_account.php's too) hide their computers (show_hosts 0)."),
     ("show_results", "bool", False, "web",
-     _VOLUNTEER_SITE + "show result lists on host and result pages.", True),
+     _VOLUNTEER_SITE + "show result lists on host and result pages."),
     ("enable_delete_account", "int 0..", 0, "web",
      "Users may delete their accounts (delete_account_request.php, confirmed by an "
      "e-mailed link): 0 no; 1 obfuscate (the row stays, its name, e-mail and keys "
