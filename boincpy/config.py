@@ -400,8 +400,16 @@ _TABLE = (
     ("account_manager", "bool", False, "web",
      "The project is an account manager: get_project_config.php says <account_manager/>."),
     ("dont_suppress_pending", "bool", False, "web", _VOLUNTEER_SITE + "show pending credit."),
-    ("moderators_allowed_to_ban", "bool", False, "web", _VOLUNTEER_SITE + "forum moderators may ban users."),
-    ("moderators_vote_to_ban", "bool", False, "web", _VOLUNTEER_SITE + "forum bans need a moderators' vote."),
+    ("moderators_allowed_to_ban", "bool", False, "web",
+     "Volunteer moderators, not only administrators, may banish a post's author "
+     "(forum_moderate_post.php?action=banish_user)."),
+    ("moderators_vote_to_ban", "bool", False, "web",
+     "Moderators may start a vote to banish a post's author "
+     "(forum_banishment_vote.php): the author is banished while the six-hour vote "
+     "runs, and for two weeks if it ends with more ayes than nays."),
+    ("post_report_emails", "str", "", "web",
+     "E-mail addresses, separated by |, that get the message boards' moderation "
+     "and banishment reports (BOINC's POST_REPORT_EMAILS in project.inc)."),
     ("no_forum_rating", "bool", False, "web", _VOLUNTEER_SITE + "no forum post rating."),
     ("profile_screening", "bool", False, "web", _VOLUNTEER_SITE + "profiles are screened before display."),
     ("team_forums_members_only", "bool", False, "web", _VOLUNTEER_SITE + "team forums visible to members only."),
@@ -414,8 +422,16 @@ _TABLE = (
      "URL of the stripchart CGI, linked from BOINC's ops index page; boincpy's ops "
      "pages have no stripcharts and ignore it."),
     ("akismet_key", "str", "", "web", _VOLUNTEER_SITE + "Akismet spam filter key."),
-    ("recaptcha_public_key", "str", "", "web", _VOLUNTEER_SITE + "reCAPTCHA public key."),
-    ("recaptcha_private_key", "str", "", "web", _VOLUNTEER_SITE + "reCAPTCHA private key."),
+    ("recaptcha_public_key", "str", "", "web",
+     "reCAPTCHA site key: the sign-up form shows the reCAPTCHA box (Google's script "
+     "must then be allowed by the site's Content-Security-Policy)."),
+    ("recaptcha_private_key", "str", "", "web",
+     "reCAPTCHA secret key: when set, a sign-up (create_account_action.php) is "
+     "refused unless the verifier accepts the form's g-recaptcha-response "
+     "(off when empty)."),
+    ("recaptcha_verify_url", "str", "https://www.google.com/recaptcha/api/siteverify",
+     "web", "URL of the reCAPTCHA verifier (asked with secret, response and remoteip, "
+     "as BOINC's recaptchalib.inc asks Google's)."),
     ("rpc_key", "str", "", "web",
      _VOLUNTEER_SITE + "key the BOINC web site passes to download_software.php."),
     ("project_id", "int 0..", 0, "web",

@@ -112,6 +112,7 @@ HOMES = {
     "private_messages": "messages", "friend": "messages", "notify": "messages",
     "profile": "profile", "badge": "badge", "badge_user": "badge", "badge_team": "badge",
     "category": "forum", "forum": "forum", "thread": "forum", "post": "forum",
+    "banishment_vote": "forum", "banishment_votes": "forum",
 }
 HOMED = tuple(HOMES)
 

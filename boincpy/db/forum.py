@@ -144,3 +144,146 @@ def create_forums(db):
         category = insert_category(db, order, name, helpdesk)
         for f_order, title, description, dev_blog in forums:
             insert_forum(db, category, f_order, title, description, dev_blog)
+
+
+# -- moderation (boincpy.web.user.moderation; BOINC's forum.inc) -------------------------
+
+def update_thread_timestamp(db, thread_id):
+    """The thread's timestamp: its newest visible post's (update_thread_timestamp)."""
+    db.execute("UPDATE thread SET timestamp = COALESCE((SELECT MAX(timestamp) FROM post "
+               "WHERE thread = %s AND hidden = 0), timestamp) WHERE id = %s",
+               (thread_id, thread_id))
+
+
+def hide_post(db, post_id, thread_id, forum_id):
+    """Hide a visible post (BOINC's hide_post: ``hidden`` 1, one reply and one
+    post fewer); return 1 if it was visible."""
+    if not db.execute("UPDATE post SET hidden = 1 WHERE id = %s AND thread = %s AND hidden = 0",
+                      (post_id, thread_id)):
+        return 0
+    db.execute("UPDATE thread SET replies = IF(replies > 0, replies - 1, 0) WHERE id = %s",
+               (thread_id,))
+    db.execute("UPDATE forum SET posts = IF(posts > 0, posts - 1, 0) WHERE id = %s", (forum_id,))
+    update_thread_timestamp(db, thread_id)
+    _forum_timestamp(db, forum_id)
+    return 1
+
+
+def unhide_post(db, post_id, thread_id, forum_id):
+    """Show a hidden post again (BOINC's unhide_post); return 1 if it was hidden."""
+    if not db.execute("UPDATE post SET hidden = 0 WHERE id = %s AND thread = %s AND hidden <> 0",
+                      (post_id, thread_id)):
+        return 0
+    db.execute("UPDATE thread SET replies = replies + 1 WHERE id = %s", (thread_id,))
+    db.execute("UPDATE forum SET posts = posts + 1 WHERE id = %s", (forum_id,))
+    update_thread_timestamp(db, thread_id)
+    _forum_timestamp(db, forum_id)
+    return 1
+
+
+def move_post(db, post_id, old_thread, old_forum, new_thread, new_forum):
+    """Move a post to another thread (BOINC's move_post: the counters of both
+    threads and forums follow); return 1 if it moved."""
+    if not db.execute("UPDATE post SET thread = %s WHERE id = %s AND thread = %s",
+                      (new_thread, post_id, old_thread)):
+        return 0
+    db.execute("UPDATE thread SET replies = IF(replies > 0, replies - 1, 0) WHERE id = %s",
+               (old_thread,))
+    db.execute("UPDATE thread SET replies = replies + 1 WHERE id = %s", (new_thread,))
+    db.execute("UPDATE forum SET posts = IF(posts > 0, posts - 1, 0) WHERE id = %s", (old_forum,))
+    db.execute("UPDATE forum SET posts = posts + 1 WHERE id = %s", (new_forum,))
+    for thread_id in (old_thread, new_thread):
+        update_thread_timestamp(db, thread_id)
+    for forum_id in {old_forum, new_forum}:
+        _forum_timestamp(db, forum_id)
+    return 1
+
+
+def set_thread_flag(db, thread_id, flag, value):
+    """A thread's ``sticky`` or ``locked`` (forum_moderate_thread_action.php);
+    return 1 if it changed."""
+    if flag not in ("sticky", "locked"):
+        raise ValueError("thread flag %r" % flag)
+    return db.execute("UPDATE thread SET %s = %%s WHERE id = %%s" % flag,
+                      (1 if value else 0, thread_id))
+
+
+def move_thread(db, thread_id, old_forum, new_forum, now):
+    """Move a thread to another forum (BOINC's move_thread); return 1 if it moved."""
+    row = db.query_one("SELECT replies FROM thread WHERE id = %s AND forum = %s FOR UPDATE",
+                       (thread_id, old_forum))
+    if row is None or old_forum == new_forum:
+        return 0
+    n = max(row["replies"], 0) + 1
+    db.execute("UPDATE forum SET threads = IF(threads > 0, threads - 1, 0), "
+               "posts = GREATEST(posts - %s, 0) WHERE id = %s", (n, old_forum))
+    db.execute("UPDATE forum SET threads = threads + 1, posts = posts + %s, timestamp = %s "
+               "WHERE id = %s", (n, now, new_forum))
+    return db.execute("UPDATE thread SET forum = %s WHERE id = %s", (new_forum, thread_id))
+
+
+def delete_post(db, post_id, thread_id, forum_id):
+    """Delete a post (BOINC's delete_post); a thread left without posts goes
+    too.  Return 1 if the post was there."""
+    post = db.query_one("SELECT hidden FROM post WHERE id = %s AND thread = %s FOR UPDATE",
+                        (post_id, thread_id))
+    if post is None:
+        return 0
+    db.execute("DELETE FROM post WHERE id = %s", (post_id,))
+    if not post["hidden"]:
+        db.execute("UPDATE thread SET replies = IF(replies > 0, replies - 1, 0) WHERE id = %s",
+                   (thread_id,))
+        db.execute("UPDATE forum SET posts = IF(posts > 0, posts - 1, 0) WHERE id = %s",
+                   (forum_id,))
+    if db.query_value("SELECT COUNT(*) FROM post WHERE thread = %s", (thread_id,)):
+        update_thread_timestamp(db, thread_id)
+    else:
+        thread = db.query_one("SELECT hidden FROM thread WHERE id = %s", (thread_id,))
+        if thread is not None and not thread["hidden"]:
+            db.execute("UPDATE forum SET threads = IF(threads > 0, threads - 1, 0) "
+                       "WHERE id = %s", (forum_id,))
+        db.execute("DELETE FROM thread WHERE id = %s", (thread_id,))
+    return 1
+
+
+def delete_thread(db, thread_id, forum_id):
+    """Delete a thread and its posts (BOINC's delete_thread); return 1 if it was there."""
+    thread = db.query_one("SELECT hidden FROM thread WHERE id = %s AND forum = %s FOR UPDATE",
+                          (thread_id, forum_id))
+    if thread is None:
+        return 0
+    visible = db.query_value("SELECT COUNT(*) FROM post WHERE thread = %s AND hidden = 0",
+                             (thread_id,))
+    db.execute("UPDATE forum SET posts = GREATEST(posts - %s, 0) WHERE id = %s",
+               (visible, forum_id))
+    db.execute("DELETE FROM post WHERE thread = %s", (thread_id,))
+    if not thread["hidden"]:
+        db.execute("UPDATE forum SET threads = IF(threads > 0, threads - 1, 0) WHERE id = %s",
+                   (forum_id,))
+    db.execute("DELETE FROM thread WHERE id = %s", (thread_id,))
+    return 1
+
+
+# banishment_vote / banishment_votes (html/inc/forum_banishment_vote.inc)
+
+def insert_banishment_vote(db, userid, modid, start_time, end_time):
+    """A vote to banish ``userid`` started by moderator ``modid``; its id."""
+    return db.insert("INSERT INTO banishment_vote (userid, modid, start_time, end_time) "
+                     "VALUES (%s, %s, %s, %s)", (userid, modid, start_time, end_time))
+
+
+def insert_banishment_ballot(db, voteid, modid, now, yes):
+    """One moderator's ballot in a vote (banishment_votes.yes 1 or 0)."""
+    return db.insert("INSERT INTO banishment_votes (voteid, modid, time, yes) "
+                     "VALUES (%s, %s, %s, %s)", (voteid, modid, now, 1 if yes else 0))
+
+
+def end_banishment_vote(db, voteid, now):
+    """Close a vote early (a majority decided): its end_time becomes now."""
+    return db.execute("UPDATE banishment_vote SET end_time = %s WHERE id = %s AND end_time > %s",
+                      (now, voteid, now))
+
+
+def delete_banishment_votes_of_user(db, userid):
+    """delete_account.inc: the votes about a deleted user."""
+    return db.execute("DELETE FROM banishment_vote WHERE userid = %s", (userid,))

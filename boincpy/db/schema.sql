@@ -736,3 +736,23 @@ create table notify (
     opaque                  integer         not null,
     unique key notify_un (userid, type, opaque)
 ) engine=InnoDB;
+
+-- Moderators' votes to banish a user from the message boards (BOINC's
+-- banishment_vote and banishment_votes, with constraints.sql's key; writes in
+-- boincpy/db/forum.py): a vote is in progress while end_time is in the future.
+create table banishment_vote (
+    id                      serial          primary key,
+    userid                  integer         not null,
+    modid                   integer         not null,
+    start_time              integer         not null,
+    end_time                integer         not null,
+    key banishment_vote_userid (userid)
+) engine=InnoDB;
+
+create table banishment_votes (
+    id                      serial          primary key,
+    voteid                  integer         not null,
+    modid                   integer         not null,
+    time                    integer         not null,
+    yes                     tinyint         not null
+) engine=InnoDB;

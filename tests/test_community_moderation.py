@@ -1,0 +1,598 @@
+"""Moderation of the message boards (forum_moderate_post/thread[_action].php,
+forum_banishment_vote[_action].php), reCAPTCHA against a verifier on
+127.0.0.1, bin/delete_spammers and the ops page accounts_by_address.php,
+in-process against a project made by make_project, e-mail read back from a
+real SMTP server (aiosmtpd) on 127.0.0.1.
+
+One project serves the module; each test makes users and threads of its own."""
+
+import email
+import http.server
+import itertools
+import json
+import os
+import re
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+
+import pytest
+
+from boincpy import passwords
+from boincpy.config import load_config
+from boincpy.db import connect
+from boincpy.db import forum as forum_db
+from boincpy.web import accounts, recaptcha
+from boincpy.web.http import Request
+from boincpy.web.user import moderation
+from boincpy.web.user.main import handle
+
+HOSTILE = '<script>alert("x")</script><b>bold</b>'
+REPORTS = "mods@example.com|admin2@example.com"
+_serial = itertools.count(1)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class Mailbox:
+    def __init__(self):
+        self.messages = []
+
+    async def handle_DATA(self, server, session, envelope):
+        self.messages.append((list(envelope.rcpt_tos),
+                              email.message_from_bytes(envelope.content)))
+        return "250 OK"
+
+    def to(self, addr):
+        return [m for rcpt, m in self.messages if addr in rcpt]
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def smtp():
+    from aiosmtpd.controller import Controller
+    box = Mailbox()
+    controller = Controller(box, hostname="127.0.0.1", port=_free_port())
+    controller.start()
+    box.port = controller.port
+    yield box
+    controller.stop()
+
+
+class Verifier(http.server.BaseHTTPRequestHandler):
+    """A stand-in for Google's siteverify: response "good" passes."""
+    asked = []
+
+    def do_GET(self):
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        Verifier.asked.append(query)
+        ok = query.get("secret") == ["s3cret"] and query.get("response") == ["good"]
+        body = json.dumps({"success": ok}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Verifier)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield "http://127.0.0.1:%d/recaptcha/api/siteverify" % server.server_port
+    server.shutdown()
+
+
+def _set_config(project, extra):
+    path = os.path.join(project.root, "config.xml")
+    with open(path) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(text.replace("<config>", "<config>\n" + extra, 1))
+    project.cfg = load_config(project.root)
+
+
+@pytest.fixture(scope="module")
+def site(db_root_params, smtp):
+    from conftest import make_test_project, remove_test_project
+    project = make_test_project(db_root_params)
+    _set_config(project, "    <smtp_host>127.0.0.1</smtp_host>\n    <smtp_port>%d</smtp_port>\n"
+                "    <post_report_emails>%s</post_report_emails>\n"
+                "    <moderators_vote_to_ban/>\n" % (smtp.port, REPORTS))
+    project.db = connect(project.cfg)
+    yield project
+    project.db.close()
+    remove_test_project(project)
+
+
+def new_user(site, name=None, special=None, send_email=1, create_time=None, url=""):
+    n = next(_serial)
+    name = name or "user%d" % n
+    addr = "m%d_%d@example.com" % (n, int(time.time()))
+    user = accounts.make_user(site.db, site.cfg, addr, name,
+                              passwords.md5_hex("secret%d" % n + addr), now=create_time)
+    changes = {}
+    if not send_email:
+        changes["send_email"] = 0
+    if url:
+        changes["url"] = url
+    if name != user.name:
+        changes["name"] = name          # as BOINC's PHP may have stored it
+    if changes:
+        from boincpy.db.user import update_user_columns
+        update_user_columns(site.db, user.id, changes)
+    if special is not None:
+        accounts.set_special_user(site.db, user.id, special)
+    return accounts.lookup_user_by_id(site.db, user.id)
+
+
+def call(site, page, user=None, get=None, post=None, now=None, environ=None):
+    env = {"HTTP_HOST": "127.0.0.1", "REMOTE_ADDR": "127.0.0.1"}
+    if user is not None:
+        env["HTTP_COOKIE"] = "auth=" + user.authenticator
+    env.update(environ or {})
+    req = Request.of("POST" if post is not None else "GET", get, post, env)
+    resp = handle(page, req, site.root, now=now)
+    assert "Traceback" not in resp.body, resp.body
+    return resp
+
+
+def ok(resp, status="200"):
+    assert resp.status.startswith(status), (resp.status, resp.body[-2000:])
+    return resp.body
+
+
+def token(body):
+    m = re.search(r'name="csrf_token" value="([^"]+)"', body)
+    assert m, "no form token"
+    return m.group(1)
+
+
+def q(site, sql, params=()):
+    return site.db.query(sql, params)
+
+
+def one(site, sql, params=()):
+    return site.db.query_one(sql, params)
+
+
+def forum_id(site, title="Science"):
+    return one(site, "SELECT id FROM forum WHERE title = %s AND parent_type = 0", (title,))["id"]
+
+
+def new_thread(site, author, title="a thread", content="first post", forum="Science"):
+    now = int(time.time())
+    with site.db.transaction():
+        tid = forum_db.insert_thread(site.db, forum_id(site, forum), author.id, title, content,
+                                     now - 100)
+    pid = one(site, "SELECT id FROM post WHERE thread = %s", (tid,))["id"]
+    return tid, pid
+
+
+def reply(site, tid, author, content="a reply", when=None):
+    thread = one(site, "SELECT forum FROM thread WHERE id = %s", (tid,))
+    with site.db.transaction():
+        return forum_db.insert_post(site.db, tid, thread["forum"], author.id, content,
+                                    when or int(time.time()) - 50)
+
+
+def counters(site, tid):
+    t = one(site, "SELECT * FROM thread WHERE id = %s", (tid,))
+    f = one(site, "SELECT threads, posts FROM forum WHERE id = %s", (t["forum"],))
+    return t, f
+
+
+def pms(site, user):
+    return q(site, "SELECT * FROM private_messages WHERE userid = %s ORDER BY id", (user.id,))
+
+
+def act(site, user, form_page, get, action_page, fields):
+    """Open the form as ``user``, post it with its token."""
+    body = ok(call(site, form_page, user, get))
+    post = dict(fields, csrf_token=token(body))
+    return call(site, action_page, user, {k: v for k, v in get.items() if k != "action"}, post)
+
+
+MOD = [moderation.S_MODERATOR]
+ADMIN = [moderation.S_ADMIN]
+
+
+# ---------------------------------------------------------------------------
+# who moderates
+
+def test_only_special_users_moderate(site):
+    author = new_user(site)
+    plain = new_user(site)
+    tester = new_user(site, special=[3])           # project tester: not a moderator
+    tid, pid = new_thread(site, author)
+    pages = (("forum_moderate_post.php", {"id": pid, "action": "hide"}),
+             ("forum_moderate_thread.php", {"thread": tid, "action": "lock"}),
+             ("forum_moderate_post_action.php", {"id": pid, "action": "unhide"}),
+             ("forum_moderate_thread_action.php", {"thread": tid, "action": "sticky"}),
+             ("forum_banishment_vote.php", {"userid": author.id, "action": "start"}))
+    for who in (plain, tester, author):
+        for page, get in pages:
+            resp = call(site, page, who, get)
+            assert resp.status.startswith("403"), (page, resp.status)
+    # not logged in: to the login form
+    resp = call(site, "forum_moderate_post.php", None, {"id": pid, "action": "hide"})
+    assert resp.status.startswith("303") and "login_form.php" in dict(resp.headers)["Location"]
+    # a post without a token from a non-moderator changes nothing
+    resp = call(site, "forum_moderate_post_action.php", plain, {"id": pid},
+                {"action": "hide", "id": str(pid)})
+    assert resp.status.startswith("403")
+    assert one(site, "SELECT hidden FROM post WHERE id = %s", (pid,))["hidden"] == 0
+    # each moderating flag opens the form
+    for flags in (MOD, ADMIN, [2], [6]):
+        mod = new_user(site, special=flags)
+        assert "Reason" in ok(call(site, "forum_moderate_post.php", mod,
+                                   {"id": pid, "action": "hide"}))
+    # the links the boards' pages show
+    ctx = type("C", (), {})()
+    assert moderation.is_moderator(site.db, new_user(site, special=MOD), None)
+    assert not moderation.is_moderator(site.db, plain, None)
+    assert not moderation.is_admin(site.db, new_user(site, special=MOD))
+
+
+def test_bad_requests(site):
+    mod = new_user(site, special=MOD)
+    author = new_user(site)
+    tid, pid = new_thread(site, author)
+    for page, get, status in (
+            ("forum_moderate_post.php", {"id": pid}, "400"),
+            ("forum_moderate_post.php", {"id": pid, "action": "explode"}, "400"),
+            ("forum_moderate_post.php", {"id": "x1", "action": "hide"}, "400"),
+            ("forum_moderate_post.php", {"id": 10 ** 30, "action": "hide"}, "400"),
+            ("forum_moderate_post.php", {"id": 2 ** 31 - 2, "action": "hide"}, "404"),
+            ("forum_moderate_thread.php", {"thread": 2 ** 31 - 2, "action": "lock"}, "404"),
+            ("forum_moderate_thread.php", {"action": "lock"}, "400"),
+            ("forum_banishment_vote.php", {"userid": 2 ** 31 - 2, "action": "start"}, "404")):
+        resp = call(site, page, mod, get)
+        assert resp.status.startswith(status), (page, get, resp.status)
+    # an odd category or duration: refused, nothing changed
+    resp = act(site, mod, "forum_moderate_post.php", {"id": pid, "action": "hide"},
+               "forum_moderate_post_action.php", {"action": "hide", "category": "99"})
+    assert resp.status.startswith("400")
+    assert one(site, "SELECT hidden FROM post WHERE id = %s", (pid,))["hidden"] == 0
+
+
+# ---------------------------------------------------------------------------
+# posts
+
+def test_hide_unhide_post(site, smtp):
+    mod = new_user(site, name="Mod " + HOSTILE, special=MOD)
+    author = new_user(site)
+    tid, first = new_thread(site, author, "Hide " + HOSTILE)
+    pid = reply(site, tid, author, "spam spam " + HOSTILE)
+    t0, f0 = counters(site, tid)
+    assert t0["replies"] == 1
+
+    body = ok(call(site, "forum_moderate_post.php", mod, {"id": pid, "action": "hide"}))
+    assert HOSTILE not in body and "&lt;script&gt;" in body
+    for label in ("Obscene", "Flame/Hate mail", "Commercial spam", "Doublepost",
+                  "User Request", "Other"):
+        assert label in body
+    # wrong token, missing token, GET: nothing changes
+    for post in ({"action": "hide", "category": "3"},
+                 {"action": "hide", "category": "3", "csrf_token": "x" * 40}):
+        assert call(site, "forum_moderate_post_action.php", mod, {"id": pid},
+                    post).status.startswith("403")
+    assert one(site, "SELECT hidden FROM post WHERE id = %s", (pid,))["hidden"] == 0
+
+    resp = act(site, mod, "forum_moderate_post.php", {"id": pid, "action": "hide"},
+               "forum_moderate_post_action.php",
+               {"action": "hide", "category": "3", "reason": "Buy now " + HOSTILE})
+    assert resp.status.startswith("303")
+    assert dict(resp.headers)["Location"] == "forum_thread.php?id=%d" % tid
+    assert one(site, "SELECT hidden FROM post WHERE id = %s", (pid,))["hidden"] == 1
+    t1, f1 = counters(site, tid)
+    assert t1["replies"] == 0 and f1["posts"] == f0["posts"] - 1
+    # the author's notice: a private message from themselves, its notification, an e-mail
+    msg = pms(site, author)[-1]
+    assert msg["senderid"] == author.id and "moderation notice" in msg["subject"]
+    assert "has been hidden by moderator" in msg["content"]
+    assert "categorized as Commercial spam" in msg["content"]
+    assert "Moderator comment: Buy now " + HOSTILE in msg["content"]
+    assert one(site, "SELECT opaque FROM notify WHERE userid = %s AND type = 3 "
+                     "AND opaque = %s", (author.id, msg["id"]))
+    mails = smtp.to(author.email_addr)
+    assert mails and "moderation notice" in mails[-1]["Subject"]
+    # the moderators' report
+    reports = smtp.to("mods@example.com")
+    assert reports and "post hidden in" in reports[-1]["Subject"]
+    assert smtp.to("admin2@example.com")
+    # hiding again: nothing to do
+    resp = act(site, mod, "forum_moderate_post.php", {"id": pid, "action": "hide"},
+               "forum_moderate_post_action.php", {"action": "hide", "category": "1"})
+    assert resp.status.startswith("409")
+
+    # unhide: BOINC's link is a GET of the action page: a button that posts
+    body = ok(call(site, "forum_moderate_post_action.php", mod, {"id": pid, "action": "unhide"}))
+    assert one(site, "SELECT hidden FROM post WHERE id = %s", (pid,))["hidden"] == 1
+    resp = call(site, "forum_moderate_post_action.php", mod, {"id": pid},
+                {"action": "unhide", "csrf_token": token(body)})
+    assert resp.status.startswith("303")
+    assert one(site, "SELECT hidden FROM post WHERE id = %s", (pid,))["hidden"] == 0
+    t2, f2 = counters(site, tid)
+    assert t2["replies"] == 1 and f2["posts"] == f0["posts"]
+    assert "unhidden" in pms(site, author)[-1]["content"]
+
+
+def test_author_without_email_still_gets_the_pm(site, smtp):
+    mod = new_user(site, special=MOD)
+    author = new_user(site, send_email=0)
+    tid, pid = new_thread(site, author)
+    resp = act(site, mod, "forum_moderate_post.php", {"id": pid, "action": "hide"},
+               "forum_moderate_post_action.php", {"action": "hide", "category": "1"})
+    assert resp.status.startswith("303")
+    assert pms(site, author)
+    assert not smtp.to(author.email_addr)
+
+
+def test_move_post(site):
+    mod = new_user(site, special=MOD)
+    author = new_user(site)
+    tid, first = new_thread(site, author, "from")
+    pid = reply(site, tid, author, "misplaced")
+    dest, _ = new_thread(site, author, "to " + HOSTILE, forum="Cafe")
+    src0, srcf0 = counters(site, tid)
+    dst0, dstf0 = counters(site, dest)
+    body = ok(call(site, "forum_moderate_post.php", mod, {"id": pid, "action": "move"}))
+    assert 'name="threadid"' in body
+    for bad, status in (("abc", "400"), ("999999999", "404"), (str(tid), "400")):
+        resp = call(site, "forum_moderate_post_action.php", mod, {"id": pid},
+                    {"action": "move", "threadid": bad, "csrf_token": token(body)})
+        assert resp.status.startswith(status), (bad, resp.status)
+    resp = call(site, "forum_moderate_post_action.php", mod, {"id": pid},
+                {"action": "move", "threadid": str(dest), "csrf_token": token(body)})
+    assert resp.status.startswith("303")
+    assert one(site, "SELECT thread FROM post WHERE id = %s", (pid,))["thread"] == dest
+    src1, srcf1 = counters(site, tid)
+    dst1, dstf1 = counters(site, dest)
+    assert src1["replies"] == src0["replies"] - 1 and dst1["replies"] == dst0["replies"] + 1
+    assert srcf1["posts"] == srcf0["posts"] - 1 and dstf1["posts"] == dstf0["posts"] + 1
+    content = pms(site, author)[-1]["content"]
+    assert "moved to another thread" in content and "New thread: to " + HOSTILE in content
+
+
+def test_banish_author(site, smtp):
+    mod = new_user(site, special=MOD)
+    admin = new_user(site, special=ADMIN)
+    author = new_user(site, name="Troll " + HOSTILE)
+    tid, pid = new_thread(site, author)
+    # a volunteer moderator may not (no <moderators_allowed_to_ban>)
+    resp = call(site, "forum_moderate_post.php", mod,
+                {"id": pid, "action": "banish_user", "userid": author.id})
+    assert resp.status.startswith("403")
+    body = ok(call(site, "forum_moderate_post.php", admin,
+                   {"id": pid, "action": "banish_user", "userid": author.id}))
+    assert HOSTILE not in body and "Troll &lt;script&gt;" in body
+    for bad in ("7", "x", ""):
+        resp = call(site, "forum_moderate_post_action.php", admin, {"id": pid},
+                    {"action": "banish_user", "userid": str(author.id), "duration": bad,
+                     "csrf_token": token(body)})
+        assert resp.status.startswith("400")
+    assert not accounts.is_banished(site.db, author.id)
+    now = int(time.time())
+    resp = call(site, "forum_moderate_post_action.php", admin, {"id": pid},
+                {"action": "banish_user", "userid": str(author.id), "duration": "86400",
+                 "reason": "trolling", "csrf_token": token(body)})
+    body2 = ok(resp)
+    assert "has been banished" in body2 and HOSTILE not in body2
+    until = accounts.forum_prefs(site.db, author.id)["banished_until"]
+    assert now + 86400 - 5 <= until <= now + 86400 + 5
+    assert "posting privileges suspended" in pms(site, author)[-1]["subject"]
+    assert "trolling" in pms(site, author)[-1]["content"]
+    assert any("has been banished" in m["Subject"] for m in smtp.to("mods@example.com"))
+    # already banished: the form says so
+    resp = call(site, "forum_moderate_post.php", admin,
+                {"id": pid, "action": "banish_user", "userid": author.id})
+    assert resp.status.startswith("400") and "already banished" in resp.body
+    # forever
+    other = new_user(site)
+    tid2, pid2 = new_thread(site, other)
+    resp = act(site, admin, "forum_moderate_post.php",
+               {"id": pid2, "action": "banish_user", "userid": other.id},
+               "forum_moderate_post_action.php",
+               {"action": "banish_user", "userid": str(other.id), "duration": "-1"})
+    ok(resp)
+    assert accounts.forum_prefs(site.db, other.id)["banished_until"] == 2147483647
+
+
+def test_delete_post_admins_only(site):
+    mod = new_user(site, special=MOD)
+    admin = new_user(site, special=ADMIN)
+    author = new_user(site)
+    tid, first = new_thread(site, author)
+    pid = reply(site, tid, author)
+    assert call(site, "forum_moderate_post.php", mod,
+                {"id": pid, "action": "delete"}).status.startswith("403")
+    resp = act(site, admin, "forum_moderate_post.php", {"id": pid, "action": "delete"},
+               "forum_moderate_post_action.php", {"action": "delete"})
+    assert "Post successfully deleted" in ok(resp)
+    assert not one(site, "SELECT id FROM post WHERE id = %s", (pid,))
+    resp = act(site, admin, "forum_moderate_post.php", {"id": first, "action": "delete"},
+               "forum_moderate_post_action.php", {"action": "delete"})
+    assert "Post and thread successfully deleted" in ok(resp)
+    assert not one(site, "SELECT id FROM thread WHERE id = %s", (tid,))
+
+
+# ---------------------------------------------------------------------------
+# threads
+
+def test_thread_actions(site, smtp):
+    mod = new_user(site, special=MOD)
+    author = new_user(site)
+    tid, pid = new_thread(site, author, "Thread " + HOSTILE)
+    reply(site, tid, author)
+    body = ok(call(site, "forum_moderate_thread.php", mod, {"thread": tid, "action": "lock"}))
+    assert HOSTILE not in body and "&lt;script&gt;" in body
+    # CSRF
+    assert call(site, "forum_moderate_thread_action.php", mod, {"thread": tid},
+                {"action": "lock"}).status.startswith("403")
+    assert one(site, "SELECT locked FROM thread WHERE id = %s", (tid,))["locked"] == 0
+
+    def do(action, extra=None, form_action=None):
+        get = {"thread": tid, "action": form_action or action}
+        page = "forum_moderate_thread.php"
+        if action in ("unhide", "sticky", "desticky", "unlock"):
+            page = "forum_moderate_thread_action.php"       # BOINC's direct links
+        resp = act(site, mod, page, get, "forum_moderate_thread_action.php",
+                   dict({"action": action}, **(extra or {})))
+        assert resp.status.startswith("303"), (action, resp.status, resp.body[-500:])
+        return one(site, "SELECT * FROM thread WHERE id = %s", (tid,))
+
+    assert do("lock", {"category": "2", "reason": "calm down"})["locked"] == 1
+    msg = pms(site, author)[-1]
+    assert msg["subject"].startswith("THREAD lock REPORT")
+    assert "has been locked by moderator" in msg["content"]
+    assert "Reason: flame/hate mail" in msg["content"]
+    assert "Moderator comment: calm down" in msg["content"]
+    assert any("THREAD lock REPORT" in m["Subject"] for m in smtp.to("mods@example.com"))
+    assert do("unlock")["locked"] == 0
+    assert do("sticky")["sticky"] == 1
+    assert do("desticky")["sticky"] == 0
+    t0, f0 = counters(site, tid)
+    assert do("hide", {"category": "3"})["hidden"] == 1
+    t1, f1 = counters(site, tid)
+    assert f1["threads"] == f0["threads"] - 1 and f1["posts"] == f0["posts"] - 2
+    assert do("unhide")["hidden"] == 0
+    t2, f2 = counters(site, tid)
+    assert f2 == f0
+    renamed = do("title", {"newtitle": "New <i>title</i> " + HOSTILE})
+    assert "<" not in renamed["title"] and renamed["title"].startswith("New title")
+    assert "renamed from" in pms(site, author)[-1]["content"]
+    for bad in ("", "x" * 300):
+        resp = act(site, mod, "forum_moderate_thread.php", {"thread": tid, "action": "title"},
+                   "forum_moderate_thread_action.php", {"action": "title", "newtitle": bad})
+        assert resp.status.startswith("400")
+    cafe = forum_id(site, "Cafe")
+    body = ok(call(site, "forum_moderate_thread.php", mod, {"thread": tid, "action": "move"}))
+    assert 'name="forumid"' in body
+    before = one(site, "SELECT threads, posts FROM forum WHERE id = %s", (cafe,))
+    moved = do("move", {"forumid": str(cafe)})
+    assert moved["forum"] == cafe
+    after = one(site, "SELECT threads, posts FROM forum WHERE id = %s", (cafe,))
+    assert after["threads"] == before["threads"] + 1 and after["posts"] == before["posts"] + 2
+    # delete: administrators only
+    assert call(site, "forum_moderate_thread.php", mod,
+                {"thread": tid, "action": "delete"}).status.startswith("403")
+    admin = new_user(site, special=[6])
+    resp = act(site, admin, "forum_moderate_thread.php", {"thread": tid, "action": "delete"},
+               "forum_moderate_thread_action.php", {"action": "delete"})
+    assert "Thread successfully deleted" in ok(resp)
+    assert not q(site, "SELECT id FROM post WHERE thread = %s", (tid,))
+
+
+# ---------------------------------------------------------------------------
+# banishment votes
+
+def test_banishment_vote(site, smtp):
+    site.db.execute("UPDATE forum_preferences SET special_user = '0' WHERE special_user LIKE '1%'")
+    mods = [new_user(site, special=MOD) for _ in range(3)]
+    author = new_user(site, name="Voted " + HOSTILE)
+    body = ok(call(site, "forum_banishment_vote.php", mods[0],
+                   {"action": "start", "userid": author.id}))
+    assert HOSTILE not in body and "Proceed with vote" in body
+    # an administrator without the moderator flag may not vote (BOINC: S_MODERATOR)
+    assert call(site, "forum_banishment_vote.php", new_user(site, special=ADMIN),
+                {"action": "start", "userid": author.id}).status.startswith("403")
+    assert call(site, "forum_banishment_vote_action.php", mods[0], None,
+                {"action": "start", "userid": str(author.id)}).status.startswith("403")
+    now = int(time.time())
+    resp = call(site, "forum_banishment_vote_action.php", mods[0], None,
+                {"action": "start", "userid": str(author.id), "category": "2",
+                 "reason": "flames", "csrf_token": token(body)})
+    assert "Banishment vote started" in ok(resp) and "Ayes: 1 Nays: 0" in resp.body
+    vote = one(site, "SELECT * FROM banishment_vote WHERE userid = %s", (author.id,))
+    assert vote["modid"] == mods[0].id and vote["end_time"] - vote["start_time"] == 21600
+    assert accounts.forum_prefs(site.db, author.id)["banished_until"] == vote["end_time"]
+    assert "banishment vote underway" in pms(site, author)[-1]["subject"]
+    assert any("banishment vote" in m["Subject"] for m in smtp.to("mods@example.com"))
+    # the same moderator can't vote twice; a second start is refused
+    body = ok(call(site, "forum_banishment_vote.php", mods[0],
+                   {"action": "yes", "userid": author.id}))
+    resp = call(site, "forum_banishment_vote_action.php", mods[0], None,
+                {"action": "yes", "userid": str(author.id), "csrf_token": token(body)})
+    assert "already voted" in ok(resp)
+    # a nay: 1-1, still open
+    body = ok(call(site, "forum_banishment_vote.php", mods[1],
+                   {"action": "no", "userid": author.id}))
+    resp = call(site, "forum_banishment_vote_action.php", mods[1], None,
+                {"action": "no", "userid": str(author.id), "csrf_token": token(body)})
+    assert "Vote recorded: Nay" in ok(resp) and "Ayes: 1 Nays: 1" in resp.body
+    assert moderation.vote_in_progress(site.db, author.id, time.time())
+    # an aye: 2 of 3 moderators, the majority: banished for two weeks from the start
+    body = ok(call(site, "forum_banishment_vote.php", mods[2],
+                   {"action": "yes", "userid": author.id}))
+    resp = call(site, "forum_banishment_vote_action.php", mods[2], None,
+                {"action": "yes", "userid": str(author.id), "csrf_token": token(body)})
+    assert "majority" in ok(resp)
+    assert accounts.forum_prefs(site.db, author.id)["banished_until"] == \
+        vote["start_time"] + 14 * 86400
+    assert not moderation.vote_in_progress(site.db, author.id, time.time())
+    assert [r["yes"] for r in q(site, "SELECT yes FROM banishment_votes WHERE voteid = %s "
+                                      "ORDER BY id", (vote["id"],))] == [1, 0, 1]
+    assert vote["start_time"] >= now
+
+
+def test_banishment_vote_majority_against_and_expiry(site):
+    site.db.execute("UPDATE forum_preferences SET special_user = '0' WHERE special_user LIKE '1%'")
+    mods = [new_user(site, special=MOD) for _ in range(3)]
+    author = new_user(site)
+
+    def vote_as(mod, action, now=None):
+        body = ok(call(site, "forum_banishment_vote.php", mod,
+                       {"action": "start" if action == "start" else action,
+                        "userid": author.id}, now=now))
+        return ok(call(site, "forum_banishment_vote_action.php", mod, None,
+                       {"action": action, "userid": str(author.id), "csrf_token": token(body)},
+                       now=now))
+
+    vote_as(mods[0], "start")
+    vote_as(mods[1], "no")
+    vote_as(mods[2], "no")               # 2 nays of 3: over, the ban lifted
+    assert not accounts.is_banished(site.db, author.id)
+    assert not moderation.vote_in_progress(site.db, author.id, time.time())
+
+    # a vote that runs out with more ayes than nays banishes at the next look
+    t0 = int(time.time()) - 30000
+    author2 = new_user(site)
+    with site.db.transaction():
+        vid = forum_db.insert_banishment_vote(site.db, author2.id, mods[0].id, t0, t0 + 21600)
+        forum_db.insert_banishment_ballot(site.db, vid, mods[0].id, t0, True)
+    accounts.set_banished_until(site.db, author2.id, t0 + 21600)
+    assert not accounts.is_banished(site.db, author2.id)
+    ok(call(site, "forum_banishment_vote.php", mods[1], {"action": "start",
+                                                          "userid": author.id}))
+    assert accounts.forum_prefs(site.db, author2.id)["banished_until"] == t0 + 14 * 86400
+
+
+def test_votes_off_without_the_option(site, db_root_params):
+    assert site.cfg.moderators_vote_to_ban
+    # a link helper for the boards' pages shows the vote buttons to moderators only
+    mod = new_user(site, special=MOD)
+    author = new_user(site)
+    tid, pid = new_thread(site, author)
+    post = one(site, "SELECT * FROM post WHERE id = %s", (pid,))
+    forum = one(site, "SELECT * FROM forum WHERE id = %s", (forum_id(site),))
+    thread = one(site, "SELECT * FROM thread WHERE id = %s", (tid,))
+
+    class Ctx:
+        db, cfg, now = site.db, site.cfg, time.time()
+    links = str(moderation.moderation_links(Ctx, mod, post, forum))
+    assert "forum_moderate_post.php?action=hide" in links and "Start vote" in links
+    assert "Delete" not in links and "Banish author" not in links
+    assert str(moderation.moderation_links(Ctx, author, post, forum)) == ""
+    tlinks = str(moderation.thread_moderation_links(Ctx, mod, thread, forum))
+    assert "action=lock" in tlinks and "action=sticky" in tlinks
+    assert str(moderation.thread_moderation_links(Ctx, author, thread, forum)) == ""
