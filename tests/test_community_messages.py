@@ -607,3 +607,14 @@ def test_inbox_pages_by_the_users_preference(site):
     # only the shown ones were marked read
     assert pm.unread_pm_count(site.db, b.id) == 0
     assert call(site, "pm.php", b, {"offset": "-1"}).status.startswith("400")
+
+
+def test_home_page_shows_messages_notifications_friends(site):
+    a, b = new_user(site), new_user(site)
+    send(site, a, str(b.id), "for home", "c")
+    ok(friend_post(site, a, "add_confirm", b))
+    body = ok(call(site, "home.php", b))
+    assert "(1 unread)" in body and "Friendship request" in body and "notifications.php" in body
+    ok(friend_post(site, b, "accept", a))
+    body = ok(call(site, "home.php", b))
+    assert "show_user.php?userid=%d" % a.id in body

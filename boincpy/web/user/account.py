@@ -39,6 +39,7 @@ from boincpy.web import accounts, csrf, rpc
 from boincpy.web.http import cookie_header, log_error, url_path
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.page import PageError, Redirect, hidden, kv_table, notice, render, text_input
+from boincpy.web.user import messages
 from boincpy.web.user.session import safe_next_url, set_cookie
 
 WEEK = 7 * 86400
@@ -327,7 +328,8 @@ def home(ctx):
     parts.append(fmt('<div class="cols"><div><h2>Account information</h2>{}'
                      '<h2>Computing</h2>{}</div><div><h2>Community</h2>{}'
                      '<h2>Preferences</h2>{}</div></div>',
-                     kv_table(info), kv_table(computing), kv_table([("Team", team_cell)]),
+                     kv_table(info), kv_table(computing),
+                     kv_table([("Team", team_cell)] + messages.community_rows(db, user)),
                      kv_table(prefs)))
     response = render(ctx, title, join(parts))
     response.headers.extend(headers)

@@ -37,8 +37,9 @@ the daily digest of ``bin/notify``) and is never sent to a user whose
 ``send_email`` is 0.  Message texts are BBCode, shown through
 :mod:`boincpy.web.bbcode` (escaped first, a whitelist of tags).
 
-Other pages call :func:`unread_pm_count`, :func:`friends_html`,
-:func:`notifications_html` and :func:`notices_of` (the client's Notices feed).
+Other pages call :func:`unread_pm_count`, :func:`community_rows` (home.php),
+:func:`friends_html` (show_user.php), :func:`notifications_html` and
+:func:`notices_of` (the client's Notices feed).
 """
 
 import hmac
@@ -167,7 +168,6 @@ def friends_html(db, user_id, viewer=None):
     """The user's friends as links (show_user.php, home.php), "---" for none;
     with ``viewer`` (the logged-in user, another one) also BOINC's Contact
     and friendship links."""
-    friends = friends_of(db, user_id)
     rows = []
     if viewer is not None and viewer.id != user_id:
         rows.append(fmt("<tr><th>Contact</th><td>{}</td></tr>",
@@ -183,10 +183,26 @@ def friends_html(db, user_id, viewer=None):
             rows.append(fmt("<tr><th>Friends</th><td>{}</td></tr>",
                             link(url("friend.php", action="add", userid=user_id),
                                  "Request pending" if mine else "Add as friend")))
-    names = join((link(url("show_user.php", userid=i), n) for i, n in friends),
-                 Markup("<br>")) if friends else "---"
-    rows.append(fmt("<tr><th>Friends</th><td>{}</td></tr>", names))
+    rows.append(fmt("<tr><th>Friends</th><td>{}</td></tr>", friends_cell(db, user_id)))
     return fmt('<table class="kv">{}</table>', join(rows))
+
+
+def friends_cell(db, user_id):
+    """The user's friends as links, one a line ("---" for none)."""
+    friends = friends_of(db, user_id)
+    if not friends:
+        return "---"
+    return join((link(url("show_user.php", userid=i), n) for i, n in friends), Markup("<br>"))
+
+
+def community_rows(db, user):
+    """home.php's rows of the community (user.inc's show_community_private):
+    private messages, notifications, friends; (label, HTML) pairs."""
+    notes = notifications_html(db, user)
+    return [("Private messages", pm_links_html(db, user.id)),
+            ("Notifications", join([notes, link("notifications.php", "All notifications")])
+             if notes else link("notifications.php", "None")),
+            ("Friends", friends_cell(db, user.id))]
 
 
 def _user_names(db, ids):
