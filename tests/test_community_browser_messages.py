@@ -84,11 +84,10 @@ def test_message_reply_and_friendship_in_chromium(site):
         assert "Your message has been sent." in b.body_text()
 
         # B sees one unread, reads it, replies with the quote
-        login(b, site, "bob")
-        b.get(base + "notifications.php")
+        login(b, site, "bob")                   # on to home.php
         text = b.body_text()
         assert "(1 unread)" in text and "Private message from Alice & Co" in text
-        shot(b, site, "notifications")
+        shot(b, site, "home")
         b.link("Inbox").follow()
         text = b.body_text()
         assert "Hello <b>Bob</b>" in text and "second line" in text
