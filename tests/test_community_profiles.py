@@ -791,3 +791,36 @@ def test_bbcode_of_a_huge_hostile_post_is_quick():
     checker.feed(html)
     checker.close()
     assert not checker.problems[:3] and not checker.stack
+
+
+def test_update_profile_pages_removes_pictures_of_deleted_profiles(site):
+    from boincpy.db import connect
+    from boincpy.tools import community
+    alice = site.users["alice"]
+    clear_profile(site, alice)
+    save_profile(Web(site, alice), "kept", picture=("a.png", png(20, 20), "image/png"))
+    folder = images_dir(site)
+    old = time.time() - 2 * community.ORPHAN_GRACE
+    for name in ("999001.jpg", "999001_sm.jpg", "999002.jpg", "notes.txt",
+                 "%d.jpg" % alice.id):
+        path = os.path.join(folder, name)
+        if not os.path.exists(path):
+            open(path, "wb").write(b"x")
+        os.utime(path, (old, old))
+    os.utime(os.path.join(folder, "999002.jpg"))          # just written: kept
+    cfg = load_config(site.root)
+    db = connect(cfg)
+    try:
+        now = int(time.time())
+        out = io.StringIO()
+        assert community.remove_orphan_pictures(cfg, db, MessageLog(out), now, dry_run=True) \
+            == ["999001.jpg", "999001_sm.jpg"]
+        assert os.path.exists(os.path.join(folder, "999001.jpg"))
+        community.build_profile_pages(cfg, db, MessageLog(out), now=now)
+    finally:
+        db.close()
+    left = set(os.listdir(folder))
+    assert "999001.jpg" not in left and "999001_sm.jpg" not in left
+    assert {"999002.jpg", "notes.txt", "%d.jpg" % alice.id} <= left
+    for name in ("999002.jpg", "notes.txt"):
+        os.unlink(os.path.join(folder, name))

@@ -316,7 +316,37 @@ def build_profile_pages(cfg, db, log, now=None, dry_run=False):
                     join([fmt("<p>The profiles with pictures.</p><table>{}</table>", join(trs)),
                           _page_links("user_gallery", page, npages)]))
     log.normal("%s %d pages" % ("would write" if dry_run else "wrote", len(pages.written)))
+    remove_orphan_pictures(cfg, db, log, now, dry_run)
     return pages.written
+
+
+ORPHAN_GRACE = 3600             # a picture younger than this may be a profile being saved
+
+
+def remove_orphan_pictures(cfg, db, log, now, dry_run=False):
+    """Remove pictures of users without a profile with a picture (a deleted
+    account's: BOINC's delete_account removes them, boincpy's account
+    deletion knows no files); return the names removed."""
+    import re
+    folder = cfg.project_path("html", "user_profile", "images")
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return []
+    keep = {r["userid"] for r in db.query("SELECT userid FROM profile WHERE has_picture <> 0")}
+    removed = []
+    for name in sorted(names):
+        m = re.match(r"^(\d+)(_sm)?\.jpg$", name)
+        path = os.path.join(folder, name)
+        if not m or int(m.group(1)) in keep or now - os.path.getmtime(path) < ORPHAN_GRACE:
+            continue
+        removed.append(name)
+        if dry_run:
+            log.normal("dry run: would remove %s (no profile with a picture)" % name)
+        else:
+            os.unlink(path)
+            log.normal("removed %s (no profile with a picture)" % name)
+    return removed
 
 
 PAGES_USAGE = """Usage: update_profile_pages [--dry_run] [--project_dir DIR]
