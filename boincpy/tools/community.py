@@ -15,7 +15,8 @@ run by config.xml <tasks> as ``run_in_ops ./NAME.php``):
     ``profile_country_COUNTRY_N.html``, ``profile_L_N.html`` /
     ``profile_other_N.html`` by the name's first character,
     ``user_gallery_N.html`` (the pictures, 7x4 a page), and
-    ``profile_alpha.html`` (the letters, a fragment).
+    ``profile_alpha.html`` (the letters, a fragment); then removes the
+    pictures of users who no longer have a profile with one.
 ``badge_assign``
     BOINC's sample badge_assign.php: badges ``user_pct_0..2`` and
     ``team_pct_0..2`` (top 1%, 5%, 25% by recent average credit among those
