@@ -618,3 +618,28 @@ def test_home_page_shows_messages_notifications_friends(site):
     ok(friend_post(site, b, "accept", a))
     body = ok(call(site, "home.php", b))
     assert "show_user.php?userid=%d" % a.id in body
+
+
+def test_odd_requests_get_clear_pages(site):
+    from boincpy.db.user import set_forum_pref
+    a, b = new_user(site), new_user(site)
+    tok = pm_token(site, a)
+    for get in ({"action": "nosuch"}, {"action": "block", "id": "x"},
+                {"action": "new", "userid": "99999999999"}, {"action": "read"}):
+        resp = call(site, "pm.php", a, get)
+        assert resp.status.startswith(("400", "404")), (get, resp.status)
+    assert call(site, "pm.php", a, {"action": "block", "id": 999999}).status.startswith("404")
+    assert call(site, "friend.php", a, {"action": "nosuch"}).status.startswith("400")
+    assert call(site, "friend.php", a, {"action": "query", "userid": b.id}
+                ).status.startswith("404")
+    resp = call(site, "pm.php", a, post={"action": "confirmedblock", "id": str(a.id),
+                                          "csrf_token": tok})
+    assert "block yourself" in resp.body
+    # a full block list: refused, unchanged
+    full = "|".join(str(1000000 + i) for i in range(31))
+    set_forum_pref(site.db, a.id, "ignorelist", full)
+    resp = call(site, "pm.php", a, post={"action": "confirmedblock", "id": str(b.id),
+                                          "csrf_token": tok})
+    assert resp.status.startswith("400") and "block list is full" in resp.body
+    assert q(site, "SELECT ignorelist FROM forum_preferences WHERE userid = %s",
+             (a.id,))[0]["ignorelist"] == full
