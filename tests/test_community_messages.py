@@ -636,7 +636,8 @@ def test_odd_requests_get_clear_pages(site):
                                           "csrf_token": tok})
     assert "block yourself" in resp.body
     # a full block list: refused, unchanged
-    full = "|".join(str(1000000 + i) for i in range(31))
+    full = "|".join([str(1000000 + i) for i in range(31)] + ["123456"])
+    assert len(full) == 254                                 # the column's size
     set_forum_pref(site.db, a.id, "ignorelist", full)
     resp = call(site, "pm.php", a, post={"action": "confirmedblock", "id": str(b.id),
                                           "csrf_token": tok})
