@@ -596,3 +596,219 @@ def test_votes_off_without_the_option(site, db_root_params):
     tlinks = str(moderation.thread_moderation_links(Ctx, mod, thread, forum))
     assert "action=lock" in tlinks and "action=sticky" in tlinks
     assert str(moderation.thread_moderation_links(Ctx, author, thread, forum)) == ""
+
+
+# ---------------------------------------------------------------------------
+# reCAPTCHA against a verifier on 127.0.0.1
+
+class Cfg:
+    recaptcha_public_key = ""
+    recaptcha_private_key = ""
+    recaptcha_verify_url = "http://127.0.0.1:9/never"
+
+
+def _form(response, addr="192.0.2.9"):
+    post = {} if response is None else {"g-recaptcha-response": response}
+    return Request.of("POST", None, post, {"REMOTE_ADDR": addr, "HTTP_HOST": "x"})
+
+
+def test_recaptcha(verifier):
+    cfg = Cfg()
+    # off by default: every form passes, no verifier asked, no box shown
+    assert recaptcha.recaptcha_check(cfg, _form(None))
+    assert str(recaptcha.recaptcha_html(cfg)) == ""
+    cfg.recaptcha_public_key = 'site"key<'
+    assert str(recaptcha.recaptcha_html(cfg)) == \
+        '<div class="g-recaptcha" data-sitekey="site&#34;key&lt;"></div>'
+    cfg.recaptcha_private_key = "s3cret"
+    cfg.recaptcha_verify_url = verifier
+    Verifier.asked.clear()
+    assert recaptcha.recaptcha_check(cfg, _form("good"))
+    assert Verifier.asked[-1] == {"secret": ["s3cret"], "response": ["good"],
+                                  "remoteip": ["192.0.2.9"]}
+    assert not recaptcha.recaptcha_check(cfg, _form("bad"))
+    n = len(Verifier.asked)
+    assert not recaptcha.recaptcha_check(cfg, _form(None))        # nothing to ask about
+    assert len(Verifier.asked) == n
+    assert not recaptcha.recaptcha_check(cfg, _form("good&secret=x"))
+    cfg.recaptcha_private_key = "wrong"
+    assert not recaptcha.recaptcha_check(cfg, _form("good"))
+    # a verifier that isn't there, or answers no JSON: refused
+    cfg.recaptcha_private_key = "s3cret"
+    cfg.recaptcha_verify_url = "http://127.0.0.1:%d/" % _free_port()
+    assert not recaptcha.recaptcha_check(cfg, _form("good"))
+    cfg.recaptcha_verify_url = verifier.replace("/recaptcha/api/siteverify", "/x?y=1")
+    assert recaptcha.recaptcha_check(cfg, _form("good"))           # ? already in the URL
+
+
+def test_recaptcha_config_declared(site):
+    assert site.cfg.recaptcha_private_key == ""
+    assert site.cfg.recaptcha_verify_url == "https://www.google.com/recaptcha/api/siteverify"
+    assert not recaptcha.enabled(site.cfg)
+
+
+# ---------------------------------------------------------------------------
+# bin/delete_spammers
+
+def add_host(site, user, addr="198.51.100.1", external=""):
+    return site.db.insert(
+        "INSERT INTO host (create_time, userid, domain_name, last_ip_addr, external_ip_addr, "
+        "os_name, p_ncpus, misc) VALUES (%s, %s, 'h', %s, %s, 'Linux', 1, '')",
+        (int(time.time()), user.id, addr, external))
+
+
+def add_profile(site, user, text):
+    from boincpy.db import profile as profile_db
+    profile_db.insert_profile(site.db, user.id, "en", text, "", 0)
+
+
+def spammers(site, *args):
+    proc = subprocess.run([os.path.join(site.root, "bin", "delete_spammers"),
+                           "--project_dir", site.root] + list(args),
+                          capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc
+
+
+def exists(site, user):
+    return bool(one(site, "SELECT id FROM user WHERE id = %s", (user.id,)))
+
+
+def test_delete_spammers_profiles_and_urls(site):
+    old = int(time.time()) - 40 * 86400
+    spam = new_user(site, create_time=old)
+    add_profile(site, spam, "Cheap pills at http://spam.example")
+    volunteer = new_user(site, create_time=old)         # a link, but a computer
+    add_profile(site, volunteer, "My team: https://team.example")
+    add_host(site, volunteer)
+    poster = new_user(site, create_time=old)            # a link, but posts
+    add_profile(site, poster, "see www.example.org")
+    new_thread(site, poster)
+    plain = new_user(site, create_time=old)             # a profile without links
+    add_profile(site, plain, "Hello, I like science")
+    url_spam = new_user(site, create_time=old, url="casino.example")
+    fresh = new_user(site, url="casino2.example")       # too new for --min_days 30
+
+    everyone = (spam, volunteer, poster, plain, url_spam, fresh)
+    proc = spammers(site, "--test", "--min_days", "30", "--profiles", "--user_url")
+    assert proc.returncode == 0, proc.stderr
+    assert "(test mode - nothing deleted)" in proc.stdout
+    assert "ID: %d" % url_spam.id in proc.stdout
+    assert all(exists(site, u) for u in everyone)
+    proc = spammers(site, "--dry_run", "--min_days", "30", "--profiles", "--user_url")
+    assert all(exists(site, u) for u in everyone)
+
+    proc = spammers(site, "--min_days", "30", "--profiles")
+    assert proc.returncode == 0, proc.stderr
+    assert "deleting user: profiles\n   ID: %d" % spam.id in proc.stdout
+    assert [u for u in everyone if not exists(site, u)] == [spam]
+    assert not one(site, "SELECT * FROM profile WHERE userid = %s", (spam.id,))
+    assert one(site, "SELECT * FROM user_deleted WHERE userid = %s", (spam.id,))
+    proc = spammers(site, "--min_days", "30", "--user_url")
+    assert not exists(site, url_spam) and exists(site, fresh)
+    assert "deleted 1 users" in proc.stdout
+    assert all(exists(site, u) for u in (volunteer, poster, plain, fresh))
+
+
+def test_delete_spammers_forums_list_ids_teams(site, tmp_path):
+    forum_spam = new_user(site)
+    new_thread(site, forum_spam, "deals", "http://a.example and http://b.example")
+    tid, _ = new_thread(site, new_user(site), "a volunteer's thread")
+    reply(site, tid, forum_spam, "[url=http://x]x[/url]")      # deleted with its author
+    member = new_user(site)                 # two URLs too, but in a team
+    team = accounts.make_team(site.db, member.id, "real team %d" % member.id, "", 0, "", "", "")
+    accounts.join_team(site.db, team, member)
+    new_thread(site, member, "links", "http://a.example http://b.example")
+    one_link = new_user(site)
+    new_thread(site, one_link, "one", "see http://a.example")
+    before = counters(site, tid)
+    proc = spammers(site, "--forums")
+    assert not exists(site, forum_spam)
+    assert exists(site, member) and exists(site, one_link)
+    assert not q(site, "SELECT id FROM thread WHERE owner = %s", (forum_spam.id,))
+    assert not q(site, "SELECT id FROM post WHERE user = %s", (forum_spam.id,))
+    after = counters(site, tid)
+    assert after[0]["replies"] == before[0]["replies"] - 1
+    assert after[1]["posts"] == before[1]["posts"] - 2       # its thread and its reply
+
+    a, b, c = new_user(site), new_user(site), new_user(site)
+    listed = tmp_path / "ids"
+    listed.write_text("%d\n%d\n" % (a.id, 2 ** 31 - 5))
+    proc = spammers(site, "--list", str(listed))
+    assert "no user ID %d" % (2 ** 31 - 5) in proc.stdout
+    assert not exists(site, a) and exists(site, b)
+    listed.write_text("%d\nDROP TABLE user\n" % b.id)
+    proc = spammers(site, "--list", str(listed))
+    assert proc.returncode == 1 and "bad ID DROP TABLE user" in proc.stderr
+    assert exists(site, b)                   # refused before anything was deleted
+    proc = spammers(site, "--id_range", str(b.id), str(c.id))
+    assert not exists(site, b) and not exists(site, c)
+    for bad in (["--id_range", "5", "3"], ["--id_range", "x", "3"], ["--min_days", "x"],
+                ["--bogus"], ["--list"]):
+        proc = spammers(site, *bad)
+        assert proc.returncode == 1 and proc.stderr, bad
+
+    # a spam team: no credit, one member, a link; its founder has no hosts or posts
+    founder = new_user(site)
+    spam_team = accounts.make_team(site.db, founder.id, "spam team %d" % founder.id,
+                                   "casino.example", 0, "", "buy http://x.example", "")
+    accounts.join_team(site.db, spam_team, founder)
+    live = new_user(site)
+    live_team = accounts.make_team(site.db, live.id, "live team %d" % live.id,
+                                   "real.example", 0, "", "http://real.example", "")
+    accounts.join_team(site.db, live_team, live)
+    add_host(site, live)
+    proc = spammers(site, "--teams", "--test")
+    assert "would delete team:\n   ID: %d" % spam_team.id in proc.stdout
+    assert one(site, "SELECT id FROM team WHERE id = %s", (spam_team.id,))
+    proc = spammers(site, "--teams")
+    assert not one(site, "SELECT id FROM team WHERE id = %s", (spam_team.id,))
+    assert not exists(site, founder)
+    assert one(site, "SELECT id FROM team WHERE id = %s", (live_team.id,)) and exists(site, live)
+
+
+def test_delete_spammers_banished_and_run_in_ops(site):
+    troll = new_user(site)
+    accounts.set_banished_until(site.db, troll.id, int(time.time()) + 3600)
+    proc = subprocess.run([os.path.join(site.root, "bin", "run_in_ops"),
+                           "./delete_spammers.php", "--test", "--banished"],
+                          cwd=site.root, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "deleting user: banished" in proc.stdout and exists(site, troll)
+    spammers(site, "--banished")
+    assert not exists(site, troll)
+
+
+# ---------------------------------------------------------------------------
+# ops: accounts by address
+
+def test_accounts_by_address(site):
+    from boincpy.web.ops.main import handle as ops_handle
+    addr = "203.0.113.%d" % (next(_serial) % 250)
+    users = [new_user(site, name="Bot%d %s" % (i, HOSTILE)) for i in range(3)]
+    for u in users:
+        add_host(site, u, addr)
+    loner = new_user(site)
+    add_host(site, loner, "203.0.113.251", external=addr)
+
+    def ops(get):
+        req = Request.of("GET", get, None, {"REMOTE_USER": "admin", "HTTP_HOST": "127.0.0.1",
+                                            "REMOTE_ADDR": "127.0.0.1"})
+        resp = ops_handle("accounts_by_address.php", req, site.root)
+        assert "Traceback" not in resp.body
+        return resp
+
+    body = ok(ops({}))
+    assert addr in body
+    row = re.search(r"%s</a></td><td>(\d+)</td>" % re.escape(addr), body)
+    assert row and row.group(1) == "4"
+    body = ok(ops({"addr": addr}))
+    assert HOSTILE not in body and "Bot0 &lt;script&gt;" in body
+    for u in users + [loner]:
+        assert "manage_user.php?userid=%d" % u.id in body
+    assert ops({"min": "x"}).status.startswith("400")
+    assert ops({"addr": "x" * 300}).status.startswith("400")
+    assert "No account" in ok(ops({"addr": "<b>" + HOSTILE}))
+    # without HTTP authentication the page refuses
+    req = Request.of("GET", {}, None, {"HTTP_HOST": "127.0.0.1"})
+    assert ops_handle("accounts_by_address.php", req, site.root).status.startswith("403")

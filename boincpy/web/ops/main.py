@@ -22,6 +22,7 @@ from boincpy.web.http import config_failure, run_cgi
 from boincpy.web.ops import (apps, batches, browse, dbinfo, failures, hosts, hrclass, index,
                              jobs, logs, mail, news, status, users)
 from boincpy.web.ops import community
+from boincpy.web.ops import spam
 from boincpy.web.page import Context, PageError, serve
 
 PAGES = {
@@ -65,6 +66,7 @@ PAGES = {
     "profile_screen_action.php": community.profile_screen_action,
     "badge_admin.php": community.badge_admin,
     "news.php": news.page,
+    "accounts_by_address.php": spam.accounts_by_address,
 }
 
 
