@@ -812,3 +812,37 @@ def test_accounts_by_address(site):
     # without HTTP authentication the page refuses
     req = Request.of("GET", {}, None, {"HTTP_HOST": "127.0.0.1"})
     assert ops_handle("accounts_by_address.php", req, site.root).status.startswith("403")
+
+
+def test_signup_asks_the_verifier(site, verifier):
+    path = os.path.join(site.root, "config.xml")
+    with open(path) as f:
+        saved = f.read()
+    _set_config(site, "    <recaptcha_public_key>sitekey</recaptcha_public_key>\n"
+                "    <recaptcha_private_key>s3cret</recaptcha_private_key>\n"
+                "    <recaptcha_verify_url>%s</recaptcha_verify_url>\n" % verifier)
+    try:
+        body = ok(call(site, "create_account_form.php"))
+        assert 'class="g-recaptcha" data-sitekey="sitekey"' in body
+        n = next(_serial)
+        form = {"new_name": "signup%d" % n, "new_email_addr": "signup%d@example.com" % n,
+                "passwd": "secret123", "passwd2": "secret123", "country": "None",
+                "next_url": ""}
+        env = {"HTTP_ORIGIN": "http://127.0.0.1"}
+        for response in (None, "bad"):
+            post = dict(form) if response is None else dict(form, **{
+                "g-recaptcha-response": response})
+            resp = call(site, "create_account_action.php", post=post, environ=env)
+            assert resp.status.startswith("403") and "reCAPTCHA" in resp.body
+            assert not one(site, "SELECT id FROM user WHERE email_addr = %s",
+                           (form["new_email_addr"],))
+        resp = call(site, "create_account_action.php",
+                    post=dict(form, **{"g-recaptcha-response": "good"}), environ=env)
+        assert resp.status.startswith("303"), resp.body[-1500:]
+        assert one(site, "SELECT id FROM user WHERE email_addr = %s", (form["new_email_addr"],))
+    finally:
+        with open(path, "w") as f:
+            f.write(saved)
+        site.cfg = load_config(site.root)
+    # off again: no box
+    assert "g-recaptcha" not in ok(call(site, "create_account_form.php"))

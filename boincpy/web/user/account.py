@@ -35,7 +35,7 @@ import time
 from boincpy import mail, passwords
 from boincpy.db import user as user_table
 from boincpy.errors import DatabaseError
-from boincpy.web import accounts, csrf, rpc
+from boincpy.web import accounts, csrf, recaptcha, rpc
 from boincpy.web.http import cookie_header, log_error, url_path
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.page import PageError, Redirect, hidden, kv_table, notice, render, text_input
@@ -203,6 +203,8 @@ def create_account_form(ctx):
         fields.append(("agree_to_terms_of_use", "I agree to the terms of use above",
                        Markup('<input type="checkbox" name="agree_to_terms_of_use" '
                               'id="agree_to_terms_of_use" value="1">')))
+    if recaptcha.enabled(ctx.cfg):
+        fields.append(("recaptcha", "", recaptcha.recaptcha_html(ctx.cfg)))
     parts.append(_form("create_account_action.php", join(keep), fields, "Create account",
                        "create"))
     parts.append(fmt("<p>Already have an account? {}</p>", link("login_form.php", "Log in")))
@@ -217,6 +219,8 @@ def create_account_action(ctx):
     refused = _creation_refused(cfg)
     if refused:
         raise PageError(refused, "403 Forbidden", "Can't create account")
+    if not recaptcha.recaptcha_check(cfg, req):
+        raise PageError(recaptcha.REFUSED, "403 Forbidden", "Can't create account")
     ctid = rpc.enroll_consent_id(db, cfg)
     if ctid is not None and not req.post("agree_to_terms_of_use"):
         raise PageError("You have not agreed to our terms of use. Please go back, agree to "
