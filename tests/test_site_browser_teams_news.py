@@ -7,7 +7,9 @@ pages' own links and forms:
 * the operator posts a news item on the ops page news.php; old_news.php and
   rss_main.php show it;
 * the same pages once more with the project switched to the persistent mode
-  (mod_fcgid).
+  (mod_fcgid);
+* the stock 7.20.5 client, attached, finds the notices feed in gui_urls.xml
+  (sent by the scheduler), fetches notices.php and lists the news item.
 
 One Apache serves the module.  Screenshots go to tests/artifacts/site-screens/."""
 
@@ -175,3 +177,44 @@ def test_pages_in_persistent_mode(web, mode):
         shot(b, "11-persistent-joined")
     assert teamid_of(web, web.users["joiner"][0]) == teamid
     assert server_mode.persistent_pids(web.project.root)
+
+
+@pytest.fixture
+def news_client(request):
+    """A stock client that fetches notices (the tests' default turns that
+    off with no_info_fetch)."""
+    from boincpy.testing.client import DEFAULT_LOG_FLAGS, StockClient
+    failed_before = request.session.testsfailed
+    client = StockClient(options={"no_info_fetch": 0},
+                         log_flags=DEFAULT_LOG_FLAGS + ("notice_debug",)).start()
+    yield client
+    client.close(failed=request.session.testsfailed > failed_before)
+
+
+def test_stock_client_shows_news_as_notice(web, news_client):
+    """The stock 7.20.5 client, attached, gets gui_urls.xml's feed from the
+    scheduler, fetches notices.php and shows the news item in its notices."""
+    from test_stock_client_accounts import running_feeder
+    import time
+    from boincpy.db import forum
+    from boincpy.web.user.news import news_forum
+    url, client = web.master_url, news_client
+    founder = web.users["founder"][0]
+    mark = secrets.token_hex(4)
+    with web.db.transaction():
+        forum.insert_thread(web.db, news_forum(web.db)["id"], founder.id, "Notice " + mark,
+                            "Shown in the [b]Notices[/b] tab: %s" % mark, int(time.time()))
+    if not web.db.query_value("SELECT COUNT(*) FROM platform WHERE name = "
+                              "'x86_64-pc-linux-gnu'"):
+        web.db.execute("INSERT INTO platform (create_time, name, user_friendly_name) "
+                       "VALUES (1, 'x86_64-pc-linux-gnu', 'Linux on x86_64')")
+    with running_feeder(web.project):
+        client.project_attach(url, founder.authenticator)
+        client.wait_for(lambda: client.hostid(url), 120, "a host id from the scheduler")
+
+        def shown():
+            # boinccmd prints each notice's description
+            return "<b>Notices</b> tab: " + mark in client.boinccmd("--get_notices", "0").stdout
+        client.wait_for(shown, 120, "the news item among the client's notices", interval=2)
+    log = client.log_text()
+    assert "[notice] start fetch from %snotices.php?userid=%d&auth=" % (url, founder.id) in log
