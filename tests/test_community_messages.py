@@ -644,3 +644,27 @@ def test_odd_requests_get_clear_pages(site):
     assert resp.status.startswith("400") and "block list is full" in resp.body
     assert q(site, "SELECT ignorelist FROM forum_preferences WHERE userid = %s",
              (a.id,))[0]["ignorelist"] == full
+
+
+def test_subscription_notifications_shown_and_mailed(site, smtp):
+    from boincpy.daemons.community import Notify
+    u = new_user(site, pm_notification=2)
+    now = int(time.time())
+    thread = site.db.insert("INSERT INTO thread (forum, owner, title, create_time) "
+                            "VALUES (0, 0, %s, %s)", ("Thread " + HOSTILE, now))
+    mdb.insert_notify(site.db, u.id, now, mdb.NOTIFY_SUBSCRIBED_THREAD, thread)
+    mdb.insert_notify(site.db, u.id, now, mdb.NOTIFY_SUBSCRIBED_THREAD, 999999999)  # gone
+    mdb.insert_notify(site.db, u.id, now, 77, 1)             # a type nobody knows: kept
+    body = ok(call(site, "notifications.php", u))
+    assert "New posts in the thread" in body and "forum_thread.php?id=%d" % thread in body
+    assert HOSTILE not in body
+    items = pm.notices_of(site.db, u.id, "https://example.org/")
+    assert [i["title"] for i in items] == ["New posts in subscribed thread"]
+    assert "<script" not in items[0]["description"]
+    smtp.clear()
+    run_task(site, Notify, now=now)
+    text = smtp.to(u.email_addr)[0].get_payload(decode=True).decode()
+    assert "1) There are new posts in the thread 'Thread %s'" % HOSTILE in text
+    assert {(r["type"], r["opaque"]) for r in q(
+        site, "SELECT type, opaque FROM notify WHERE userid = %s", (u.id,))} == {
+        (mdb.NOTIFY_SUBSCRIBED_THREAD, thread), (77, 1)}

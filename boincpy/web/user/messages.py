@@ -234,6 +234,14 @@ def describe_notifies(db, notifies):
             "SELECT p.id, p.subject, p.senderid, u.name FROM private_messages p JOIN user u "
             "ON u.id = p.senderid WHERE p.id IN (%s)" % ", ".join(["%s"] * len(pm_ids)),
             pm_ids)}
+    titles = {}
+    for notify_type, table in ((mdb.NOTIFY_SUBSCRIBED_THREAD, "thread"),
+                               (mdb.NOTIFY_SUBSCRIBED_FORUM, "forum")):
+        ids = sorted({n["opaque"] for n in notifies if n["type"] == notify_type})
+        if ids:
+            titles[notify_type] = {r["id"]: r["title"] for r in _read(
+                db, "SELECT id, title FROM %s WHERE id IN (%s)"
+                    % (table, ", ".join(["%s"] * len(ids))), ids)}
     out = []
     for n in notifies:
         about = None
@@ -244,13 +252,34 @@ def describe_notifies(db, notifies):
             pm = pms[n["opaque"]]
             about = {"userid": pm["senderid"], "name": pm["name"], "subject": pm["subject"],
                      "pm": pm["id"]}
+        elif n["type"] in titles and n["opaque"] in titles[n["type"]]:
+            about = {"id": n["opaque"], "title": titles[n["type"]][n["opaque"]]}
+        elif n["type"] not in _KNOWN_TYPES:
+            continue                # not ours to show or to delete
         out.append((n, about))
     return out
+
+
+_KNOWN_TYPES = (mdb.NOTIFY_FRIEND_REQ, mdb.NOTIFY_FRIEND_ACCEPT, mdb.NOTIFY_PM,
+                mdb.NOTIFY_SUBSCRIBED_THREAD, mdb.NOTIFY_SUBSCRIBED_FORUM)
+# subscriptions (forum.inc's subscribed_thread_* and subscribed_forum_*):
+# type -> (page, web line, e-mail line, feed title)
+_SUBSCRIBED = {
+    mdb.NOTIFY_SUBSCRIBED_THREAD: ("forum_thread.php", "New posts in the thread {}",
+                                   "There are new posts in the thread '%s'",
+                                   "New posts in subscribed thread"),
+    mdb.NOTIFY_SUBSCRIBED_FORUM: ("forum_forum.php", "New threads in the forum {}",
+                                  "There are new threads in the forum '%s'",
+                                  "New posts in subscribed forum"),
+}
 
 
 def web_line(n, about):
     """A notification on the account page (user.inc's notify_description)."""
     t = n["type"]
+    if t in _SUBSCRIBED:
+        page, line = _SUBSCRIBED[t][:2]
+        return fmt(line, link(url(page, id=about["id"]), about["title"]))
     if t == mdb.NOTIFY_FRIEND_REQ:
         return fmt("{} from {}", link(url("friend.php", action="query", userid=about["userid"]),
                                       "Friendship request"),
@@ -266,6 +295,8 @@ def web_line(n, about):
 def email_line(n, about):
     """A notification in the daily digest (friend.inc, pm.inc's *_email_line)."""
     t = n["type"]
+    if t in _SUBSCRIBED:
+        return _SUBSCRIBED[t][2] % about["title"]
     if t == mdb.NOTIFY_FRIEND_REQ:
         return "%s has requested friendship with you. Please accept or decline." % about["name"]
     if t == mdb.NOTIFY_FRIEND_ACCEPT:
@@ -277,7 +308,11 @@ def notice_item(n, about, base_url):
     """A notification as a feed item (friend.inc's friend_*_rss, pm_rss):
     {title, link, time, description (HTML), guid}."""
     t = n["type"]
-    if t == mdb.NOTIFY_FRIEND_REQ:
+    if t in _SUBSCRIBED:
+        page, _, line, title = _SUBSCRIBED[t]
+        desc = str(fmt("{}", line % about["title"]))
+        where = base_url + url(page, id=about["id"])
+    elif t == mdb.NOTIFY_FRIEND_REQ:
         title = "Friend request"
         desc = str(fmt("{} has requested friendship with you. Please accept or decline.",
                        about["name"]))
