@@ -200,7 +200,8 @@ def community_rows(db, user):
     private messages, notifications, friends; (label, HTML) pairs."""
     notes = notifications_html(db, user)
     return [("Private messages", pm_links_html(db, user.id)),
-            ("Notifications", join([notes, link("notifications.php", "All notifications")])
+            ("Notifications", join([notes, Markup(" &middot; "),
+                                    link("notifications.php", "All notifications")])
              if notes else link("notifications.php", "None")),
             ("Friends", friends_cell(db, user.id))]
 
