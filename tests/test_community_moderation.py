@@ -248,7 +248,6 @@ def test_bad_requests(site):
     author = new_user(site)
     tid, pid = new_thread(site, author)
     for page, get, status in (
-            ("forum_moderate_post.php", {"id": pid}, "400"),
             ("forum_moderate_post.php", {"id": pid, "action": "explode"}, "400"),
             ("forum_moderate_post.php", {"id": "x1", "action": "hide"}, "400"),
             ("forum_moderate_post.php", {"id": 10 ** 30, "action": "hide"}, "400"),
@@ -258,6 +257,10 @@ def test_bad_requests(site):
             ("forum_banishment_vote.php", {"userid": 2 ** 31 - 2, "action": "start"}, "404")):
         resp = call(site, page, mod, get)
         assert resp.status.startswith(status), (page, get, resp.status)
+    # no action (the boards' "Moderate post" link): the choices
+    body = ok(call(site, "forum_moderate_post.php", mod, {"id": pid}))
+    assert "forum_moderate_post.php?action=hide&amp;id=%d" % pid in body
+    assert call(site, "forum_moderate_post.php", author, {"id": pid}).status.startswith("403")
     # an odd category or duration: refused, nothing changed
     resp = act(site, mod, "forum_moderate_post.php", {"id": pid, "action": "hide"},
                "forum_moderate_post_action.php", {"action": "hide", "category": "99"})

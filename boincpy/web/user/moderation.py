@@ -555,6 +555,12 @@ def _post_summary(post, thread):
 def forum_moderate_post(ctx):
     """The form where a moderator decides what to do to a post."""
     post_id = _id(ctx, "id")
+    if not (ctx.req.post("action") or ctx.req.get("action")):
+        # the boards' "Moderate post" link: the moderator's choices
+        post, thread, forum = _post_context(ctx, post_id)
+        user = _moderator(ctx, forum)
+        return _page(ctx, "Moderate post", [_post_summary(post, thread), fmt(
+            "<p>{}</p>", moderation_links(ctx, user, post, forum))])
     action = _action(ctx, ("hide", "unhide", "move", "banish_user", "delete"))
     post, thread, forum = _post_context(ctx, post_id)
     user = _moderator(ctx, forum)
