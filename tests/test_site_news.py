@@ -140,7 +140,8 @@ def test_ops_posts_edits_hides_news(site):
     assert site.db.query_value("SELECT COUNT(*) FROM thread") == before
     for bad, field in (({"title": ""}, "title"), ({"content": " "}, "content"),
                        ({"author": "999999"}, "author"), ({"author": "x"}, "author"),
-                       ({"title": "t" * 300}, "title")):
+                       ({"title": "t" * 300}, "title"), ({"content": "\U0001f600" * 20000},
+                                                         "content")):
         resp = ops(site, post=dict(form, **bad))
         assert status(resp) in (400, 404) and field in resp.text, bad
     assert site.db.query_value("SELECT COUNT(*) FROM thread") == before
@@ -191,6 +192,14 @@ def test_ops_posts_edits_hides_news(site):
     cafe = site.db.query_value("SELECT MAX(id) FROM thread")
     assert status(ops(site, post={"action": "hide", "thread": cafe})) == 404
     assert site.db.query_value("SELECT hidden FROM thread WHERE id = %s", (cafe,)) == 0
+
+
+def test_post_text_cut_in_bytes_as_boinc():
+    from boincpy.db import forum
+    wide = "\U0001f600" * 20000
+    cut = forum.cut_content(wide)
+    assert len(cut.encode()) <= forum.MAX_POST_CONTENT and wide.startswith(cut)
+    assert forum.cut_content("short") == "short"
 
 
 def test_hostile_news_is_escaped(site):

@@ -160,6 +160,9 @@ def test_create_needs_login_token_and_a_name(site):
     assert status(blank) == 400 and "name" in blank.text
     long = site.call("team_create_action.php", user, post=dict(form, name="x" * 300))
     assert status(long) == 400 and "name" in long.text
+    wide = site.call("team_create_action.php", user,
+                     post=dict(form, description="\U0001f600" * 20000))
+    assert status(wide) == 400 and "description" in wide.text
     bad_type = site.call("team_create_action.php", user, post=dict(form, type="nine"))
     assert status(bad_type) == 400 and "type" in bad_type.text
     taken = site.create_team(site.user())

@@ -14,8 +14,17 @@ implementation shows what the other posted:
 * the forum's ``threads`` counts its visible threads.
 """
 
-# BOINC keeps at most this much of a post (create_post: substr($content, 0, 64000)).
+# BOINC keeps at most this much of a post (create_post: substr($content, 0, 64000),
+# bytes: post.content is a TEXT of 65535 bytes).
 MAX_POST_CONTENT = 64000
+
+
+def cut_content(content):
+    """A post's text cut to MAX_POST_CONTENT bytes of UTF-8 (never in a character)."""
+    data = content.encode("utf-8", "surrogatepass")
+    if len(data) <= MAX_POST_CONTENT:
+        return content
+    return data[:MAX_POST_CONTENT].decode("utf-8", "ignore")
 
 
 def insert_category(db, order_id, name, is_helpdesk):
@@ -47,7 +56,7 @@ def insert_post(db, thread_id, forum_id, user_id, content, now, parent_post=0, s
     post_id = db.insert(
         "INSERT INTO post (thread, user, timestamp, content, modified, parent_post, score, "
         "votes, signature, hidden) VALUES (%s, %s, %s, %s, 0, %s, 0, 0, %s, 0)",
-        (thread_id, user_id, now, content[:MAX_POST_CONTENT], parent_post,
+        (thread_id, user_id, now, cut_content(content), parent_post,
          1 if signature else 0))
     db.execute("UPDATE thread SET replies = replies + 1, timestamp = %s WHERE id = %s",
                (now, thread_id))
@@ -71,7 +80,7 @@ def insert_thread(db, forum_id, user_id, title, content, now, status=0):
 def edit_post(db, post_id, content, now):
     """New text of a post (forum_edit.php): ``modified`` now."""
     return db.execute("UPDATE post SET content = %s, modified = %s WHERE id = %s",
-                      (content[:MAX_POST_CONTENT], now, post_id))
+                      (cut_content(content), now, post_id))
 
 
 def set_thread_title(db, thread_id, title):

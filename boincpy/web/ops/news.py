@@ -63,8 +63,8 @@ def _fields(ctx):
         raise PageError("title: at most %d characters." % MAX_TITLE)
     if not content.strip():
         raise PageError("content: the news item has no text.")
-    if len(content) > forum_table.MAX_POST_CONTENT:
-        raise PageError("content: at most %d characters." % forum_table.MAX_POST_CONTENT)
+    if len(content.encode("utf-8", "surrogatepass")) > forum_table.MAX_POST_CONTENT:
+        raise PageError("content: at most %d bytes of UTF-8." % forum_table.MAX_POST_CONTENT)
     return accounts.strip_tags(title), content
 
 

@@ -59,6 +59,7 @@ MAX_MEMBER_OFFSET = 1000           # team_members.php: "can only display the fir
 SEARCH_LIMIT = 20                  # team_search.php's get_teams
 # column limits (team.name is varchar(191) under utf8mb4)
 LIMITS = {"name": 191, "name_html": 254, "url": 254, "country": 254, "description": 65000}
+DESCRIPTION_BYTES = 65535          # team.description is a TEXT
 # team.inc: a foundership request may be made 60 days after the last one, or
 # 90 days after an unanswered one; the founder has 60 days to answer.
 TRANSFER_WAIT = 60 * 86400
@@ -324,6 +325,8 @@ def _form_values(ctx):
     for key, limit in LIMITS.items():
         if len(values[key]) > limit:
             raise PageError("%s: at most %d characters, please." % (key, limit))
+    if len(values["description"].encode("utf-8", "surrogatepass")) > DESCRIPTION_BYTES:
+        raise PageError("description: at most %d bytes of UTF-8, please." % DESCRIPTION_BYTES)
     if not values["name"]:
         raise PageError("name: you must choose a non-blank team name.")
     type_num = ctx.int_arg("type", 0, post=True, minimum=0,
