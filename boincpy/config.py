@@ -410,7 +410,16 @@ _TABLE = (
     ("post_report_emails", "str", "", "web",
      "E-mail addresses, separated by |, that get the message boards' moderation "
      "and banishment reports (BOINC's POST_REPORT_EMAILS in project.inc)."),
-    ("no_forum_rating", "bool", False, "web", _VOLUNTEER_SITE + "no forum post rating."),
+    ("no_forum_rating", "bool", False, "web", "No forum post rating (forum_rate.php refuses)."),
+    ("forum_max_edit_time", "int 0..", 3600, "web",
+     "Seconds after posting in which a volunteer may still edit a post (BOINC's "
+     "project.inc MAXIMUM_EDIT_TIME); moderators may edit any time."),
+    ("forum_need_credit_to_post", "bool", True, "web",
+     "Users without credit may post only in help-desk categories (BOINC's project.inc "
+     "NEED_CREDIT_TO_POST_EXCEPT_HELP); each forum's post_min_total_credit, "
+     "post_min_expavg_credit and post_min_interval apply too."),
+    ("forum_post_max_links", "int 0..", 0, "web",
+     "Most links a post may hold, moderators excepted; 0: no limit (BOINC's POST_MAX_LINKS)."),
     ("profile_screening", "bool", False, "web", _VOLUNTEER_SITE + "profiles are screened before display."),
     ("team_forums_members_only", "bool", False, "web", _VOLUNTEER_SITE + "team forums visible to members only."),
     ("scheduler_disk_space_check_hardcoded", "bool", False, "web",

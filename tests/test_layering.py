@@ -110,9 +110,10 @@ HOMES = {
     "user_submit": "submit", "user_submit_app": "submit", "job_file": "submit",
     "batch_file_assoc": "submit",
     "private_messages": "messages", "friend": "messages", "notify": "messages",
-    "profile": "profile", "badge": "badge", "badge_user": "badge", "badge_team": "badge",
     "category": "forum", "forum": "forum", "thread": "forum", "post": "forum",
     "banishment_vote": "forum", "banishment_votes": "forum",
+    "subscriptions": "forum", "post_ratings": "forum", "forum_logging": "forum",
+    "profile": "profile", "badge": "badge", "badge_user": "badge", "badge_team": "badge",
 }
 HOMED = tuple(HOMES)
 

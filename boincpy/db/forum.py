@@ -65,14 +65,14 @@ def insert_post(db, thread_id, forum_id, user_id, content, now, parent_post=0, s
     return post_id
 
 
-def insert_thread(db, forum_id, user_id, title, content, now, status=0):
+def insert_thread(db, forum_id, user_id, title, content, now, status=0, signature=0):
     """A thread with its first post (BOINC's create_thread); return the thread's id."""
     thread_id = db.insert(
         "INSERT INTO thread (forum, owner, status, title, timestamp, views, replies, activity, "
         "sufferers, score, votes, create_time, hidden, sticky, locked) "
         "VALUES (%s, %s, %s, %s, %s, 0, -1, 0, 0, 0, 0, %s, 0, 0, 0)",
         (forum_id, user_id, status, title, now, now))
-    insert_post(db, thread_id, forum_id, user_id, content, now)
+    insert_post(db, thread_id, forum_id, user_id, content, now, signature=signature)
     db.execute("UPDATE forum SET threads = threads + 1 WHERE id = %s", (forum_id,))
     return thread_id
 
@@ -153,6 +153,58 @@ def create_forums(db):
         category = insert_category(db, order, name, helpdesk)
         for f_order, title, description, dev_blog in forums:
             insert_forum(db, category, f_order, title, description, dev_blog)
+
+
+# -- the message boards' pages (boincpy.web.user.forum) -----------------------------
+
+def add_view(db, thread_id):
+    """forum_thread.php: views + 1."""
+    return db.execute("UPDATE thread SET views = views + 1 WHERE id = %s", (thread_id,))
+
+
+def set_post_signature(db, post_id, signature):
+    return db.execute("UPDATE post SET signature = %s WHERE id = %s",
+                      (1 if signature else 0, post_id))
+
+
+def set_thread_activity(db, thread_id, activity):
+    """update_forum_activities.php's value of a thread."""
+    return db.execute("UPDATE thread SET activity = %s WHERE id = %s", (activity, thread_id))
+
+
+def add_sufferer(db, thread_id):
+    """forum_thread_vote.php: one more "I also have this question"."""
+    return db.execute("UPDATE thread SET sufferers = sufferers + 1 WHERE id = %s", (thread_id,))
+
+
+def subscribe(db, user_id, thread_id):
+    """BoincSubscription::replace (a forum's subscription has -forum id)."""
+    return db.execute("REPLACE INTO subscriptions (userid, threadid) VALUES (%s, %s)",
+                      (user_id, thread_id))
+
+
+def unsubscribe(db, user_id, thread_id):
+    return db.execute("DELETE FROM subscriptions WHERE userid = %s AND threadid = %s",
+                      (user_id, thread_id))
+
+
+def rate_post(db, user_id, post_id, rating):
+    """BoincPostRating::replace: the user's rating (+1 or -1) of a post."""
+    return db.execute("REPLACE INTO post_ratings (post, user, rating) VALUES (%s, %s, %s)",
+                      (post_id, user_id, rating))
+
+
+def mark_thread_read(db, user_id, thread_id, now):
+    """forum_logging: the user read the thread up to now (BoincForumLogging::replace)."""
+    return db.execute("REPLACE INTO forum_logging (userid, threadid, timestamp) "
+                      "VALUES (%s, %s, %s)", (user_id, thread_id, now))
+
+
+def delete_forum_rows_of_user(db, user_id):
+    """A deleted account's subscriptions, ratings and read marks."""
+    return {t: db.execute("DELETE FROM %s WHERE %s = %%s" % (t, col), (user_id,))
+            for t, col in (("subscriptions", "userid"), ("post_ratings", "user"),
+                           ("forum_logging", "userid"))}
 
 
 # -- moderation (boincpy.web.user.moderation; BOINC's forum.inc) -------------------------
@@ -296,3 +348,22 @@ def end_banishment_vote(db, voteid, now):
 def delete_banishment_votes_of_user(db, userid):
     """delete_account.inc: the votes about a deleted user."""
     return db.execute("DELETE FROM banishment_vote WHERE userid = %s", (userid,))
+
+
+def update_activities(db, now):
+    """update_forum_activities.php: each thread's ``activity``.  A help-desk
+    thread's is (sufferers + 1) / its age in days; any other's the sum over
+    its posts of 2^-(post's age in weeks).  Return (help-desk threads,
+    other threads) updated."""
+    helpdesk = db.execute(
+        "UPDATE thread t JOIN forum f ON f.id = t.forum AND f.parent_type = 0 "
+        "JOIN category c ON c.id = f.category AND c.is_helpdesk <> 0 "
+        "SET t.activity = (t.sufferers + 1) / GREATEST((%s - t.create_time) / 86400, "
+        "1 / 86400)", (now,))
+    others = db.execute(
+        "UPDATE thread t LEFT JOIN forum f ON f.id = t.forum LEFT JOIN category c "
+        "ON c.id = f.category AND f.parent_type = 0 "
+        "LEFT JOIN (SELECT thread, SUM(POW(2, -(%s - timestamp) / 604800)) AS a "
+        "FROM post GROUP BY thread) p ON p.thread = t.id "
+        "SET t.activity = COALESCE(p.a, 0) WHERE COALESCE(c.is_helpdesk, 0) = 0", (now,))
+    return helpdesk, others

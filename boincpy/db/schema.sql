@@ -638,6 +638,8 @@ create table thread (
     sticky                  tinyint         not null default 0,
     locked                  tinyint         not null default 0,
     primary key (id),
+    -- boincpy's (BOINC has none): forum_forum.php's list walks it, sticky first
+    key thread_forum (forum, hidden, sticky, timestamp),
     fulltext key thread_title (title)
 ) engine=InnoDB;
 
@@ -735,6 +737,32 @@ create table notify (
     type                    integer         not null,
     opaque                  integer         not null,
     unique key notify_un (userid, type, opaque)
+) engine=InnoDB;
+
+-- The message boards' own tables (BOINC's subscriptions, post_ratings and
+-- forum_logging, with constraints.sql's keys; writes in boincpy/db/forum.py):
+-- a subscription's threadid is a thread's id, or minus a forum's id.
+create table subscriptions (
+    userid                  integer         not null,
+    threadid                integer         not null,
+    notified_time           integer         not null default 0,
+    unique key sub_unique (userid, threadid),
+    key sub_thread (threadid)
+) engine=InnoDB;
+
+create table post_ratings (
+    post                    integer         not null,
+    user                    integer         not null,
+    rating                  tinyint         not null,
+    primary key (post, user),
+    key post_ratings_user (user)
+) engine=InnoDB;
+
+create table forum_logging (
+    userid                  integer         not null default 0,
+    threadid                integer         not null default 0,
+    timestamp               integer         not null default 0,
+    primary key (userid, threadid)
 ) engine=InnoDB;
 
 -- Moderators' votes to banish a user from the message boards (BOINC's

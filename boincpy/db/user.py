@@ -87,6 +87,15 @@ def set_forum_pref(db, userid, column, value):
                       (userid, value))
 
 
+def count_forum_post(db, userid, now):
+    """A new forum post of the user: forum_preferences.posts + 1 (BOINC's
+    create_post) and last_post now (the interval forum.post_min_interval
+    counts from); the row is made if missing."""
+    return db.execute("INSERT INTO forum_preferences (userid, posts, last_post) "
+                      "VALUES (%s, 1, %s) ON DUPLICATE KEY UPDATE posts = posts + 1, "
+                      "last_post = VALUES(last_post)", (userid, now))
+
+
 def insert_consent(db, userid, consent_type_id, consent_time, consent_flag,
                    consent_not_required, source):
     """A consent record of the user."""

@@ -150,6 +150,8 @@ TASKS = (
     ("update_uotd", "1 days", "update_uotd.out", False),
     ("update_profile_pages", "24 hours", "update_profile_pages.out", False),
     ("badge_assign", "24 hours", "badge_assign.out", False),
+    # the message boards' (BOINC: run_in_ops ./update_forum_activities.php, hourly)
+    ("update_forum_activities", "1 hours", "update_forum_activities.out", False),
 )
 
 _SHORT_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")

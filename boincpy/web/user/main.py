@@ -23,11 +23,11 @@ from boincpy.errors import ConfigError
 from boincpy.web.http import config_failure, run_cgi
 from boincpy.web.page import PageError, serve
 from boincpy.web.submitter import batches
-from boincpy.web.user import (account, badges, forum, lists, messages, moderation, news, prefs,
-                              profile, session, tasks, teams)
+from boincpy.web.user import (account, badges, forum, forum_post, lists, messages, moderation,
+                              news, prefs, profile, session, tasks, teams)
 
 FAMILIES = (session, account, prefs, tasks, teams, news, profile, badges, messages, forum, lists,
-            moderation)
+            moderation, forum_post)
 
 PAGES = {"submit.php": batches.page}
 for _family in FAMILIES:
