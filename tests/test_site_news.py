@@ -167,6 +167,7 @@ def test_ops_posts_edits_hides_news(site):
     assert items[title].findtext("link").endswith("forum_thread.php?id=%d" % tid)
     page = site.ok("old_news.php")
     assert title in page and "<b>version 2</b>" in page
+    assert 'href="forum_thread.php?id=%d">Discuss' % tid in page
     assert title in ops(site).text
 
     # edit

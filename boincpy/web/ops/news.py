@@ -123,7 +123,7 @@ def _form(ctx, item=None, author=""):
     return fmt(
         '<form class="filters" method="post" action="news.php">{}'
         '<label for="title">Title</label><div>{}</div>'
-        '<label for="content">Text (BBCode: [b] [i] [u] [s] [url=...])</label>'
+        '<label for="content">Text (BBCode)</label>'
         '<div><textarea name="content" id="content" rows="8" cols="70">{}</textarea></div>{}'
         '<label for="export">Show as a notice in the BOINC Manager</label>'
         '<div><input type="checkbox" name="export" id="export" value="1"{}></div>'

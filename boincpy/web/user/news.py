@@ -189,15 +189,16 @@ def notices(ctx):
 
 def news_html(item):
     """One news item on a page (BOINC's news_item): title unless the text
-    starts with it, the text, the date."""
+    starts with it, the text, the date and the thread's "Discuss" link."""
     content = item["content"] or ""
     title = plain_title(item["title"])
     parts = [fmt('<article class="news" id="news_{}">', item["id"])]
     if title and not content.startswith(title):
         parts.append(fmt("<h2>{}</h2>", title))
-    parts.append(fmt('<p>{}</p><p class="muted small">{}</p></article>',
+    parts.append(fmt('<p>{}</p><p class="muted small">{} &middot; {}</p></article>',
                      bbcode.render(content), time.strftime("%d %b %Y, %H:%M:%S UTC",
-                                   time.gmtime(int(item["create_time"])))))
+                                                           time.gmtime(int(item["create_time"]))),
+                     link(url("forum_thread.php", id=item["id"]), "Discuss")))
     return join(parts)
 
 
