@@ -32,7 +32,6 @@ from boincpy.web.user.main import handle
 HOSTILE = '<script>alert("x")</script><b>bold</b>'
 REPORTS = "mods@example.com|admin2@example.com"
 _serial = itertools.count(1)
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class Mailbox:
@@ -237,7 +236,6 @@ def test_only_special_users_moderate(site):
         assert "Reason" in ok(call(site, "forum_moderate_post.php", mod,
                                    {"id": pid, "action": "hide"}))
     # the links the boards' pages show
-    ctx = type("C", (), {})()
     assert moderation.is_moderator(site.db, new_user(site, special=MOD), None)
     assert not moderation.is_moderator(site.db, plain, None)
     assert not moderation.is_admin(site.db, new_user(site, special=MOD))

@@ -44,6 +44,7 @@ import sys
 import time
 
 from boincpy.errors import BoincpyError, DatabaseError
+from boincpy.web.user.moderation import query_rows
 
 USAGE = __doc__[__doc__.index("Options are read"):]
 _ER_NO_SUCH_TABLE = 1146
@@ -77,7 +78,7 @@ def delete_user(db, user, now=None):
     from boincpy.db import messages as mdb
     from boincpy.web import accounts
     with db.transaction():
-        for post in _rows(db, "SELECT p.id, p.thread, t.forum FROM post p JOIN thread t "
+        for post in query_rows(db, "SELECT p.id, p.thread, t.forum FROM post p JOIN thread t "
                               "ON t.id = p.thread WHERE p.user = %s", (user.id,)):
             forum_db.delete_post(db, post["id"], post["thread"], post["forum"])
         extra = getattr(forum_db, "delete_forum_rows_of_user", None)
@@ -85,20 +86,11 @@ def delete_user(db, user, now=None):
             _tolerant(extra, db, user.id)
         _tolerant(forum_db.delete_banishment_votes_of_user, db, user.id)
         _tolerant(mdb.delete_community_rows_of_user, db, user.id)
-        badges = [r["badge_id"] for r in _rows(db, "SELECT badge_id FROM badge_user "
+        badges = [r["badge_id"] for r in query_rows(db, "SELECT badge_id FROM badge_user "
                                                    "WHERE user_id = %s", (user.id,))]
         if badges:
             badge_db.unassign(db, "user", user.id, badges)
     return accounts.delete_account(db, user, now)
-
-
-def _rows(db, sql, params=()):
-    try:
-        return db.query(sql, params)
-    except DatabaseError as exc:
-        if getattr(exc, "mysql_code", 0) != _ER_NO_SUCH_TABLE:
-            raise
-        return []
 
 
 class Spammers:
@@ -135,7 +127,7 @@ class Spammers:
         return self.count("SELECT COUNT(*) FROM host WHERE userid = %s", user_id)
 
     def nposts(self, user_id):
-        return int((_rows(self.db, "SELECT COUNT(*) AS n FROM post WHERE user = %s",
+        return int((query_rows(self.db, "SELECT COUNT(*) AS n FROM post WHERE user = %s",
                           (user_id,)) or [{"n": 0}])[0]["n"])
 
     def do_delete_user(self, user, reason):
@@ -174,7 +166,7 @@ class Spammers:
 
     def delete_profiles(self, strict=False):
         n = 0
-        for p in _rows(self.db, "SELECT userid, response1, response2 FROM profile "
+        for p in query_rows(self.db, "SELECT userid, response1, response2 FROM profile "
                                 "ORDER BY userid"):
             if not strict and not (has_link(p["response1"]) or has_link(p["response2"])):
                 continue
@@ -196,7 +188,7 @@ class Spammers:
 
     def delete_forums(self):
         n = 0
-        for row in _rows(self.db, "SELECT DISTINCT user FROM post ORDER BY user"):
+        for row in query_rows(self.db, "SELECT DISTINCT user FROM post ORDER BY user"):
             user = self.user(row["user"])
             if user is None:
                 self.say("missing user %d" % row["user"])
@@ -214,7 +206,7 @@ class Spammers:
         sql = ["SELECT a.id FROM user a WHERE 1"]
         if no_hosts:
             sql.append("AND NOT EXISTS (SELECT 1 FROM host c WHERE c.userid = a.id)")
-        if no_posts and _rows(self.db, "SHOW TABLES LIKE 'post'"):
+        if no_posts and query_rows(self.db, "SHOW TABLES LIKE 'post'"):
             sql.append("AND NOT EXISTS (SELECT 1 FROM post b WHERE b.user = a.id)")
         if no_teams:
             sql.append("AND NOT EXISTS (SELECT 1 FROM team d WHERE d.userid = a.id)")
@@ -232,7 +224,7 @@ class Spammers:
         self.say("deleted %d users" % n)
 
     def delete_banished(self):
-        for row in _rows(self.db, "SELECT userid FROM forum_preferences WHERE banished_until > 0 "
+        for row in query_rows(self.db, "SELECT userid FROM forum_preferences WHERE banished_until > 0 "
                                   "ORDER BY userid"):
             user = self.user(row["userid"])
             if user is not None and self.age_ok(user.create_time):

@@ -192,13 +192,19 @@ def thread_moderation_links(ctx, user, thread, forum):
 # ---------------------------------------------------------------------------
 # rows
 
-def _row(db, sql, ident):
+def query_rows(db, sql, params=()):
+    """Rows of a query on tables a project made before them may lack (none then)."""
     try:
-        return db.query_one(sql, (ident,))
+        return db.query(sql, params)
     except DatabaseError as exc:
-        if getattr(exc, "mysql_code", 0) == _ER_NO_SUCH_TABLE:
-            return None
-        raise
+        if getattr(exc, "mysql_code", 0) != _ER_NO_SUCH_TABLE:
+            raise
+        return []
+
+
+def _row(db, sql, ident):
+    rows = query_rows(db, sql, (ident,))
+    return rows[0] if rows else None
 
 
 def _post(ctx, post_id):
@@ -416,15 +422,6 @@ def vote_notice(ctx, user, reason, end_time):
 # ---------------------------------------------------------------------------
 # banishment votes (forum_banishment_vote.inc)
 
-def _vote_rows(db, sql, params):
-    try:
-        return db.query(sql, params)
-    except DatabaseError as exc:
-        if getattr(exc, "mysql_code", 0) != _ER_NO_SUCH_TABLE:
-            raise
-        return []
-
-
 def _ensure_vote_tables(db):
     from boincpy.db.schema import ensure_table
     ensure_table(db, "banishment_vote")
@@ -433,7 +430,7 @@ def _ensure_vote_tables(db):
 
 def current_vote(db, userid, now):
     """The vote in progress about ``userid`` (a banishment_vote row) or None."""
-    rows = _vote_rows(db, "SELECT * FROM banishment_vote WHERE userid = %s AND end_time > %s "
+    rows = query_rows(db, "SELECT * FROM banishment_vote WHERE userid = %s AND end_time > %s "
                           "ORDER BY id DESC LIMIT 1", (userid, int(now)))
     return rows[0] if rows else None
 
@@ -444,7 +441,7 @@ def vote_in_progress(db, userid, now):
 
 def tally(db, voteid):
     """(ayes, nays) of a vote (current_tally)."""
-    rows = _vote_rows(db, "SELECT COALESCE(SUM(yes), 0) AS ayes, COUNT(id) - COALESCE(SUM(yes), 0)"
+    rows = query_rows(db, "SELECT COALESCE(SUM(yes), 0) AS ayes, COUNT(id) - COALESCE(SUM(yes), 0)"
                           " AS nays FROM banishment_votes WHERE voteid = %s", (voteid,))
     return (int(rows[0]["ayes"]), int(rows[0]["nays"])) if rows else (0, 0)
 
@@ -483,7 +480,7 @@ def settle_votes(db, now):
     """Votes that ran out since the last look: one with more ayes than nays
     banishes for two weeks from its start (once: the interim ban, which
     equals the vote's end, is still in place)."""
-    rows = _vote_rows(db, "SELECT v.* FROM banishment_vote v JOIN forum_preferences p "
+    rows = query_rows(db, "SELECT v.* FROM banishment_vote v JOIN forum_preferences p "
                           "ON p.userid = v.userid WHERE v.end_time <= %s AND "
                           "p.banished_until = v.end_time", (int(now),))
     for vote in rows:
