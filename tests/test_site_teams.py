@@ -328,6 +328,24 @@ def test_admins_edit_but_dont_remove(site):
     assert status(site.call("team_edit_form.php", admin, get={"teamid": team.id})) == 403
 
 
+def test_team_history_for_admins(site):
+    founder = site.user()
+    team = site.create_team(founder)
+    member = site.member(team, total_credit=7.5)
+    site.call("team_quit_action.php", member, post={"id": team.id})
+    page = site.ok("team_delta.php", founder, get={"teamid": team.id})
+    assert page.count("joined") == 2 and "quit" in page and member.name in page
+    xml = site.call("team_delta.php", founder, get={"teamid": team.id, "xml": "1"}).text
+    assert xml.count("<action>joined</action>") == 2 and "<action>quit</action>" in xml
+    assert "<total_credit>7.5</total_credit>" in xml
+    outsider = site.user()
+    assert status(site.call("team_delta.php", outsider, get={"teamid": team.id})) == 403
+    refused = site.call("team_delta.php", outsider, get={"teamid": team.id, "xml": "1"})
+    assert "<error_msg>Not founder or admin</error_msg>" in refused.text
+    assert "team_delta.php?teamid=%d" % team.id in site.ok("team_manage.php", founder,
+                                                           get={"teamid": team.id})
+
+
 def test_founder_removes_members(site):
     founder = site.user()
     team = site.create_team(founder)

@@ -25,6 +25,8 @@ form fields (html/user/team*.php, html/inc/team.inc).
 ``team_change_founder_action.php``  a member's request
 ``team_founder_transfer_form.php``  a member asks for the foundership (BOINC's
 ``-> team_founder_transfer_action.php`` 60/90-day rules), completes it
+``team_delta.php?teamid=N``         who joined and quit when (founder and admins;
+                                    ``xml=1``: BOINC's ``<actions>``)
 ``team_email_list.php?teamid=N``    ``xml=1``: the members' public records as
                                     BOINC prints them (no e-mail addresses);
                                     else the founder's member list, with the
@@ -662,7 +664,10 @@ def team_manage(ctx):
              fmt("<li>Member list: {} \u00b7 {} \u00b7 {}</li>",
                  link(url("team_email_list.php", teamid=team.id), "HTML"),
                  link(url("team_email_list.php", teamid=team.id, plain=1), "text"),
-                 link(url("team_email_list.php", teamid=team.id, xml=1), "XML"))]
+                 link(url("team_email_list.php", teamid=team.id, xml=1), "XML")),
+             fmt("<li>Change history: {} \u00b7 {}<br><small>See when members joined or quit "
+                 "this team</small></li>", link(url("team_delta.php", teamid=team.id), "HTML"),
+                 link(url("team_delta.php", teamid=team.id, xml=1), "XML"))]
     if is_founder(user, team):
         if team.ping_user > 0:
             items.append(fmt("<li>{}</li>", link(
@@ -1018,6 +1023,47 @@ def team_email_list(ctx):
     return render(ctx, "Members of %s" % team.name, body)
 
 
+# ---------------------------------------------------------------------------
+# team_delta.php
+
+def time_str(when):
+    """BOINC's time_str: "28 Nov 2026, 9:05:03 UTC"."""
+    t = time.gmtime(int(when))
+    return "%d %s, %d:%02d:%02d UTC" % (t.tm_mday, time.strftime("%b %Y", t), t.tm_hour,
+                                        t.tm_min, t.tm_sec)
+
+
+def team_delta(ctx):
+    """team_delta.php?teamid=N[&xml=1]: who joined and quit when (founder and admins)."""
+    xml = ctx.req.get("xml") not in ("", "0")
+    user = ctx.require_login()
+    teamid = _teamid(ctx)
+    team = accounts.lookup_team_by_id(ctx.db, teamid) if teamid else None
+    if team is None or not is_team_admin(ctx.db, user, team):
+        if xml:
+            return error_response(XmlError(-1, "Not founder or admin"))
+        raise _refuse("Not founder or admin.")
+    rows = ctx.rdb.query("SELECT d.*, u.name FROM team_delta d LEFT JOIN user u ON u.id = "
+                         "d.userid WHERE d.teamid = %s ORDER BY d.timestamp, d.joining DESC",
+                         (team.id,))
+    if xml:
+        return xml_response("<actions>\n%s</actions>\n" % "".join(
+            "    <action>\n        <id>%d</id>\n        <name>%s</name>\n"
+            "        <action>%s</action>\n        <total_credit>%s</total_credit>\n"
+            "        <when>%s</when>\n    </action>\n"
+            % (r["userid"], xml_escape(r["name"] or "", quote=True),
+               "joined" if r["joining"] else "quit", format_number(r["total_credit"]),
+               time_str(r["timestamp"])) for r in rows))
+    table_rows = [(time_str(r["timestamp"]),
+                   fmt("{} (ID {})", link(url("show_user.php", userid=r["userid"]),
+                                          r["name"] or "(deleted)"), r["userid"]),
+                   "joined" if r["joining"] else "quit", num(r["total_credit"]))
+                  for r in rows]
+    return render(ctx, "Team history for %s" % team.name, table(
+        ("When", "User", "Action", "Total credit at time of action"), table_rows,
+        empty="no history"))
+
+
 PAGES = {
     "team.php": team_page,
     "team_search.php": team_search,
@@ -1040,4 +1086,5 @@ PAGES = {
     "team_founder_transfer_form.php": team_founder_transfer_form,
     "team_founder_transfer_action.php": team_founder_transfer_action,
     "team_email_list.php": team_email_list,
+    "team_delta.php": team_delta,
 }
