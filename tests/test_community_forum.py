@@ -291,6 +291,7 @@ def test_posting_rules(site):
     reply_id(reply(site, mod, tid, "moderator note"))
     body = ok(call(site, "forum_thread.php", mod, {"id": tid}))
     assert "forum_moderate_post.php?id=" in body and "forum_moderate_thread.php?" in body
+    assert "action=unlock&amp;thread=%d" % tid in body
     db.execute("UPDATE thread SET locked = 0 WHERE id = %s", (tid,))
     # banned
     banned = new_user(site, banished_until=int(time.time()) + 86400)

@@ -486,8 +486,12 @@ def forum_thread(ctx):
             mdb.delete_notify(db, user.id, mdb.NOTIFY_SUBSCRIBED_THREAD, thread_id)
         actions.append(subscribe_form(ctx, thread_id, subscribed))
         if moderator:
-            for action, label in (("hide", "Hide"), ("lock", "Lock"), ("sticky", "Make sticky"),
-                                  ("move", "Move"), ("title", "Edit title")):
+            for action, label in (
+                    ("unhide", "Unhide") if thread["hidden"] else ("hide", "Hide"),
+                    ("unlock", "Unlock") if thread["locked"] else ("lock", "Lock"),
+                    ("desticky", "Make unsticky") if thread["sticky"]
+                    else ("sticky", "Make sticky"),
+                    ("move", "Move"), ("title", "Edit title")):
                 actions.append(link(url("forum_moderate_thread.php", action=action,
                                         thread=thread_id), label))
     if thread["locked"]:

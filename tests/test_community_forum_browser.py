@@ -1,0 +1,141 @@
+"""The message boards in a real browser (headless Chromium over WebDriver)
+against a project made by make_project under a private Apache, through the
+pages' own links and forms: a volunteer posts a thread (subscribing to it),
+a second one subscribes too and replies quoting the first post, which
+notifies the first; then the boards once more in the persistent mode
+(mod_fcgid), where the first volunteer answers.  One Apache serves the
+module; screenshots go to tests/artifacts/forum-screens/."""
+
+import os
+import secrets
+
+import pytest
+
+import webdriver
+from webdriver import Browser
+
+pytestmark = pytest.mark.slow
+
+SCREENS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "artifacts", "forum-screens")
+TITLE = "Lensing question %s" % secrets.token_hex(3)
+
+
+@pytest.fixture(scope="module")
+def web(db_root_params):
+    if not webdriver.available():
+        pytest.skip("chromium and chromedriver are not installed (webdriver.available())")
+    from conftest import RunningApache, make_test_project, remove_test_project
+    from boincpy import passwords
+    from boincpy.db.user import update_user_columns
+    from boincpy.tools.httpd import PrivateApache
+    from boincpy.web import accounts
+    project = make_test_project(db_root_params)
+    running = RunningApache(project, PrivateApache(project.root, project.port))
+    try:
+        running.server.start()
+        running.db = project.connect()
+        running.users = {}
+        for name in ("asker", "helper"):
+            email = "%s-%s@example.org" % (name, secrets.token_hex(3))
+            passwd = "pw of %s" % name
+            user = accounts.make_user(running.db, project.cfg, email, "%s %s" % (
+                name.title(), secrets.token_hex(2)), passwords.client_passwd_hash(passwd, email))
+            update_user_columns(running.db, user.id, {"total_credit": 50.0})
+            running.users[name] = (user, email, passwd)
+        yield running
+    finally:
+        running.server.stop(graceful=False)
+        remove_test_project(project)
+
+
+def shot(browser, name):
+    return browser.screenshot(os.path.join(SCREENS, name + ".png"))
+
+
+def login(b, web, who):
+    user, email, passwd = web.users[who]
+    b.get(web.master_url + "login_form.php?next_url=forum_index.php")
+    b.find("#email_addr").send_keys(email)
+    b.find("#passwd").send_keys(passwd)
+    b.find('form[action="login_action.php"] button').follow()
+    assert "Message boards" in b.title
+    return user
+
+
+def logout(b, web):
+    b.get(web.master_url + "logout.php")
+    b.find('form[action="logout.php"] button').follow()
+
+
+def test_post_subscribe_reply_with_quote_notifies(web):
+    from boincpy.db import messages as mdb
+    with Browser.start() as b:
+        asker = login(b, web, "asker")
+        b.link("Science").follow()
+        b.link("New thread").follow()
+        b.find("#title").send_keys(TITLE)
+        b.find("#content").send_keys("How does [b]lensing[/b] work? <script>x</script>")
+        b.find("#subscribe").click()
+        shot(b, "01-new-thread")
+        b.find("#post").follow()
+        assert TITLE in b.title
+        text = b.body_text()
+        assert "How does lensing work? <script>x</script>" in text      # markup as text
+        shot(b, "02-thread")
+        tid = web.db.query_value("SELECT id FROM thread WHERE title = %s", (TITLE,))
+        assert web.db.query_value("SELECT COUNT(*) FROM subscriptions WHERE userid = %s "
+                                  "AND threadid = %s", (asker.id, tid)) == 1
+        logout(b, web)
+
+        helper = login(b, web, "helper")
+        b.link("Science").follow()
+        b.link(TITLE).follow()
+        b.find("#subscribe").follow()
+        assert "You are now subscribed" in b.body_text()
+        b.link("Return to thread").follow()
+        b.link("Reply").follow()
+        quoted = b.find("#content").property("value")
+        assert quoted.startswith("In reply to %s's message of" % asker.name)
+        assert "[quote]How does [b]lensing[/b] work?" in quoted
+        b.find("#content").send_keys("\nLight bends around mass.")
+        shot(b, "03-reply-form")
+        b.find("#post").follow()
+        assert "Light bends around mass." in b.body_text()
+        assert b.find("blockquote.quote")
+        shot(b, "04-thread-with-reply")
+        assert web.db.query_value(
+            "SELECT COUNT(*) FROM notify WHERE userid = %s AND type = %s AND opaque = %s",
+            (asker.id, mdb.NOTIFY_SUBSCRIBED_THREAD, tid)) == 1
+        assert web.db.query_value("SELECT COUNT(*) FROM notify WHERE userid = %s",
+                                  (helper.id,)) == 0
+        logout(b, web)
+
+        login(b, web, "asker")
+        b.get(web.master_url + "forum_thread.php?id=%d" % tid)
+        assert "Light bends around mass." in b.body_text()
+        assert web.db.query_value("SELECT COUNT(*) FROM notify WHERE userid = %s AND "
+                                  "type = %s", (asker.id, mdb.NOTIFY_SUBSCRIBED_THREAD)) == 0
+
+
+@pytest.mark.parametrize("mode", ["persistent"])
+def test_boards_in_persistent_mode(web, mode):
+    from boincpy.tools import server_mode
+    from boincpy.tools.httpd import PrivateApache
+    web.server.stop(graceful=False)
+    server_mode.set_mode(web.project.root, mode, processes=2)
+    server = PrivateApache(web.project.root, web.project.port)
+    server.start()
+    web.server = server
+    with Browser.start() as b:
+        login(b, web, "asker")
+        b.link("Science").follow()
+        b.link(TITLE).follow()
+        b.link("Post to thread").follow()
+        b.find("#content").send_keys("Thanks, that answers it.")
+        b.find("#post").follow()
+        assert "Thanks, that answers it." in b.body_text()
+        shot(b, "05-persistent-reply")
+    helper = web.users["helper"][0]
+    assert web.db.query_value("SELECT COUNT(*) FROM notify WHERE userid = %s",
+                              (helper.id,)) == 1
+    assert server_mode.persistent_pids(web.project.root)
