@@ -847,3 +847,21 @@ def test_signup_asks_the_verifier(site, verifier):
         site.cfg = load_config(site.root)
     # off again: no box
     assert "g-recaptcha" not in ok(call(site, "create_account_form.php"))
+
+
+def test_delete_spammers_user_null_and_usage(site):
+    proc = spammers(site, "--help")
+    assert proc.returncode == 0 and proc.stdout.startswith("Usage: delete_spammers")
+    assert subprocess.run([os.path.join(site.root, "bin", "delete_spammers")],
+                          capture_output=True, text=True).returncode == 1
+    nothing = new_user(site)                       # no hosts, posts or team of their own
+    founder = new_user(site)
+    accounts.make_team(site.db, founder.id, "founded %d" % founder.id, "", 0, "", "", "")
+    computing = new_user(site)
+    add_host(site, computing)
+    spammers(site, "--test", "--user_null")
+    assert exists(site, nothing)
+    proc = spammers(site, "--user_null", "--max_days", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert not exists(site, nothing)
+    assert exists(site, founder) and exists(site, computing)

@@ -46,7 +46,10 @@ import time
 from boincpy.errors import BoincpyError, DatabaseError
 from boincpy.web.user.moderation import query_rows
 
-USAGE = __doc__[__doc__.index("Options are read"):]
+USAGE = ("Usage: delete_spammers [--test|--dry_run] [--min_days N] [--max_days N] "
+         "[--project_dir DIR] COMMAND...\n\nDeletes spammers' accounts (BOINC's "
+         "delete_spammers.php); run with --test first.\n\n"
+         + __doc__[__doc__.index("``--test``"):])
 _ER_NO_SUCH_TABLE = 1146
 DAY = 86400
 
@@ -382,7 +385,7 @@ def main(argv=None, out=None):
     out = out or sys.stdout
     argv = sys.argv[1:] if argv is None else list(argv)
     if any(a in ("-h", "--help", "-help") for a in argv) or not argv:
-        out.write("Usage: delete_spammers " + USAGE)
+        out.write(USAGE)
         return 0 if argv else 1
     try:
         opts, commands = parse_args(argv)
