@@ -417,6 +417,32 @@ def test_change_founder_and_transfer_request(site):
     assert site.team(team.id).userid == founder.id
 
 
+def test_transfer_request_and_refusal_are_mailed(site):
+    from boincpy.config import load_config, write_config
+    outbox = os.path.join(site.project.root, "tmp_mail_%s" % secrets.token_hex(3))
+    cfg = load_config(site.project.root)
+    options = cfg.as_options()
+    write_config(site.project.root, dict(options, email_command="sh -c 'cat >> %s'" % outbox),
+                 cfg.daemons, cfg.tasks, mode=0o640)
+    try:
+        founder = site.user()
+        team = site.create_team(founder)
+        member = site.member(team)
+        page = site.ok("team_founder_transfer_action.php", member,
+                       post={"action": "initiate_transfer"})
+        assert "told by e-mail" in page
+        site.ok("team_founder_transfer_action.php", founder,
+                post={"action": "decline", "teamid": team.id})
+        import quopri
+        with open(outbox, "rb") as f:
+            sent = quopri.decodestring(f.read()).decode()
+    finally:
+        write_config(site.project.root, options, cfg.daemons, cfg.tasks, mode=0o640)
+    assert "To: %s <%s>" % (founder.name, founder.email_addr) in sent
+    assert "team_change_founder_form.php?teamid=%d" % team.id in sent
+    assert "To: %s <%s>" % (member.name, member.email_addr) in sent and "declined" in sent
+
+
 def test_delete_empty_team_only(site):
     founder = site.user()
     team = site.create_team(founder)

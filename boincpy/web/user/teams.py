@@ -37,18 +37,19 @@ Differences from BOINC, on purpose: every change is a POST carrying the
 account's form token (BOINC's team creation and admin pages took GETs or no
 token); names, descriptions and URLs are shown escaped (BOINC printed names
 raw and descriptions through its HTML sanitizer); the founder-transfer request
-sends no e-mail or private message (boincpy has neither yet).  Who may use a
+and its refusal are e-mailed (boincpy.mail, when the project sends e-mail) but
+not sent as private messages.  Who may use a
 tool is checked against the database on every request, with the team's id in
 the query, so another team's ids are refused.
 """
 
 import time
 
-from boincpy import passwords
+from boincpy import mail, passwords
 from boincpy.db import team as team_table
 from boincpy.errors import DatabaseError
 from boincpy.web import accounts
-from boincpy.web.http import BadRequest, Response
+from boincpy.web.http import BadRequest, Response, log_error
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.page import (PageError, Redirect, hidden, kv_table, notice, num, render,
                               select, table, text_input)
@@ -916,6 +917,23 @@ def team_founder_transfer_form(ctx):
     return render(ctx, "Request foundership of %s" % team.name, body)
 
 
+def _mail(ctx, to, subject, body):
+    """E-mail a user about their team if the project sends e-mail; True if it went
+    (a failure is logged: the request stands, as in BOINC, whose mail may bounce)."""
+    if not mail.configured(ctx.cfg) or not to.email_addr:
+        return False
+    try:
+        mail.send(ctx.cfg, to.email_addr, subject, body, to.name)
+    except mail.MailError as exc:
+        log_error("team e-mail not sent: %s" % exc)
+        return False
+    return True
+
+
+def _site_url(ctx, page, **params):
+    return (ctx.cfg.secure_url_base or ctx.cfg.master_url) + url(page, **params)
+
+
 def team_founder_transfer_action(ctx):
     """team_founder_transfer_action.php: action initiate_transfer,
     finalize_transfer (the asking member) or decline (the founder, teamid)."""
@@ -928,11 +946,19 @@ def team_founder_transfer_action(ctx):
         with db.transaction():
             _require_founder(ctx, user, team)
             locked = _locked_team(db, team.id)
+            asker = None
             if locked.ping_user:
                 team_table.clear_ping_user(db, team.id)
                 text = fmt("<p>The foundership request has been declined.</p>")
+                if locked.ping_user > 0:
+                    asker = accounts.lookup_user_by_id(db, locked.ping_user)
             else:
                 text = fmt("<p>There were no foundership requests.</p>")
+        if asker is not None:
+            _mail(ctx, asker, "%s: team founder transfer declined" % ctx.cfg.long_name,
+                  "The founder of the team %s on %s declined your request to become its "
+                  "founder.\nYou may ask again 90 days after your first request.\n"
+                  % (team.name, ctx.cfg.long_name))
         return render(ctx, "Decline founder change request",
                       join([text, fmt("<p>{}</p>", team_link(team))]))
     if action not in ("initiate_transfer", "finalize_transfer"):
@@ -952,6 +978,7 @@ def team_founder_transfer_action(ctx):
                 raise PageError("You are the founder of this team already.")
             elif new_transfer_request_ok(team, now):
                 team_table.set_ping(db, team.id, member.id, now)
+                founder = accounts.lookup_user_by_id(db, team.userid)
                 title, text = "Requesting foundership of %s" % team.name, fmt(
                     "<p>Your request is recorded; the founder sees it on the team's pages. If "
                     "the founder does not respond within 60 days you will be allowed to become "
@@ -964,6 +991,15 @@ def team_founder_transfer_action(ctx):
             team_table.set_founder(db, team.id, member.id, clear_ping_time=True)
             title, text = "Assumed foundership of %s" % team.name, fmt(
                 "<p>Congratulations, you are now the founder of team {}.</p>", team_link(team))
+    if action == "initiate_transfer" and title.startswith("Requesting"):
+        if _mail(ctx, founder, "%s: team founder transfer" % ctx.cfg.long_name,
+                 "%s, a member of your team %s on %s, asks you to hand the team's "
+                 "foundership over to them.\nTo accept or decline, visit\n%s\nIf you don't "
+                 "answer within 60 days, %s may become the team's founder.\n"
+                 % (member.name, team.name, ctx.cfg.long_name,
+                    _site_url(ctx, "team_change_founder_form.php", teamid=team.id),
+                    member.name)):
+            text = join([text, fmt("<p>The founder was told by e-mail.</p>")])
     return render(ctx, title, text)
 
 
