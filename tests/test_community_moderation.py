@@ -865,3 +865,51 @@ def test_delete_spammers_user_null_and_usage(site):
     assert proc.returncode == 0, proc.stderr
     assert not exists(site, nothing)
     assert exists(site, founder) and exists(site, computing)
+
+
+def test_every_action_wants_the_token_and_the_site(site):
+    mod = new_user(site, special=ADMIN + MOD)
+    author = new_user(site)
+    tid, pid = new_thread(site, author, "csrf")
+    reply(site, tid, author)
+    dest, _ = new_thread(site, author, "dest")
+    before = (q(site, "SELECT * FROM post WHERE thread IN (%s, %s) ORDER BY id", (tid, dest)),
+              q(site, "SELECT * FROM thread WHERE id IN (%s, %s) ORDER BY id", (tid, dest)),
+              accounts.forum_prefs(site.db, author.id))
+    posts = [("forum_moderate_post_action.php", {"id": pid}, dict(action=a, **extra))
+             for a, extra in (("hide", {"category": "1"}), ("unhide", {}),
+                              ("move", {"threadid": str(dest)}), ("delete", {}),
+                              ("banish_user", {"userid": str(author.id), "duration": "86400"}))]
+    threads = [("forum_moderate_thread_action.php", {"thread": tid}, dict(action=a, **extra))
+               for a, extra in (("hide", {}), ("unhide", {}), ("sticky", {}), ("desticky", {}),
+                                ("lock", {}), ("unlock", {}), ("delete", {}),
+                                ("move", {"forumid": str(forum_id(site, "Cafe"))}),
+                                ("title", {"newtitle": "x"}))]
+    votes = [("forum_banishment_vote_action.php", None,
+              {"action": a, "userid": str(author.id)}) for a in ("start", "yes", "no")]
+    for page, get, form in posts + threads + votes:
+        if page == "forum_moderate_thread_action.php":     # a token of another form
+            other = token(ok(call(site, "forum_moderate_post.php", mod,
+                                  {"id": pid, "action": "hide"})))
+        else:
+            other = token(ok(call(site, "forum_moderate_thread.php", mod,
+                                  {"thread": tid, "action": "lock"})))
+        for post, env in ((form, None), (dict(form, csrf_token="0" * 40), None),
+                          (dict(form, csrf_token=other), None)):
+            resp = call(site, page, mod, get, post, environ=env)
+            assert resp.status.startswith("403"), (page, form, resp.status)
+        # a GET never acts
+        resp = call(site, page, mod, dict(get or {}, **form))
+        assert not resp.status.startswith("303")
+    after = (q(site, "SELECT * FROM post WHERE thread IN (%s, %s) ORDER BY id", (tid, dest)),
+             q(site, "SELECT * FROM thread WHERE id IN (%s, %s) ORDER BY id", (tid, dest)),
+             accounts.forum_prefs(site.db, author.id))
+    assert before == after
+    assert not q(site, "SELECT id FROM banishment_vote WHERE userid = %s", (author.id,))
+    # another site's form with this form's own token
+    body = ok(call(site, "forum_moderate_thread.php", mod, {"thread": tid, "action": "lock"}))
+    resp = call(site, "forum_moderate_thread_action.php", mod, {"thread": tid},
+                {"action": "lock", "csrf_token": token(body)},
+                environ={"HTTP_ORIGIN": "http://evil.example"})
+    assert resp.status.startswith("403")
+    assert one(site, "SELECT locked FROM thread WHERE id = %s", (tid,))["locked"] == 0
