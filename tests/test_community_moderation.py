@@ -913,3 +913,31 @@ def test_every_action_wants_the_token_and_the_site(site):
                 environ={"HTTP_ORIGIN": "http://evil.example"})
     assert resp.status.startswith("403")
     assert one(site, "SELECT locked FROM thread WHERE id = %s", (tid,))["locked"] == 0
+
+
+def test_team_forum_moderated_by_its_founder(site, smtp):
+    founder = new_user(site)
+    team = accounts.make_team(site.db, founder.id, "forum team %d" % founder.id, "", 0, "", "",
+                              "")
+    member = new_user(site)
+    accounts.join_team(site.db, team, member)
+    with site.db.transaction():
+        fid = forum_db.insert_forum(site.db, team.id, 0, "Team forum", "", 0, parent_type=1)
+        tid = forum_db.insert_thread(site.db, fid, member.id, "team talk", "hello",
+                                     int(time.time()) - 10)
+    pid = one(site, "SELECT id FROM post WHERE thread = %s", (tid,))["id"]
+    # a project moderator has no say in a team's forum; its founder has
+    assert call(site, "forum_moderate_post.php", new_user(site, special=MOD),
+                {"id": pid, "action": "hide"}).status.startswith("403")
+    assert call(site, "forum_moderate_post.php", member,
+                {"id": pid, "action": "hide"}).status.startswith("403")
+    # moving a team forum's thread out is refused
+    assert call(site, "forum_moderate_thread.php", founder,
+                {"thread": tid, "action": "move"}).status.startswith("400")
+    resp = act(site, founder, "forum_moderate_post.php", {"id": pid, "action": "hide"},
+               "forum_moderate_post_action.php", {"action": "hide", "category": "2"})
+    assert resp.status.startswith("303")
+    assert one(site, "SELECT hidden FROM post WHERE id = %s", (pid,))["hidden"] == 1
+    # the report goes to the team's founder, the notice to the member
+    assert any("post hidden in" in m["Subject"] for m in smtp.to(founder.email_addr))
+    assert "has been hidden" in pms(site, member)[-1]["content"]
