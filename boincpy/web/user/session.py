@@ -44,7 +44,8 @@ STAY_LOGGED_IN = 365 * 86400
 USER_SITE = Site((("index.php", "Project"), ("home.php", "Your account"),
                   ("prefs.php?subset=global", "Preferences"), ("results.php", "Tasks"),
                   ("hosts_user.php", "Computers"), ("team.php", "Teams"),
-                  ("top_users.php", "Statistics"), ("old_news.php", "News")),
+                  ("top_users.php", "Statistics"), ("forum_index.php", "Message boards"),
+                  ("old_news.php", "News")),
                  "BOINC project")
 SUBMIT_SITE = Site((("submit.php", "Your batches"), ("submit.php?action=admin", "Manage apps"),
                     ("home.php", "Your account")),
