@@ -153,6 +153,8 @@ def test_create_needs_login_token_and_a_name(site):
     stranger = site.user()
     assert status(site.call("team_create_action.php", user, post=form,
                             token=site.token(stranger, "team_create_action.php"))) == 403
+    for header in ({"HTTP_ORIGIN": "http://evil.example"}, {"HTTP_SEC_FETCH_SITE": "cross-site"}):
+        assert status(site.call("team_create_action.php", user, post=form, headers=header)) == 403
     assert status(site.call("team_create_action.php", user, get=form)) == 405
     assert status(site.call("team_create_action.php", None, post=form)) == 303   # to login
     assert accounts.lookup_team_by_name(site.db, name) is None
