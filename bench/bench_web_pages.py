@@ -8,9 +8,12 @@ all inserted in bulk; then renders, through boincpy.web.user.main.handle
 (what a persistent process runs, without Python's start-up), the pages
 below for S seconds each and prints pages per second, the SQL statements
 each page sends, and the plan MariaDB chooses for the top-users query (it
-must walk the user_avg / user_tot index, not sort 100,000 rows).
+must walk the user_avg / user_tot index, not sort 100,000 rows).  The
+message boards too: a forum of F threads (default 10,000) and a thread of P
+posts (default 1,000), with the plans of the forum's and the thread's lists.
 
     python bench/bench_web_pages.py [--users U] [--tasks T] [--seconds S]
+                                    [--threads F] [--posts P]
 """
 
 import argparse
@@ -39,7 +42,7 @@ AUTH = "benchvolunteerauthenticator00000"
 
 
 def make_project(root, db_name, params, nusers, ntasks):
-    for d in ("download", "upload", "log_bench"):
+    for d in ("download", "upload", "log_bench", "keys"):   # keys/: the forms' token secret
         os.makedirs(os.path.join(root, d))
     write_config(root, {
         "long_name": "Bench", "master_url": "http://127.0.0.1/bench/",
@@ -84,6 +87,39 @@ def make_project(root, db_name, params, nusers, ntasks):
     db.close()
 
 
+def make_forum(root, nusers, nthreads, nposts):
+    """A forum of ``nthreads`` threads (one post each, by random users) and
+    one more thread of ``nposts`` posts, as BOINC's create_thread/post
+    leave them; return (forum id, the long thread's id)."""
+    db = connect(load_config(root))
+    rng = random.Random(2)
+    now = int(time.time())
+    cat = db.insert("INSERT INTO category (orderID, lang, name, is_helpdesk) "
+                    "VALUES (0, 1, 'Bench', 0)")
+    fid = db.insert("INSERT INTO forum (category, orderID, title, description) "
+                    "VALUES (%s, 0, 'Bench forum', 'threads')", (cat,))
+    db.insert_many("thread", ("forum", "owner", "title", "timestamp", "views", "replies",
+                              "create_time", "sticky"),
+                   [(fid, 1 + rng.randrange(nusers), "Thread %d" % i, now - i * 60,
+                     rng.randrange(1000), 0, now - i * 60, 1 if i % 2000 == 0 else 0)
+                    for i in range(nthreads)])
+    first = db.query_value("SELECT MIN(id) FROM thread WHERE forum = %s", (fid,))
+    db.insert_many("post", ("thread", "user", "timestamp", "content"),
+                   [(first + i, 1 + rng.randrange(nusers), now - i * 60,
+                     "[b]Post[/b] of thread %d" % i) for i in range(nthreads)])
+    long_id = db.insert("INSERT INTO thread (forum, owner, title, timestamp, replies, "
+                        "create_time) VALUES (%s, 1, 'The long thread', %s, %s, %s)",
+                        (fid, now, nposts - 1, now - nposts * 60))
+    db.insert_many("post", ("thread", "user", "timestamp", "content"),
+                   [(long_id, 1 + rng.randrange(nusers), now - (nposts - i) * 60,
+                     "Reply %d with [quote]a quote[/quote] and some text." % i)
+                    for i in range(nposts)])
+    db.execute("UPDATE forum SET threads = %s, posts = %s, timestamp = %s WHERE id = %s",
+               (nthreads + 1, nthreads + nposts, now, fid))
+    db.close()
+    return fid, long_id
+
+
 class Counter:
     """Counts the statements boincpy.db.connection.Database sends."""
 
@@ -123,6 +159,8 @@ def main_():
     ap.add_argument("--users", type=int, default=100000)
     ap.add_argument("--tasks", type=int, default=1000)
     ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--threads", type=int, default=10000)
+    ap.add_argument("--posts", type=int, default=1000)
     args = ap.parse_args()
     params = root_db_params()
     db_name = "bpbench_" + secrets.token_hex(4)
@@ -132,12 +170,24 @@ def main_():
         make_project(root, db_name, params, args.users, args.tasks)
         print("project: %d users, %d hosts, one volunteer with %d tasks (loaded in %.1f s)"
               % (args.users, args.users, args.tasks, time.perf_counter() - t0))
+        fid, long_id = make_forum(root, args.users, args.threads, args.posts)
+        print("forum: %d threads, a thread of %d posts" % (args.threads, args.posts))
         db = connect(load_config(root))
         uid = db.query_value("SELECT id FROM user WHERE authenticator = %s", (AUTH,))
         for sort in ("expavg_credit", "total_credit"):
             plan = db.query("EXPLAIN SELECT id FROM user ORDER BY %s DESC LIMIT 20, 20" % sort)
             print("top_users by %s: plan %s" % (sort, ", ".join(
                 "%s on %s (key %s, rows %s)" % (p["type"], p["table"], p["key"], p["rows"])
+                for p in plan)))
+        for what, sql, qparams in (
+                ("forum_forum", "SELECT id FROM thread WHERE forum = %s AND hidden = 0 ORDER BY "
+                 "sticky DESC, timestamp DESC, id DESC LIMIT 0, 50", (fid,)),
+                ("forum_thread", "SELECT * FROM post WHERE thread = %s AND hidden = 0 ORDER BY "
+                 "timestamp ASC, id ASC LIMIT 980, 20", (long_id,))):
+            plan = db.query("EXPLAIN " + sql, qparams)
+            print("%s: plan %s" % (what, ", ".join(
+                "%s on %s (key %s, rows %s; %s)" % (p["type"], p["table"], p["key"], p["rows"],
+                                                    p["Extra"])
                 for p in plan)))
         db.close()
         pages = [("results.php", "userid=%d" % uid, AUTH),
@@ -148,7 +198,13 @@ def main_():
                  ("top_hosts.php", "", None),
                  ("hosts_user.php", "", AUTH),
                  ("show_host_detail.php", "hostid=1", AUTH),
-                 ("show_user.php", "userid=%d" % uid, None)]
+                 ("show_user.php", "userid=%d" % uid, None),
+                 ("forum_index.php", "", None),
+                 ("forum_forum.php", "id=%d" % fid, AUTH),
+                 ("forum_forum.php", "id=%d&sort=3&start=5000" % fid, None),
+                 ("forum_thread.php", "id=%d" % long_id, AUTH),
+                 ("forum_thread.php", "id=%d&start=980" % long_id, None),
+                 ("forum_user_posts.php", "userid=%d" % uid, None)]
         counter = Counter()
         print("%10s %10s %12s  page" % ("pages/s", "ms/page", "statements"))
         for page, query, auth in pages:

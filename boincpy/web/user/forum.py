@@ -400,8 +400,8 @@ def show_post(ctx, post, thread, forum, category, n, reader, rprefs, authors, li
             actions.append(link(url("forum_edit.php", id=post["id"]), "Edit"))
         if not ctx.cfg.no_forum_rating and post["user"] != reader.id:
             helpdesk = category is not None and category["is_helpdesk"]
-            actions.append(rate_form(ctx, post["id"], "p", SOLUTION if helpdesk else "+"))
-            actions.append(rate_form(ctx, post["id"], "n", OFF_TOPIC if helpdesk else "-"))
+            actions.append(rate_form(ctx, post["id"], SOLUTION if helpdesk else "+",
+                                     OFF_TOPIC if helpdesk else "-"))
         if moderator:
             actions.append(link(url("forum_moderate_post.php", id=post["id"]),
                                 "Moderate post"))
@@ -416,12 +416,15 @@ def show_post(ctx, post, thread, forum, category, n, reader, rprefs, authors, li
                join(actions, " "))
 
 
-def rate_form(ctx, post_id, choice, label):
-    """A button rating a post (forum_rate.php, with the form token)."""
-    return fmt('<form class="inline" method="post" action="{}">{}{}<button type="submit" '
-               'name="choice" value="{}">{}</button></form>',
-               url("forum_rate.php", post=post_id), ctx.token_field("forum_rate.php"),
-               Markup(""), choice, label)
+def rate_form(ctx, post_id, positive, negative):
+    """The buttons rating a post (forum_rate.php, choice p or n, with the form
+    token, made once a page)."""
+    field = getattr(ctx, "_rate_token", None)
+    if field is None:
+        field = ctx._rate_token = ctx.token_field("forum_rate.php")
+    return fmt('<form class="inline" method="post" action="forum_rate.php?post={}">{}'
+               '<button type="submit" name="choice" value="p">{}</button> <button type="submit" '
+               'name="choice" value="n">{}</button></form>', post_id, field, positive, negative)
 
 
 def subscribe_form(ctx, thread_id, subscribed):
