@@ -7,6 +7,8 @@ in-process against a project made by make_project:
 * the ops page posts, edits, hides and shows items (thread + first post as
   BOINC's forum code writes them), only with its form token;
 * a news item written with BOINC's own INSERTs is shown by boincpy;
+* a project made before the forum tables: feeds answer, the first post
+  creates them;
 * notices.php (the client's Notices feed) needs the user's RSS key and
   carries only exported items;
 * gui_urls.xml is in the made project and in a scheduler reply, with the
@@ -345,3 +347,21 @@ def test_login_token_lookup(site):
     assert "login_token_lookup.php" in WEB_PAGES
     assert os.access(os.path.join(site.project.root, "html", "user", "login_token_lookup.php"),
                      os.X_OK)
+
+
+def test_project_made_before_the_forum_tables(project_factory):
+    """A project whose database lacks the forum tables: the feeds still
+    answer; the first news item posted creates the tables and BOINC's forums."""
+    older = Site(project_factory())
+    for table in ("post", "thread", "forum", "category"):
+        older.db.execute("DROP TABLE `%s`" % table)
+    rss(older.call("rss_main.php").text)
+    assert "no news forum" in older.ok("old_news.php")
+    user = older.user()
+    key = passwords.rss_auth(user.id, user.authenticator, user.passwd_hash)
+    rss(older.call("notices.php", get={"userid": user.id, "auth": key}).text)
+    assert "no news yet" in ops(older).text
+    post_news(older, user, "First news", "after the upgrade")
+    assert older.db.query_value("SELECT COUNT(*) FROM forum") == 10
+    channel = rss(older.call("rss_main.php").text)
+    assert [i.findtext("title") for i in channel.iter("item")] == ["First news"]
