@@ -810,6 +810,9 @@ def test_accounts_by_address(site):
     assert ops({"min": "x"}).status.startswith("400")
     assert ops({"addr": "x" * 300}).status.startswith("400")
     assert "No account" in ok(ops({"addr": "<b>" + HOSTILE}))
+    # the ops index links it
+    req = Request.of("GET", {}, None, {"REMOTE_USER": "admin", "HTTP_HOST": "127.0.0.1"})
+    assert 'href="accounts_by_address.php"' in ok(ops_handle("index.php", req, site.root))
     # without HTTP authentication the page refuses
     req = Request.of("GET", {}, None, {"HTTP_HOST": "127.0.0.1"})
     assert ops_handle("accounts_by_address.php", req, site.root).status.startswith("403")

@@ -108,6 +108,7 @@ def page(ctx):
               link("mass_email.php", "Send mass e-mail"),
               link("profile_screen_form.php", "Screen user profiles"),
               link("badge_admin.php", "Badges"),
+              link("accounts_by_address.php", "Accounts made from one address"),
               link("why_no_work.php", "Why does a host get no work?"),
               link("clear_host.php", "Clear a host's RPC time")]
     parts.append(fmt('<div class="cols">{}{}{}</div>', _list("Browse database", browse),
