@@ -16,12 +16,12 @@ templates and old servers, not from this code.
 """
 
 import os
-import re
 from dataclasses import dataclass
 
 from boincpy.errors import BoincpyError
 from boincpy.files import dir_hier_path, file_name_fault
-from boincpy.xml import parse_bool, xml_unescape
+from boincpy.xml import xml_unescape
+from boincpy.xml.scan import block, blocks, flag
 
 # lib/error_numbers.h values the back end returns or interprets.
 ERR_FOPEN = -108
@@ -30,29 +30,13 @@ ERR_OPENDIR = -111
 ERR_XML_PARSE = -112
 ERR_NOT_FOUND = -161
 
-_FILE_REF_RE = re.compile(r"<file_ref>(.*?)</file_ref>", re.S)
-_FILE_INFO_RE = re.compile(r"<file_info>(.*?)</file_info>", re.S)
 _WS = " \t\n\r\v\f"
 
 
 def _text(body, tag):
     """Stripped, entity-decoded text of ``<tag>..</tag>`` in ``body`` ("" if absent)."""
-    start = body.find("<%s>" % tag)
-    if start < 0:
-        return ""
-    start += len(tag) + 2
-    end = body.find("</%s>" % tag, start)
-    if end < 0:
-        return ""
-    return xml_unescape(body[start:end].strip(_WS))
-
-
-def _flag(body, tag):
-    """BOINC's parse_bool: ``<tag/>`` is true, ``<tag>N</tag>`` is N != 0."""
-    if re.search(r"<%s\s*/>" % tag, body):
-        return True
-    m = re.search(r"<%s>([^<]*)</%s>" % (tag, tag), body)
-    return bool(m and parse_bool(m.group(1)))
+    inner = block(body, tag)
+    return "" if inner is None else xml_unescape(inner.strip(_WS))
 
 
 @dataclass(slots=True)
@@ -80,8 +64,7 @@ def output_file_infos(xml_doc_in, upload_dir, fanout):
     """
     xml = xml_doc_in or ""
     infos = []
-    for m in _FILE_REF_RE.finditer(xml):
-        body = m.group(1)
+    for body in blocks(xml, "file_ref"):
         phys = _text(body, "file_name")
         logical = _text(body, "open_name")
         if not phys or not logical:
@@ -90,7 +73,7 @@ def output_file_infos(xml_doc_in, upload_dir, fanout):
         if fault is not None:
             raise OutputFilesError("<file_ref> file_name %r: %s" % (phys, fault))
         infos.append(OutputFileInfo(phys, logical, dir_hier_path(upload_dir, phys, fanout),
-                                    _flag(body, "optional"), _flag(body, "no_validate")))
+                                    flag(body, "optional"), flag(body, "no_validate")))
     return infos
 
 
@@ -114,9 +97,8 @@ def file_infos(xml_doc):
     report the document as malformed, as BOINC's file deleter does.
     """
     xml = xml_doc or ""
-    return [FileInfo(_text(m.group(1), "name"), _flag(m.group(1), "no_delete"),
-                     _flag(m.group(1), "sticky"))
-            for m in _FILE_INFO_RE.finditer(xml)]
+    return [FileInfo(_text(body, "name"), flag(body, "no_delete"), flag(body, "sticky"))
+            for body in blocks(xml, "file_info")]
 
 
 @dataclass(slots=True)
@@ -134,15 +116,14 @@ def input_file_refs(xml_doc):
     names the file)."""
     xml = xml_doc or ""
     infos = {}
-    for m in _FILE_INFO_RE.finditer(xml):
-        infos.setdefault(_text(m.group(1), "name"), (_text(m.group(1), "url"),
-                                                     _text(m.group(1), "nbytes")))
+    for body in blocks(xml, "file_info"):
+        infos.setdefault(_text(body, "name"), (_text(body, "url"), _text(body, "nbytes")))
     start = xml.find("<workunit>")
     refs = []
-    for m in _FILE_REF_RE.finditer(xml, max(start, 0)):
-        phys = _text(m.group(1), "file_name")
+    for body in blocks(xml[max(start, 0):], "file_ref"):
+        phys = _text(body, "file_name")
         url, nbytes = infos.get(phys, ("", ""))
-        refs.append(InputFileRef(phys, _text(m.group(1), "open_name") or phys, url, nbytes))
+        refs.append(InputFileRef(phys, _text(body, "open_name") or phys, url, nbytes))
     return refs
 
 

@@ -57,11 +57,10 @@ import shutil
 import time
 import zipfile
 from dataclasses import dataclass, field
-from xml.etree import ElementTree
 
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon, progress
-from boincpy.xml import xml_escape
+from boincpy.xml import tree, xml_escape
 from boincpy.errors import BoincpyError, ToolError
 
 CONSENT_TO_STATISTICS_EXPORT = "STATSEXPORT"
@@ -148,22 +147,17 @@ class DumpSpec:
     enumerations: list = field(default_factory=list)
 
 
-def _text(node, tag):
-    child = node.find(tag)
-    return (child.text or "").strip() if child is not None else ""
-
-
 def parse_dump_spec(data, path="db_dump_spec.xml"):
     """Parse a spec file's text; raise ToolError naming the file and what is wrong."""
     try:
-        root = ElementTree.fromstring(data)
-    except ElementTree.ParseError as exc:
+        root = tree.parse(data)
+    except tree.XmlError as exc:
         raise ToolError("%s: not well-formed XML (%s)" % (path, exc)) from None
     if root.tag != "boinc_db_dump_spec":
         raise ToolError("%s: the root element is <%s>, not <boinc_db_dump_spec>"
                         % (path, root.tag))
-    spec = DumpSpec(_text(root, "output_dir"), _text(root, "final_output_dir"),
-                    _text(root, "archive_dir"))
+    spec = DumpSpec(tree.text(root, "output_dir"), tree.text(root, "final_output_dir"),
+                    tree.text(root, "archive_dir"))
     for tag in ("output_dir", "final_output_dir"):
         if not getattr(spec, tag):
             raise ToolError("%s: <%s> is missing" % (path, tag))
@@ -171,24 +165,24 @@ def parse_dump_spec(data, path="db_dump_spec.xml"):
         raise ToolError("%s: <output_dir> and <final_output_dir> must differ" % path)
     for n, node in enumerate(root.findall("enumeration"), 1):
         where = "%s: <enumeration> %d" % (path, n)
-        table = _text(node, "table")
+        table = tree.text(node, "table")
         if table not in TABLE_TAGS:
             raise ToolError("%s: <table> is %r, not one of %s"
                             % (where, table, ", ".join(TABLE_TAGS)))
-        filename = _text(node, "filename")
+        filename = tree.text(node, "filename")
         if not filename or "/" in filename or filename.startswith("."):
             raise ToolError("%s: <filename> %r must be a plain file name" % (where, filename))
-        sort = _text(node, "sort")
+        sort = tree.text(node, "sort")
         if sort not in SORTS:
             raise ToolError("%s: <sort> is %r, not id, total_credit or expavg_credit"
                             % (where, sort))
         e = Enumeration(table, filename, sort)
         for out in node.findall("output"):
-            compression = _text(out, "compression")
+            compression = tree.text(out, "compression")
             if compression not in COMPRESSIONS:
                 raise ToolError("%s: <compression> is %r, not gzip or zip"
                                 % (where, compression))
-            recs = _text(out, "recs_per_file") or "0"
+            recs = tree.text(out, "recs_per_file") or "0"
             try:
                 recs_per_file = int(recs)
             except ValueError:

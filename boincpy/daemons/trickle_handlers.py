@@ -29,7 +29,6 @@ trickle_echo
     takes it to the running task.
 """
 
-import re
 import time
 
 from boincpy.cnum import atof, atoi
@@ -43,19 +42,18 @@ from boincpy.db.result import set_result_report_deadline
 from boincpy.error_numbers import error_code
 from boincpy.errors import ToolError
 from boincpy.sched.request import MSG_FROM_HOST_MAX_XML
-from boincpy.xml import xml_unescape
+from boincpy.xml.scan import leaf_list
 
 ERR_XML_PARSE = error_code("ERR_XML_PARSE")          # returned as the C++ handlers do
 ERR_DB_NOT_FOUND = error_code("ERR_DB_NOT_FOUND")
 DEFAULT_FLOPS = 3.3e9           # the feeder's PERF_INFO default (50th and 95th percentile)
 
-_LEAF = re.compile(r"<([A-Za-z_][\w.\-]*)>([^<]*)</\1>")
-
-
 def message_elements(xml):
     """(tag, text) of the message's simple elements, in order (the C++
-    handlers read the message with XML_PARSER, stopping at the one they want)."""
-    return [(m.group(1), xml_unescape(m.group(2).strip())) for m in _LEAF.finditer(xml or "")]
+    handlers read the message with XML_PARSER, stopping at the one they
+    want: BOINC's dialect, so boincpy.xml.scan's reader, not a tree)."""
+    return [(tag, text.decode("utf-8", "replace"))
+            for tag, text in leaf_list((xml or "").encode("utf-8")) if text is not None]
 
 
 class TrickleCredit(TrickleHandler):

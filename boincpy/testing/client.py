@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass
 
 from boincpy.errors import BoincpyError
+from boincpy.xml import tree
 
 DEFAULT_LOG_FLAGS = ("task", "file_xfer", "sched_ops", "sched_op_debug", "task_debug",
                      "file_xfer_debug", "unparsed_xml")
@@ -351,25 +352,22 @@ class StockClient:
                 data = f.read()
         except OSError:
             return None
-        from lxml import etree
-        return etree.fromstring(data, etree.XMLParser(recover=True, huge_tree=True))
-
-    @staticmethod
-    def _leaves(node):
-        return {child.tag: (child.text or "").strip() for child in node
-                if isinstance(child.tag, str) and len(child) == 0}
+        try:
+            return tree.parse(data, recover=True, huge=True)
+        except tree.XmlError:
+            return None
 
     def state_projects(self):
         """Projects in client_state.xml: [{master_url, project_name, hostid, user_name,
         ...}] (every simple child element of <project>); [] before the first write."""
         root = self._state()
-        return [] if root is None else [self._leaves(p) for p in root.iter("project")]
+        return [] if root is None else [tree.leaves(p) for p in root.iter("project")]
 
     def host_info(self):
         """client_state.xml's <host_info> (host_cpid, p_ncpus, os_name, ...), or {}."""
         root = self._state()
         node = None if root is None else root.find("host_info")
-        return {} if node is None else self._leaves(node)
+        return {} if node is None else tree.leaves(node)
 
     def project_state(self, url):
         """client_state.xml's record of the project at ``url``, or None."""

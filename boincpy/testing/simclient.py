@@ -41,14 +41,13 @@ import http.client
 import random
 import re
 import time
-import xml.etree.ElementTree as ET
 import zlib
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from boincpy.errors import BoincpyError
 from boincpy.states import ClientState
-from boincpy.xml import xml_escape
+from boincpy.xml import tree, xml_escape
 
 CLIENT_VERSION = (7, 20, 5)
 PLATFORM = "x86_64-pc-linux-gnu"
@@ -423,7 +422,7 @@ def _num(el, tag, kind=float, default=None, where=""):
 
 
 def _req_text(el, tag, where):
-    text = (el.findtext(tag) or "").strip()
+    text = tree.text(el, tag)
     if not text:
         raise ProtocolError("%s: <%s> missing or empty" % (where, tag))
     return text
@@ -433,7 +432,7 @@ def _file_refs(el, where):
     refs = []
     for ref in el.findall("file_ref"):
         refs.append((_req_text(ref, "file_name", where + " file_ref"),
-                     (ref.findtext("open_name") or "").strip(),
+                     tree.text(ref, "open_name"),
                      ref.find("main_program") is not None))
     return refs
 
@@ -445,8 +444,8 @@ def parse_reply(body):
     with URL, size and MD5, each output with an upload URL and a size limit,
     each app file signed."""
     try:
-        root = ET.fromstring(body)
-    except ET.ParseError as exc:
+        root = tree.parse(body)
+    except tree.XmlError as exc:
         raise ProtocolError("reply is not well-formed XML: %s" % exc) from None
     if root.tag != "scheduler_reply":
         raise ProtocolError("reply's root element is <%s>" % root.tag)
@@ -456,7 +455,7 @@ def parse_reply(body):
     r.request_delay = _num(root, "request_delay", float, 0.0)
     r.messages = [(m.get("priority", ""), m.text or "") for m in root.findall("message")]
     r.project_is_down = root.find("project_is_down") is not None
-    r.code_sign_key = (root.findtext("code_sign_key") or "").strip()
+    r.code_sign_key = tree.text(root, "code_sign_key")
     r.userid = _num(root, "userid", int, 0)
     r.user_total_credit = _num(root, "user_total_credit", float, 0.0)
     r.host_total_credit = _num(root, "host_total_credit", float, 0.0)
@@ -473,19 +472,19 @@ def parse_reply(body):
         r.file_infos[name] = FileInfo(
             name=name, urls=urls, nbytes=_num(el, "nbytes", float, 0.0),
             max_nbytes=_num(el, "max_nbytes", float, 0.0),
-            md5_cksum=(el.findtext("md5_cksum") or "").strip(),
+            md5_cksum=tree.text(el, "md5_cksum"),
             executable=el.find("executable") is not None,
-            file_signature=(el.findtext("file_signature") or "").strip(),
-            xml_signature=(el.findtext("xml_signature") or "").strip())
+            file_signature=tree.text(el, "file_signature"),
+            xml_signature=tree.text(el, "xml_signature"))
     for el in root.findall("app_version"):
         where = "app_version"
         av = AppVersion(app_name=_req_text(el, "app_name", where),
                         version_num=_num(el, "version_num", int, where=where),
                         platform=_req_text(el, "platform", where),
-                        plan_class=(el.findtext("plan_class") or "").strip(),
+                        plan_class=tree.text(el, "plan_class"),
                         avg_ncpus=_num(el, "avg_ncpus", float, 1.0),
                         flops=_num(el, "flops", float, where=where),
-                        api_version=(el.findtext("api_version") or "").strip(),
+                        api_version=tree.text(el, "api_version"),
                         files=[(n, main) for n, _, main in _file_refs(el, where)])
         if av.flops <= 0:
             raise ProtocolError("app_version %s %d: flops %f" % (av.app_name, av.version_num,
@@ -505,7 +504,7 @@ def parse_reply(body):
         name = _req_text(el, "name", "workunit")
         where = "workunit %s" % name
         wu = Workunit(name=name, app_name=_req_text(el, "app_name", where),
-                      command_line=(el.findtext("command_line") or "").strip(),
+                      command_line=tree.text(el, "command_line"),
                       rsc_fpops_est=_num(el, "rsc_fpops_est", float, where=where),
                       inputs=[(n, o) for n, o, _ in _file_refs(el, where)])
         for tag in ("rsc_fpops_bound", "rsc_memory_bound", "rsc_disk_bound"):
@@ -525,9 +524,9 @@ def parse_reply(body):
         where = "result %s" % name
         job = Job(name=name, wu_name=_req_text(el, "wu_name", where),
                   report_deadline=_num(el, "report_deadline", int, where=where),
-                  platform=(el.findtext("platform") or "").strip(),
+                  platform=tree.text(el, "platform"),
                   version_num=_num(el, "version_num", int, 0),
-                  plan_class=(el.findtext("plan_class") or "").strip(),
+                  plan_class=tree.text(el, "plan_class"),
                   outputs=[(n, o) for n, o, _ in _file_refs(el, where)])
         if job.wu_name not in r.workunits:
             raise ProtocolError("%s: its workunit %s is not in the reply" % (where, job.wu_name))
@@ -634,15 +633,19 @@ def _account_rpc(master_url, script, params, timeout):
     text = cgi_body(body).decode("utf-8", "replace")
     if status != 200:
         raise ProtocolError("%s: HTTP %d" % (script, status))
-    m = re.search(r"<error_num>\s*(-?\d+)\s*</error_num>", text)
-    if m:
-        msg = re.search(r"<error_msg>(.*?)</error_msg>", text, re.S)
-        raise ProtocolError("%s: error %s: %s" % (script, m.group(1),
-                                                  msg.group(1).strip() if msg else text))
-    m = re.search(r"<authenticator>\s*([^<\s]+)\s*</authenticator>", text)
-    if not m:
+    try:
+        root = tree.parse(text, recover=True)
+    except tree.XmlError:
+        root = None
+    num = None if root is None else root.findtext(".//error_num")
+    if num is not None:
+        msg = root.findtext(".//error_msg")
+        raise ProtocolError("%s: error %s: %s" % (script, num.strip(),
+                                                  text if msg is None else msg.strip()))
+    auth = "" if root is None else (root.findtext(".//authenticator") or "").strip()
+    if not auth:
         raise ProtocolError("%s: no authenticator in %r" % (script, text[:300]))
-    return m.group(1)
+    return auth
 
 
 def create_account(master_url, email_addr, password, user_name, timeout=30.0):
@@ -695,12 +698,18 @@ def parse_data_server_reply(body):
     text = cgi_body(body).decode("utf-8", "replace")
     if "<data_server_reply>" not in text:
         raise ProtocolError("not a data_server_reply: %r" % text[:200])
-    m = re.search(r"<status>\s*(-?\d+)\s*</status>", text)
-    status = int(m.group(1)) if m else 1
-    m = re.search(r"<file_size>\s*([0-9.]+)\s*</file_size>", text)
-    size = int(float(m.group(1))) if m else None
-    m = re.search(r"<message>(.*?)</message>", text, re.S)
-    return status, size, m.group(1) if m else ""
+    try:
+        root = tree.parse(text, recover=True)
+    except tree.XmlError as exc:
+        raise ProtocolError("data_server_reply: %s: %r" % (exc, text[:200])) from None
+    status = tree.text(root, "status")
+    status = int(status) if status.lstrip("-").isdigit() else 1
+    size = tree.text(root, "file_size")
+    try:
+        size = int(float(size)) if size else None
+    except ValueError:
+        size = None
+    return status, size, root.findtext("message") or ""
 
 
 # ---------------------------------------------------------------------------

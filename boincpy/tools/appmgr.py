@@ -169,7 +169,9 @@ def _version_dirs(cfg, app_name, av, platform_name):
 
 
 def _file_names(xml_doc):
-    return set(re.findall(r"<file_info>\s*<name>([^<]+)</name>", xml_doc or ""))
+    from boincpy.xml.scan import blocks, leaf_text
+    names = (leaf_text(body, "name") for body in blocks(xml_doc or "", "file_info"))
+    return {name for name in names if name}
 
 
 def delete_version(p, av):

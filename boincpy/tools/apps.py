@@ -107,20 +107,13 @@ download directory and add app_version rows.  Run it in the project directory.
 
 def _parse_xml_file(path):
     """The root element of an XML file; ToolError naming the file and line otherwise."""
-    from lxml import etree
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, remove_comments=True,
-                             remove_pis=True, huge_tree=False)
+    from boincpy.xml import tree
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        return tree.parse_file(path)
     except OSError as exc:
         raise ToolError("can't read %s: %s" % (path, exc.strerror)) from None
-    try:
-        return etree.fromstring(data, parser)
-    except etree.XMLSyntaxError as exc:
-        line = exc.lineno or (exc.position[0] if exc.position else 0)
-        msg = exc.msg or str(exc)
-        raise ToolError("%s line %d: malformed XML: %s" % (path, line, msg)) from None
+    except tree.XmlError as exc:
+        raise ToolError("%s line %d: malformed XML: %s" % (path, exc.line, exc.msg)) from None
 
 
 def _where(path, elem):
@@ -638,11 +631,10 @@ def check_wrapper_job(nv, warn):
     job = next((f for f in nv.files if f.logical_name == "job.xml"), None)
     if job is None:
         return
-    from lxml import etree
+    from boincpy.xml import tree
     try:
-        root = etree.parse(job.path, etree.XMLParser(resolve_entities=False, no_network=True,
-                                                     remove_comments=True)).getroot()
-    except (OSError, etree.XMLSyntaxError) as exc:
+        root = tree.parse_file(job.path)
+    except (OSError, tree.XmlError) as exc:
         warn("%s: the wrapper can't read it: %s" % (job.path, exc))
         return
     if root.tag != "job_desc":
@@ -661,7 +653,7 @@ def check_wrapper_job(nv, warn):
     for f in nv.files:
         by_name[f.logical_name or f.physical_name] = f
     for task in root.iter("task"):
-        name = (task.findtext("application") or "").strip()
+        name = tree.text(task, "application")
         if not name or name.startswith("$PROJECT_DIR"):
             continue
         f = by_name.get(name)

@@ -108,22 +108,21 @@ class RunState:
             return state
         except OSError as exc:
             raise ControlError("can't read %s: %s" % (path, exc.strerror)) from None
-        from xml.etree import ElementTree
+        from boincpy.xml import tree
         try:
-            root = ElementTree.fromstring(data)
-        except ElementTree.ParseError as exc:
+            root = tree.parse(data)
+        except tree.XmlError as exc:
             raise ControlError("%s: malformed XML (%s); fix or remove it" % (path, exc)) from None
-        enabled = (root.findtext("enabled") or "0").strip()
+        enabled = tree.text(root, "enabled") or "0"
         try:
             state.enabled = int(float(enabled)) != 0
         except ValueError:
             raise ControlError("%s: <enabled> is %r, not 0 or 1" % (path, enabled)) from None
         for task in root.iterfind("tasks/task"):
-            cmd = (task.findtext("cmd") or "").strip()
             try:
-                state.last_run[cmd] = float((task.findtext("last_run") or "0").strip())
+                state.last_run[tree.text(task, "cmd")] = float(tree.text(task, "last_run") or "0")
             except ValueError:
-                state.last_run[cmd] = 0.0
+                state.last_run[tree.text(task, "cmd")] = 0.0
         return state
 
     def lookup(self, cmd):

@@ -23,7 +23,6 @@ assimilator.
 """
 
 import os
-import re
 import sys
 import time
 
@@ -34,6 +33,7 @@ from boincpy.db.result import mark_result_couldnt_send
 from boincpy.db.workunit import set_transition_time
 from boincpy.errors import BoincpyError
 from boincpy.states import ServerState
+from boincpy.xml.scan import blocks, leaf_list
 
 BATCH = 1000
 
@@ -48,17 +48,17 @@ Options:
   [ -h | --help ]                Shows this help text
 """
 
-_FILE_INFO_RE = re.compile(r"<file_info>(.*?)</file_info>", re.S)
-_URL_RE = re.compile(r"<(?:gzipped_)?url>\s*(.*?)\s*</(?:gzipped_)?url>", re.S)
-
 
 def input_file_paths(xml_doc, cfg):
     """Local paths of the files a workunit's XML has clients download from
     this project's download hierarchy."""
     base = cfg.download_url.rstrip("/") + "/"
     paths = []
-    for info in _FILE_INFO_RE.findall(xml_doc or ""):
-        for url in _URL_RE.findall(info):
+    for info in blocks((xml_doc or "").encode("utf-8"), "file_info"):
+        for tag, url in leaf_list(info):
+            if tag not in ("url", "gzipped_url") or not url:
+                continue
+            url = url.decode("utf-8", "replace")
             if base != "/" and url.startswith(base):
                 rel = url[len(base):]
                 if rel and ".." not in rel.split("/"):

@@ -81,16 +81,13 @@ class SubmitContext(RpcContext):
 def parse_request_xml(text):
     """The request document (lxml element), or None if it is not well-formed
     XML (PHP's simplexml_load_string fails)."""
-    from lxml import etree
+    from boincpy.xml import tree
     if not text or not text.strip():
         return None
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False,
-                             huge_tree=False)
     try:
-        root = etree.fromstring(text.encode("utf-8"), parser)
-    except etree.XMLSyntaxError:
+        return tree.parse(text, comments=True)
+    except tree.XmlError:
         return None
-    return root
 
 
 def child(el, path):
@@ -320,8 +317,8 @@ def create_batch(ctx, r):
 
 def _template_xml(el):
     """A job-level template element as text (asXML, with BOINC's one fix-up)."""
-    from lxml import etree
-    xml = etree.tostring(el, encoding="unicode", with_tail=False)
+    from boincpy.xml.tree import to_string
+    xml = to_string(el)
     return xml.replace("<file_info/>", "<file_info></file_info>")
 
 

@@ -97,12 +97,12 @@ class Scanner:
         return raw
 
 
-def leaves(data):
-    """{tag: text} of the leaves in ``data`` (bytes), at any depth, the first
-    of each tag winning: ``<tag>text</tag>`` gives its text (stripped,
-    unescaped; CDATA verbatim), ``<tag/>`` None.  Elements holding elements
-    give their leaves, not themselves."""
-    out = {}
+def leaf_list(data):
+    """(tag, text) of the leaves in ``data`` (bytes), at any depth, in
+    order: ``<tag>text</tag>`` gives its text (stripped, unescaped; CDATA
+    verbatim), ``<tag/>`` None.  Elements holding elements give their
+    leaves, not themselves."""
+    out = []
     sc = Scanner(data)
     prev = None                   # the start tag just read, if the last token
     text = b""
@@ -116,14 +116,22 @@ def leaves(data):
                 text = value if kind == CDATA else xml_unescape(value)
             continue
         if value.endswith("/"):
-            out.setdefault(value.rstrip("/"), None)
+            out.append((value.rstrip("/"), None))
             prev = None
         elif value[:1] == "/":
             if prev is not None and value[1:] == prev:
-                out.setdefault(prev, text)
+                out.append((prev, text))
             prev = None
         elif value[:1] not in ("?", "!"):
             prev, text = value, b""
+
+
+def leaves(data):
+    """{tag: text} of :func:`leaf_list`, the first of each tag winning."""
+    out = {}
+    for tag, text in leaf_list(data):
+        out.setdefault(tag, text)
+    return out
 
 
 # -- one element of a small document (BOINC's parse_str(buf, tag) and kin) ---------------

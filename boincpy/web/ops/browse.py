@@ -646,8 +646,9 @@ def _pre(value):
 
 def stderr_message(stderr):
     """The client's error line in stderr_out (its <message> element), or ""."""
-    m = re.search(r"<message>\s*(.*?)\s*</message>", text_of(stderr), re.S)
-    return m.group(1) if m else ""
+    from boincpy.xml.scan import block
+    message = block(text_of(stderr), "message")
+    return "" if message is None else message.strip()
 
 
 def show_result(ctx, db, catalog, r):

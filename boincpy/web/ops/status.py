@@ -95,12 +95,12 @@ def daemon_states(cfg):
 def run_state_enabled(cfg):
     """bin/start's enabled flag from run_state_HOST.xml (None if unknown)."""
     path = cfg.project_path("run_state_%s.xml" % cfg.local_host)
+    from boincpy.xml import tree
     try:
-        with open(path) as f:
-            m = re.search(r"<enabled>\s*(\d+)\s*</enabled>", f.read())
-    except OSError:
+        enabled = tree.text(tree.parse_file(path), "enabled")
+    except (OSError, tree.XmlError):
         return None
-    return bool(int(m.group(1))) if m else None
+    return bool(int(enabled)) if enabled.isdigit() else None
 
 
 def feeder_fill(cfg):
