@@ -171,6 +171,11 @@ def test_ops_posts_edits_hides_news(site):
     assert title in page and "<b>version 2</b>" in page
     assert 'href="forum_thread.php?id=%d">Discuss' % tid in page
     assert title in ops(site).text
+    from boincpy.web.ops.main import handle
+    index = handle("index.php", read_request({"REQUEST_METHOD": "GET", "HTTP_HOST": "127.0.0.1",
+                                              "REMOTE_USER": "admin"}, io.BytesIO(b"")),
+                   site.project.root)
+    assert 'href="news.php"' in index.text
 
     # edit
     assert "Save" in ops(site, get={"edit": tid}).text

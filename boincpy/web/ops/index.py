@@ -106,6 +106,7 @@ def page(ctx):
               link("add_user.php", "Add a user"),
               link("manage_privileges.php", "Job submitters: grant and revoke"),
               link("mass_email.php", "Send mass e-mail"),
+              link("news.php", "News: post, edit, hide"),
               link("profile_screen_form.php", "Screen user profiles"),
               link("badge_admin.php", "Badges"),
               link("accounts_by_address.php", "Accounts made from one address"),
