@@ -6,11 +6,9 @@ rules, subscriptions' notifications (e-mail read back from aiosmtpd), a
 thread of 1,000 posts paged, every page's statements on an index, and
 bin/update_forum_activities."""
 
-import email
 import itertools
 import os
 import re
-import socket
 import subprocess
 import time
 
@@ -24,39 +22,10 @@ from boincpy.db.user import set_forum_pref, update_user_columns
 from boincpy.web import accounts, csrf
 from boincpy.web.http import Request
 from boincpy.web.user.main import handle
+from test_community_messages import smtp  # noqa: F401  (the aiosmtpd fixture, shared)
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 _serial = itertools.count(1)
-
-
-class Mailbox:
-    def __init__(self):
-        self.messages = []
-
-    async def handle_DATA(self, server, session, envelope):
-        self.messages.append((list(envelope.rcpt_tos),
-                              email.message_from_bytes(envelope.content)))
-        return "250 OK"
-
-    def to(self, addr):
-        return [m for rcpt, m in self.messages if addr in rcpt]
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def smtp():
-    from aiosmtpd.controller import Controller
-    box = Mailbox()
-    controller = Controller(box, hostname="127.0.0.1", port=_free_port())
-    controller.start()
-    box.port = controller.port
-    yield box
-    controller.stop()
 
 
 @pytest.fixture(scope="module")

@@ -120,25 +120,27 @@ def required_id(ctx, name, post=False):
     return value
 
 
-def get_forum(db, forum_id):
-    row = db.query_one("SELECT * FROM forum WHERE id = %s", (forum_id,))
+def get_row(db, table, row_id):
+    """The forum, thread or post of this id; a 404 if there is none."""
+    row = db.query_one("SELECT * FROM %s WHERE id = %%s" % {"forum": "forum", "thread": "thread",
+                                                          "post": "post"}[table], (row_id,))
     if row is None:
-        raise PageError("No such forum", "404 Not Found", "Not found")
+        raise PageError("No such %s" % table, "404 Not Found", "Not found")
     return row
 
 
-def get_thread(db, thread_id):
-    row = db.query_one("SELECT * FROM thread WHERE id = %s", (thread_id,))
-    if row is None:
-        raise PageError("No such thread", "404 Not Found", "Not found")
-    return row
-
-
-def get_post(db, post_id):
-    row = db.query_one("SELECT * FROM post WHERE id = %s", (post_id,))
-    if row is None:
-        raise PageError("No such post", "404 Not Found", "Not found")
-    return row
+def board(ctx, user, forum_id=None, thread_id=None, post_id=None):
+    """The rows a page of the boards works on, from the id it got: (post,
+    thread, forum, category, the reader's preferences or None); a forum the
+    user may not see is refused."""
+    db = ctx.db
+    post = get_row(db, "post", post_id) if post_id else None
+    thread = get_row(db, "thread", post["thread"] if post else thread_id) \
+        if post or thread_id else None
+    forum = get_row(db, "forum", thread["forum"] if thread else forum_id)
+    check_visible(ctx, forum, user)
+    prefs = prefs_of(db, user.id) if user else None
+    return post, thread, forum, get_category(db, forum), prefs
 
 
 def get_category(db, forum):
@@ -283,10 +285,7 @@ def forum_forum(ctx):
     forum_id = required_id(ctx, "id")
     user = ctx.logged_in_user()
     db = ctx.db
-    forum = get_forum(db, forum_id)
-    check_visible(ctx, forum, user)
-    prefs = prefs_of(db, user.id) if user else None
-    category = get_category(db, forum)
+    _, _, forum, category, prefs = board(ctx, user, forum_id=forum_id)
     stored = prefs["forum_sorting"] if prefs else MODIFIED_NEW
     sort = _sort_arg(ctx, "sort", FORUM_SORTS, stored, "forum_sorting") or MODIFIED_NEW
     start = ctx.int_arg("start", 0, minimum=0, maximum=10 ** 7)
@@ -439,15 +438,11 @@ def forum_thread(ctx):
     thread_id = required_id(ctx, "id")
     db = ctx.db
     user = ctx.logged_in_user()
-    thread = get_thread(db, thread_id)
-    forum = get_forum(db, thread["forum"])
-    check_visible(ctx, forum, user)
-    prefs = prefs_of(db, user.id) if user else None
+    _, thread, forum, category, prefs = board(ctx, user, thread_id=thread_id)
     moderator = is_moderator(prefs, forum)
     if thread["hidden"] and not moderator:
         raise PageError("This thread has been hidden by moderators.", "404 Not Found",
                         "Hidden")
-    category = get_category(db, forum)
     stored = prefs["thread_sorting"] if prefs else CREATE_TIME_OLD
     sort = _sort_arg(ctx, "sort", THREAD_SORTS, stored, "thread_sorting") or CREATE_TIME_OLD
     if forum["is_dev_blog"] and not moderator:
@@ -592,29 +587,17 @@ def forum_search(ctx):
     return render(ctx, "Message board search", join([_header(ctx, user), form]))
 
 
-def _form_int(ctx, name, default):
-    text = ctx.req.post(name) or ctx.req.get(name)
-    if text == "":
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise PageError("parameter %s: %r is not an integer" % (name, text)) from None
-    if abs(value) > ID_MAX:
-        raise PageError("parameter %s: %d is out of range" % (name, value))
-    return value
-
-
 def forum_search_action(ctx):
     """Threads whose titles match, then posts whose text matches (FULLTEXT,
     natural language; SEARCH_LIMIT each), in visible threads of visible forums."""
     user = ctx.logged_in_user()
     db = ctx.rdb
     words = (ctx.req.post("search_keywords") or ctx.req.get("search_keywords")).strip()[:200]
-    author = _form_int(ctx, "search_author", 0)
-    max_days = _form_int(ctx, "search_max_time", 0)
-    forum_id = _form_int(ctx, "search_forum", -1)
-    sort = _form_int(ctx, "search_sort", MODIFIED_NEW)
+    posted = ctx.req.method == "POST"         # the form's POST, or a link's GET
+    author = ctx.int_arg("search_author", 0, posted, 0, ID_MAX)
+    max_days = ctx.int_arg("search_max_time", 0, posted, 0, 100000)
+    forum_id = ctx.int_arg("search_forum", -1, posted, -1, ID_MAX)
+    sort = ctx.int_arg("search_sort", MODIFIED_NEW, posted, -ID_MAX, ID_MAX)
     if not words and not author:
         raise PageError("Give search words (search_keywords) or an author (search_author).")
     since = ctx.now - max_days * 86400 if max_days > 0 else 0

@@ -45,9 +45,8 @@ from boincpy.web import accounts, bbcode
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.page import PageError, Redirect, checkbox, hidden, notice, render, select
 from boincpy.web.user.forum import (FORUM_SORTS, ID_MAX, OFF_TOPIC, SOLUTION, THREAD_SORTS,
-                                    check_visible, forum_title, get_category, get_forum,
-                                    get_post, get_thread, is_admin, is_moderator, prefs_of,
-                                    privilege, required_id, S_MODERATOR, show_post,
+                                    board, forum_title, get_row, is_admin, is_moderator,
+                                    prefs_of, privilege, required_id, S_MODERATOR, show_post,
                                     post_rows_of, title_text, time_str)
 
 TITLE_MAX = 254                  # thread.title varchar(254)
@@ -181,10 +180,7 @@ def forum_post(ctx):
     forum_id = required_id(ctx, "id")
     user = ctx.require_login()
     db = ctx.db
-    forum = get_forum(db, forum_id)
-    check_visible(ctx, forum, user)
-    prefs = prefs_of(db, user.id)
-    category = get_category(db, forum)
+    _, _, forum, category, prefs = board(ctx, user, forum_id=forum_id)
     check_post_access(ctx, user, prefs, forum, category)
     req = ctx.req
     title = req.post("title") or req.get("title")
@@ -235,15 +231,11 @@ def forum_reply(ctx):
     thread_id = required_id(ctx, "thread")
     user = ctx.require_login()
     db = ctx.db
-    thread = get_thread(db, thread_id)
-    forum = get_forum(db, thread["forum"])
-    check_visible(ctx, forum, user)
-    prefs = prefs_of(db, user.id)
-    category = get_category(db, forum)
+    _, thread, forum, category, prefs = board(ctx, user, thread_id=thread_id)
     parent_id = ctx.int_arg("post", 0, minimum=0, maximum=ID_MAX)
     parent = None
     if parent_id:
-        parent = get_post(db, parent_id)
+        parent = get_row(db, "post", parent_id)
         if parent["thread"] != thread_id:
             raise PageError("post: that post is in another thread.")
         if parent["hidden"] and not is_moderator(prefs, forum):
@@ -297,10 +289,7 @@ def forum_edit(ctx):
     post_id = required_id(ctx, "id")
     user = ctx.require_login()
     db = ctx.db
-    post = get_post(db, post_id)
-    thread = get_thread(db, post["thread"])
-    forum = get_forum(db, thread["forum"])
-    prefs = prefs_of(db, user.id)
+    post, thread, forum, category, prefs = board(ctx, user, post_id=post_id)
     moderator = is_moderator(prefs, forum)
     limit = ctx.cfg.forum_max_edit_time
     if not moderator and ctx.now > post["timestamp"] + limit:
@@ -309,7 +298,6 @@ def forum_edit(ctx):
                          "Too late to edit")
     if post["user"] != user.id or (thread["locked"] and not moderator):
         raise _forbidden("You are not authorized to edit this post.")
-    category = get_category(db, forum)
     first = db.query_one("SELECT MIN(id) AS id FROM post WHERE thread = %s",
                          (thread["id"],))["id"]
     can_edit_title = (post_id == first and thread["owner"] == user.id
@@ -360,10 +348,8 @@ def forum_subscribe(ctx):
         raise PageError("action: subscribe or unsubscribe")
     thread_id = required_id(ctx, "thread", post=True)
     db = ctx.db
-    thread = get_thread(db, thread_id)
-    forum = get_forum(db, thread["forum"])
-    check_visible(ctx, forum, user)
-    if thread["hidden"] and not is_moderator(prefs_of(db, user.id), forum):
+    _, thread, forum, _, prefs = board(ctx, user, thread_id=thread_id)
+    if thread["hidden"] and not is_moderator(prefs, forum):
         raise PageError("No such thread", "404 Not Found", "Not found")
     if action == "subscribe":
         fdb.subscribe(db, user.id, thread_id)
@@ -395,11 +381,7 @@ def forum_rate(ctx):
     else:
         raise PageError("choice: p (positive) or n (negative)")
     db = ctx.db
-    post = get_post(db, post_id)
-    thread = get_thread(db, post["thread"])
-    forum = get_forum(db, thread["forum"])
-    check_visible(ctx, forum, user)
-    prefs = prefs_of(db, user.id)
+    post, thread, forum, _, prefs = board(ctx, user, post_id=post_id)
     check_banished(prefs, ctx.now)
     if (post["hidden"] or thread["hidden"]) and not is_moderator(prefs, forum):
         raise PageError("No such post", "404 Not Found", "Not found")
