@@ -259,7 +259,8 @@ def test_posting_rules(site):
     mod = new_user(site, special_user="10000000")
     reply_id(reply(site, mod, tid, "moderator note"))
     body = ok(call(site, "forum_thread.php", mod, {"id": tid}))
-    assert "forum_moderate_post.php?id=" in body and "forum_moderate_thread.php?" in body
+    assert "forum_moderate_post.php?action=hide&amp;id=" in body
+    assert "forum_moderate_thread.php?action=move&amp;thread=%d" % tid in body
     assert "action=unlock&amp;thread=%d" % tid in body
     db.execute("UPDATE thread SET locked = 0 WHERE id = %s", (tid,))
     # banned

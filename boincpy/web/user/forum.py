@@ -23,8 +23,8 @@ subscriptions, post_ratings and forum_preferences (writes in
 
 The pages that post and change things are :mod:`boincpy.web.user.forum_post`.
 Moderators (forum_preferences.special_user bits of forum.inc's is_moderator)
-get links to the moderation pages, which live in
-:mod:`boincpy.web.user.moderation`.  Every value is escaped where written;
+get the links of :mod:`boincpy.web.user.moderation` (moderation_links,
+thread_moderation_links), whose pages do the moderating.  Every value is escaped where written;
 titles as text, posts through :mod:`boincpy.web.bbcode`.
 """
 
@@ -35,6 +35,7 @@ from boincpy.db import forum as fdb
 from boincpy.db import messages as mdb
 from boincpy.web import bbcode
 from boincpy.web.markup import Markup, esc, fmt, join, link, url
+from boincpy.web.user import moderation
 from boincpy.web.page import PageError, hidden, notice, num, paging, render, select, table
 
 ID_MAX = 2 ** 31 - 1
@@ -402,8 +403,7 @@ def show_post(ctx, post, thread, forum, category, n, reader, rprefs, authors, li
             actions.append(rate_form(ctx, post["id"], SOLUTION if helpdesk else "+",
                                      OFF_TOPIC if helpdesk else "-"))
         if moderator:
-            actions.append(link(url("forum_moderate_post.php", id=post["id"]),
-                                "Moderate post"))
+            actions.append(moderation.moderation_links(ctx, reader, post, forum))
     content = bbcode.render(post["content"], images=not (rprefs and rprefs["images_as_links"]))
     sig = Markup("")
     if post["signature"] and ap.get("signature") and not (rprefs and rprefs["hide_signatures"]):
@@ -484,14 +484,7 @@ def forum_thread(ctx):
             mdb.delete_notify(db, user.id, mdb.NOTIFY_SUBSCRIBED_THREAD, thread_id)
         actions.append(subscribe_form(ctx, thread_id, subscribed))
         if moderator:
-            for action, label in (
-                    ("unhide", "Unhide") if thread["hidden"] else ("hide", "Hide"),
-                    ("unlock", "Unlock") if thread["locked"] else ("lock", "Lock"),
-                    ("desticky", "Make unsticky") if thread["sticky"]
-                    else ("sticky", "Make sticky"),
-                    ("move", "Move"), ("title", "Edit title")):
-                actions.append(link(url("forum_moderate_thread.php", action=action,
-                                        thread=thread_id), label))
+            actions.append(moderation.thread_moderation_links(ctx, user, thread, forum))
     if thread["locked"]:
         parts.append(notice("warn", "This thread is locked: it takes no new posts."))
     actions.append(_sort_form("forum_thread.php", thread_id, THREAD_SORTS, sort))
