@@ -216,12 +216,13 @@ footer{margin-top:24px;border-top:1px solid #ddd;padding-top:8px;color:#777;font
 """
 _STYLE_HASH = base64.b64encode(hashlib.sha256(STYLE.encode()).digest()).decode()
 
-# No scripts at all; styles only from the page's own <style> block; forms
-# only post back here; the pages can't be framed.
+# No scripts (but a page's own third-party ones: security_headers); styles
+# only from the page's own <style> block; forms only post back here; the
+# pages can't be framed.
+_CSP = ("default-src 'none'; style-src 'sha256-%s'; img-src 'self' data:%s; "
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'%s")
 SECURITY_HEADERS = [
-    ("Content-Security-Policy",
-     "default-src 'none'; style-src 'sha256-%s'; img-src 'self' data:; "
-     "form-action 'self'; frame-ancestors 'none'; base-uri 'none'" % _STYLE_HASH),
+    ("Content-Security-Policy", _CSP % (_STYLE_HASH, "", "")),
     ("X-Content-Type-Options", "nosniff"),
     ("X-Frame-Options", "DENY"),
     ("Referrer-Policy", "same-origin"),
@@ -229,10 +230,23 @@ SECURITY_HEADERS = [
 ]
 
 
-def render(ctx, title, body, status="200 OK", site=None):
+def security_headers(scripts=()):
+    """The pages' headers; ``scripts``: (URL of a script the page loads, the
+    origins it uses), each allowed for scripts, frames and images (the
+    reCAPTCHA widget on the sign-up form)."""
+    if not scripts:
+        return list(SECURITY_HEADERS)
+    origins = " ".join(sorted({o for _, used in scripts for o in used}))
+    extra = "; script-src %s; frame-src %s; connect-src %s" % (origins, origins, origins)
+    return [("Content-Security-Policy", _CSP % (_STYLE_HASH, " " + origins, extra))] + \
+        SECURITY_HEADERS[1:]
+
+
+def render(ctx, title, body, status="200 OK", site=None, scripts=()):
     """A complete page: project name and title, navigation, body, footer.
 
-    ``site``: the frame when there is no context yet (default: the context's)."""
+    ``site``: the frame when there is no context yet (default: the context's);
+    ``scripts``: third-party scripts the page loads (see security_headers)."""
     site = site or (ctx.site if ctx is not None else OPS)
     project = ctx.cfg.long_name if ctx is not None and ctx.cfg is not None else ""
     heading = "%s: %s" % (project, title) if project else title
@@ -244,12 +258,13 @@ def render(ctx, title, body, status="200 OK", site=None):
     html = fmt(
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<title>{}</title><style>{}</style></head>\n<body><header>{}{}</header>\n'
+        '<title>{}</title><style>{}</style>{}</head>\n<body><header>{}{}</header>\n'
         '<h1>{}</h1>\n{}\n<footer>{} &middot; {} &middot; page made {}</footer>\n'
         '</body></html>\n',
-        heading, Markup(STYLE), nav, who, heading, body, link(site.nav[0][0], "Main page"),
-        site.name, stamp)
-    return Response(body=html, status=status, headers=list(SECURITY_HEADERS))
+        heading, Markup(STYLE), join(fmt('<script src="{}" async defer></script>', src)
+                                     for src, _ in scripts),
+        nav, who, heading, body, link(site.nav[0][0], "Main page"), site.name, stamp)
+    return Response(body=html, status=status, headers=security_headers(scripts))
 
 
 def error_page(ctx, err, site=None):
