@@ -280,8 +280,8 @@ def test_gui_urls_in_project_and_scheduler_reply(site):
     with open(path) as f:
         text = f.read()
     etree.fromstring(("<x>%s</x>" % text).encode())          # well-formed
-    for page in ("home.php", "prefs.php?subset=global", "team.php", "results.php",
-                 "hosts_user.php", "notices.php"):
+    for page in ("forum_index.php", "home.php", "prefs.php?subset=global", "team.php",
+                 "results.php", "hosts_user.php", "notices.php"):
         assert page in text, page
     founder = site.user()
     team = site.create_team(founder, "Gui " + secrets.token_hex(3))

@@ -580,23 +580,28 @@ def copy_tree_files(src_dir, dest_dir, python, paths=None):
 # filled in (boincpy.sched.reply.gui_urls_text); <ifteam> only to team members.
 GUI_URLS_XML = """<gui_urls>
     <gui_url>
+        <name>Message boards</name>
+        <description>Talk with the other volunteers of <project_name/></description>
+        <url><master_url/>forum_index.php</url>
+    </gui_url>
+    <gui_url>
         <name>Your account</name>
-        <description>View your account information</description>
+        <description>Your account on <project_name/></description>
         <url><master_url/>home.php</url>
     </gui_url>
     <gui_url>
         <name>Computing preferences</name>
-        <description>View and edit your computing preferences</description>
+        <description>How your computers work for <project_name/></description>
         <url><master_url/>prefs.php?subset=global</url>
     </gui_url>
     <gui_url>
         <name>Your tasks</name>
-        <description>View the last week or so of computational work</description>
+        <description>The tasks your computers ran lately</description>
         <url><master_url/>results.php?userid=<userid/></url>
     </gui_url>
     <gui_url>
         <name>Your computers</name>
-        <description>View a list of the computers on your account</description>
+        <description>The computers attached to your account</description>
         <url><master_url/>hosts_user.php</url>
     </gui_url>
     <gui_url>
@@ -612,7 +617,7 @@ GUI_URLS_XML = """<gui_urls>
     <ifteam>
         <gui_url>
             <name>Your team</name>
-            <description>View information about your team: <team_name/></description>
+            <description>The page of <team_name/></description>
             <url><master_url/>team_display.php?teamid=<teamid/></url>
         </gui_url>
     </ifteam>

@@ -215,8 +215,8 @@ def old_news(ctx):
     body = [join(news_html(item) for item in items) if items else
             fmt('<p class="muted">No news yet.</p>'),
             paging("old_news.php", {}, start, len(items), total, NEWS_PER_PAGE),
-            fmt('<p class="small">News is available as an {}.</p>',
-                link(url("rss_main.php"), "RSS feed"))]
+            fmt('<p class="small">Follow the news with a feed reader: {}.</p>',
+                link(url("rss_main.php"), "RSS"))]
     return render(ctx, "News archive", join(body))
 
 

@@ -105,15 +105,15 @@ def is_team_admin(db, user, team):
 
 def _require_admin(ctx, user, team):
     if not is_team_admin(ctx.db, user, team):
-        raise _refuse("This operation requires team admin privileges: only the founder "
-                      "and the admins of %s may do it." % team.name)
+        raise _refuse("This page requires the rights of a team admin: only the founder "
+                      "and the admins of %s may use it." % team.name)
 
 
 def _require_founder(ctx, user, team):
     # read again with the user's id in the query: a stale row proves nothing
     if not ctx.db.query_value("SELECT COUNT(*) FROM team WHERE id = %s AND userid = %s",
                               (team.id, user.id)):
-        raise _refuse("This operation requires foundership of %s." % team.name)
+        raise _refuse("This page requires being the founder of %s." % team.name)
 
 
 def _locked_user(db, userid):
@@ -205,13 +205,13 @@ def team_page(ctx):
     """team.php: what teams are, the search form, the link to create one."""
     ctx.logged_in_user()
     body = fmt(
-        '<p>{} participants may form teams. You may belong to only one team; you can join '
-        'or quit a team at any time.</p><p>Each team has a founder, who may edit the '
-        "team's name and description, add or remove team admins, remove members, and "
-        'disband the team if it has no members. To join a team, visit its team page and '
-        'click <b>Join this team</b>.</p><h2>Find a team</h2>{}'
-        '<h2>Create a new team</h2><p>If you cannot find a team that is right for you, you '
-        'can {}.</p>', ctx.cfg.long_name, _search_form(),
+        '<p>Volunteers of {} can compute together as a team. An account is in one team at '
+        'most, and may change teams whenever it likes; its credit stays its own.</p><p>The '
+        "volunteer who founds a team looks after it: edits its page, names admins to help, "
+        'removes members, and may close the team once nobody is in it. A team page has a '
+        '<b>Join this team</b> link for everyone who is logged in.</p><h2>Find a team</h2>{}'
+        '<h2>Create a new team</h2><p>No team that suits you? You can {}.</p>',
+        ctx.cfg.long_name, _search_form(),
         link("team_create_form.php", "create a team"))
     return render(ctx, "Teams", body)
 
@@ -258,9 +258,9 @@ def team_search(ctx):
     ctx.logged_in_user()
     if not (req.get("submit") or req.get("xml")):
         return render(ctx, "Find a team", join([fmt(
-            "<p>You can team up with other people with similar interests, or from the same "
-            "country, company, or school. Use this form to find teams that might be right "
-            "for you.</p>"), _search_form()]))
+            "<p>Look for teams by words in their names and descriptions, by country or by "
+            "kind: schools, companies, clubs of a country or a region...</p>"),
+            _search_form()]))
     params = {"keywords": req.get("keywords").strip()[:200],
               "country": req.get("country").strip()[:254],
               "type": ctx.int_arg("type", 0, minimum=0, maximum=len(accounts.TEAM_TYPES) - 1),
@@ -269,15 +269,14 @@ def team_search(ctx):
     if req.get("xml"):
         return xml_response("<teams>\n%s</teams>\n" % "".join(team_xml(t) for t in teams))
     if not teams:
-        body = join([fmt("<p>No teams were found matching your criteria. Try another search, "
-                         "or {}.</p>", link("team_create_form.php", "create a new team")),
+        body = join([fmt("<p>No teams were found for this search. Search again, or {}.</p>",
+                         link("team_create_form.php", "create a new team")),
                      _search_form(params)])
     else:
         rows = [(team_link(t), _paragraphs(t.description[:400]), num(t.expavg_credit),
                  team_type_name(t.type), t.country) for t in teams]
-        body = join([fmt("<p>The following teams match one or more of your search criteria. "
-                         "To join a team, click its name to go to the team page, then click "
-                         "<b>Join this team</b>.</p>"),
+        body = join([fmt("<p>Teams matching your search, best matches first. A team's page "
+                         "(click its name) has the <b>Join this team</b> link.</p>"),
                      table(("Team name", "Description", "Average credit", "Type", "Country"),
                            rows),
                      fmt("<h2>Change your search</h2>"), _search_form(params)])
@@ -293,8 +292,8 @@ def _team_form(ctx, team, action, label):
         fields.append(hidden("teamid", team.id))
     t = team
     return fmt(
-        '<p><b>Privacy note</b>: if you create a team, your project preferences (resource '
-        'share, graphics preferences) will be visible to the public.</p>'
+        '<p><b>Privacy</b>: the project preferences of a founder\'s account (resource '
+        'share and the like) are shown publicly.</p>'
         '<form class="filters" method="post" action="{}">{}'
         '<label for="name">Team name, text version</label><div>{}</div>'
         '<label for="name_html">Team name, HTML version</label><div>{} '
@@ -579,9 +578,9 @@ def team_join_form(ctx):
     team = _team(ctx, ctx.int_arg("id", 0, minimum=1, maximum=2 ** 31 - 1))
     if not team.joinable:
         raise _refuse("The team %s is not joinable." % team.name)
-    body = fmt('<p><b>Please note:</b></p><ul><li>Joining a team gives its founder access to '
-               'your email address (if you allow the project to e-mail you).</li><li>Joining a '
-               "team does not affect your account's credit.</li></ul><p>{}</p>",
+    body = fmt('<ul><li>If your account allows the project to e-mail you, the team\'s '
+               'founder will see your e-mail address.</li><li>Your credit stays as it is: a '
+               'team adds it up, it does not take it.</li></ul><p>{}</p>',
                _post_form(ctx, "team_join_action.php", [("teamid", team.id)], "Join team"))
     if user.teamid == team.id:
         body = fmt("<p>You are already a member of {}.</p>", team_link(team))
@@ -613,10 +612,8 @@ def team_quit_form(ctx):
     team = accounts.lookup_team_by_id(ctx.db, user.teamid) if user.teamid else None
     if team is None:
         raise PageError("You are not a member of a team.", "404 Not Found", "No such team")
-    body = fmt('<p><b>Please note before quitting a team:</b></p><ul><li>If you quit a team, '
-               'you may rejoin later, or join any other team you desire.</li><li>Quitting a '
-               'team does not affect your personal credit statistics in any way.</li></ul>'
-               '<p>{}</p>', _post_form(ctx, "team_quit_action.php", [("id", team.id)],
+    body = fmt('<ul><li>You can join this team again later, or any other team.</li><li>Your '
+               "account keeps all of its credit.</li></ul><p>{}</p>", _post_form(ctx, "team_quit_action.php", [("id", team.id)],
                                        "Quit team"))
     return render(ctx, "Quit %s" % team.name, body)
 
@@ -659,15 +656,15 @@ def team_manage(ctx):
     user = ctx.require_login()
     team = _team(ctx, _teamid(ctx))
     _require_admin(ctx, user, team)
-    items = [fmt("<li>{}<br><small>Change team name, URL, description, type, or country"
+    items = [fmt("<li>{}<br><small>Name, web site, description, kind of team, country"
                  "</small></li>", link(url("team_edit_form.php", teamid=team.id),
                                        "Edit team info")),
              fmt("<li>Member list: {} \u00b7 {} \u00b7 {}</li>",
                  link(url("team_email_list.php", teamid=team.id), "HTML"),
                  link(url("team_email_list.php", teamid=team.id, plain=1), "text"),
                  link(url("team_email_list.php", teamid=team.id, xml=1), "XML")),
-             fmt("<li>Change history: {} \u00b7 {}<br><small>See when members joined or quit "
-                 "this team</small></li>", link(url("team_delta.php", teamid=team.id), "HTML"),
+             fmt("<li>Change history: {} \u00b7 {}<br><small>Who joined and who left, and "
+                 "when</small></li>", link(url("team_delta.php", teamid=team.id), "HTML"),
                  link(url("team_delta.php", teamid=team.id, xml=1), "XML"))]
     if is_founder(user, team):
         if team.ping_user > 0:
@@ -675,13 +672,11 @@ def team_manage(ctx):
                 url("team_change_founder_form.php", teamid=team.id),
                 "Respond to foundership request")))
         items += [
-            fmt("<li>{}<br><small>Remove inactive or unwanted members from this team</small>"
-                "</li>", link(url("team_remove_inactive_form.php", teamid=team.id),
+            fmt("<li>{}<br><small>Take members off the team</small></li>", link(url("team_remove_inactive_form.php", teamid=team.id),
                               "Remove members")),
-            fmt("<li>{}<br><small>Transfer foundership to another member</small></li>",
+            fmt("<li>{}<br><small>Hand the team over to another member</small></li>",
                 link(url("team_change_founder_form.php", teamid=team.id), "Change founder")),
-            fmt("<li>{}<br><small>Give selected team members Team Admin privileges</small>"
-                "</li>", link(url("team_admins.php", teamid=team.id),
+            fmt("<li>{}<br><small>Members who may edit the team with you</small></li>", link(url("team_admins.php", teamid=team.id),
                               "Add/remove Team Admins")),
             fmt("<li>{} <small>(allowed only if the team has no members)</small></li>",
                 _post_form(ctx, "team_manage.php", [("teamid", team.id), ("action", "delete")],
@@ -792,10 +787,9 @@ def team_admins(ctx):
                                                          ("action", "remove"),
                                                          ("userid", r["id"])], "Remove")))
     body = fmt(
-        "<p>You can select team members as Team Admins. Team Admins can edit the team's "
-        "information (name, URL, description, country) and see its member list; they cannot "
-        "change the founder, remove members or add or remove Team Admins. If a Team Admin "
-        "quits the team, they cease to be a Team Admin.</p>{}<h2>Add Team Admin</h2>"
+        "<p>Admins help the founder: they edit the team's page and see its history; only "
+        "the founder removes members, names admins or hands the team over. An admin who "
+        "leaves the team is no admin any more.</p>{}<h2>Add Team Admin</h2>"
         '<form class="filters" method="post" action="team_admins.php">{}{}{}'
         '<label for="email_addr">Email address of team member</label><div>{}</div>'
         '<span></span><div><button type="submit">Add</button></div></form>',
@@ -820,34 +814,32 @@ def team_change_founder_form(ctx):
     parts = []
     if team.ping_user < 0:
         asker = accounts.lookup_user_by_id(db, -team.ping_user)
-        parts.append(fmt("<p>Team member {} requested this team's foundership on {}, but left "
-                         "the team, thus canceling the request.</p>",
+        parts.append(fmt("<p>{} asked to become this team's founder on {}, then left the "
+                         "team: the request ended with that.</p>",
                          asker.name if asker else "(deleted)", date_str(team.ping_time)))
         with db.transaction():
             team_table.clear_ping_user(db, team.id, clear_time=True)
     elif team.ping_user > 0:
         asker = accounts.lookup_user_by_id(db, team.ping_user)
         parts.append(fmt(
-            "<p>Team member {} has requested this team's foundership.</p>{}<p>If you don't "
-            "decline the request by {}, they will have the option of assuming team "
-            "foundership. To accept it, assign the foundership to them below.</p>",
+            "<p>{}, a member, asks to become this team's founder.</p>{}<p>Unless you decline "
+            "by {}, they may then take the team over. To agree now, choose them below.</p>",
             asker.name if asker else "(deleted)",
             _post_form(ctx, "team_founder_transfer_action.php",
                        [("action", "decline"), ("teamid", team.id)], "Decline request"),
             date_str(transfer_ok_time(team))))
     else:
-        parts.append(fmt("<p>No transfer request is pending.</p>"))
+        parts.append(fmt("<p>Nobody asks to become this team's founder.</p>"))
     members = [m for m in _users(db, "teamid = %s ORDER BY id", (team.id,))
                if m.id != team.userid]
     rows = [(fmt('<input type="radio" name="userid" value="{}">', m.id), m.name,
              num(m.total_credit), num(m.expavg_credit)) for m in members]
     parts.append(fmt(
-        '<p>To assign foundership of this team to another member, choose them and click '
-        '<b>Change founder</b>.</p><form method="post" action="team_change_founder_action.php">'
+        '<p>Choose the member who is to found the team from now on.</p><form method="post" action="team_change_founder_action.php">'
         '{}{}{}{}</form>', ctx.token_field("team_change_founder_action.php"),
         hidden("teamid", team.id),
         table(("New founder?", "Name", "Total credit", "Recent average credit"), rows,
-              empty="There are no users to transfer the team to."),
+              empty="The team has no other member."),
         fmt('<button type="submit">Change founder</button>') if members else ""))
     return render(ctx, "Change founder of %s" % team.name, join(parts))
 
@@ -890,28 +882,26 @@ def team_founder_transfer_form(ctx):
         body = fmt("<p>You requested the foundership of {} on {}.</p>", team.name,
                    date_str(team.ping_time))
         if now > transfer_ok_time(team):
-            body = join([body, fmt("<p>60 days have passed since your request, and the founder "
-                                   "has not responded. You may now assume foundership:</p>"),
+            body = join([body, fmt("<p>The founder has not answered in 60 days: the team can be "
+                                   "yours.</p>"),
                          _post_form(ctx, action, [("action", "finalize_transfer")],
                                     "Assume foundership")])
         else:
-            body = join([body, fmt("<p>If the founder does not respond by {}, you will be "
-                                   "given the option to become founder.</p>",
+            body = join([body, fmt("<p>Without an answer by {}, you may take the team over "
+                                   "then.</p>",
                                    date_str(transfer_ok_time(team)))])
     elif new_transfer_request_ok(team, now):
         body = join([fmt(
-            "<p>If the team founder is not active and you want to assume the role of "
-            "founder, ask for it here. The founder will be able to transfer foundership to "
-            "you or decline your request; if they do not respond in 60 days, you will be "
-            "allowed to become the founder.</p>"),
+            "<p>Has the founder gone quiet? Ask to take the team over: the founder can hand "
+            "it to you or decline, and without an answer in 60 days it may become yours.</p>"),
             _post_form(ctx, action, [("action", "initiate_transfer")], "Request foundership")])
     elif team.ping_user:
         asker = accounts.lookup_user_by_id(ctx.db, abs(team.ping_user))
-        body = fmt("<p>A founder change has already been requested by {} on {}.</p>",
+        body = fmt("<p>{} asked to become the founder on {} already.</p>",
                    asker.name if asker else "(deleted)", date_str(team.ping_time))
     else:
-        body = fmt("<p>A foundership change was requested during the last 90 days, so new "
-                   "requests are not allowed. Please try again later.</p>")
+        body = fmt("<p>Someone asked to become the founder less than 90 days ago; a new "
+                   "request can be made later.</p>")
     body = join([body, fmt("<p>{}</p>", link(url("team_display.php", teamid=team.id),
                                              "Return to team page"))])
     return render(ctx, "Request foundership of %s" % team.name, body)
@@ -980,9 +970,8 @@ def team_founder_transfer_action(ctx):
                 team_table.set_ping(db, team.id, member.id, now)
                 founder = accounts.lookup_user_by_id(db, team.userid)
                 title, text = "Requesting foundership of %s" % team.name, fmt(
-                    "<p>Your request is recorded; the founder sees it on the team's pages. If "
-                    "the founder does not respond within 60 days you will be allowed to become "
-                    "the founder.</p>")
+                    "<p>Your request is noted: the founder sees it on the team's pages. With "
+                    "no answer in 60 days, you may take the team over.</p>")
             else:
                 raise _refuse("Foundership request not allowed now.")
         else:
@@ -990,7 +979,7 @@ def team_founder_transfer_action(ctx):
                 raise _refuse("Foundership request not allowed now.")
             team_table.set_founder(db, team.id, member.id, clear_ping_time=True)
             title, text = "Assumed foundership of %s" % team.name, fmt(
-                "<p>Congratulations, you are now the founder of team {}.</p>", team_link(team))
+                "<p>You founded {} now.</p>", team_link(team))
     if action == "initiate_transfer" and title.startswith("Requesting"):
         if _mail(ctx, founder, "%s: team founder transfer" % ctx.cfg.long_name,
                  "%s, a member of your team %s on %s, asks you to hand the team's "
