@@ -266,6 +266,15 @@ def test_notices_feed_for_the_client(site):
     assert "<error_num>-155</error_num>" in wrong.text and "<item>" not in wrong.text
     nobody = site.call("notices.php", get={"userid": 99999999, "auth": key})
     assert "<error_num>-1</error_num>" in nobody.text
+    # the user's private-message notification comes along, newest first
+    from boincpy.db import messages
+    messages.ensure_tables(site.db)
+    pm = messages.insert_pm(site.db, user.id, author.id, int(time.time()) + 5, "Hi", "hello")
+    site.db.execute("INSERT INTO notify (userid, create_time, type, opaque) VALUES "
+                    "(%s, %s, %s, %s)", (user.id, int(time.time()) + 5, messages.NOTIFY_PM, pm))
+    channel = rss(site.call("notices.php", get={"userid": user.id, "auth": key}).text)
+    titles = [i.findtext("title") for i in channel.iter("item")]
+    assert titles[0] == "Private message" and len(titles) >= 2
     # an item older than 30 days is no notice any more (but still news)
     site.db.execute("UPDATE thread SET create_time = create_time - 31 * 86400 WHERE id = %s",
                     (exported,))
