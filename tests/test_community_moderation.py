@@ -826,8 +826,13 @@ def test_signup_asks_the_verifier(site, verifier):
                 "    <recaptcha_private_key>s3cret</recaptcha_private_key>\n"
                 "    <recaptcha_verify_url>%s</recaptcha_verify_url>\n" % verifier)
     try:
-        body = ok(call(site, "create_account_form.php"))
+        resp = call(site, "create_account_form.php")
+        body = ok(resp)
         assert 'class="g-recaptcha" data-sitekey="sitekey"' in body
+        # Google's script, and a policy that lets it run on this page
+        assert '<script src="https://www.google.com/recaptcha/api.js"' in body
+        policy = resp.header("Content-Security-Policy")
+        assert "script-src https://recaptcha.google.com https://www.google.com" in policy
         n = next(_serial)
         form = {"new_name": "signup%d" % n, "new_email_addr": "signup%d@example.com" % n,
                 "passwd": "secret123", "passwd2": "secret123", "country": "None",
@@ -848,8 +853,10 @@ def test_signup_asks_the_verifier(site, verifier):
         with open(path, "w") as f:
             f.write(saved)
         site.cfg = load_config(site.root)
-    # off again: no box
-    assert "g-recaptcha" not in ok(call(site, "create_account_form.php"))
+    # off again: no box, no script
+    resp = call(site, "create_account_form.php")
+    assert "g-recaptcha" not in ok(resp) and "<script" not in resp.body
+    assert "script-src" not in resp.header("Content-Security-Policy")
 
 
 def test_delete_spammers_user_null_and_usage(site):

@@ -9,9 +9,9 @@ JSON reply is good when its ``success`` is true.  A verifier that can't be
 reached, answers an error or no JSON refuses the form (nothing is made).
 
 The widget itself is Google's script (:func:`recaptcha_html` writes the box
-BOINC writes); the site's pages forbid scripts (web/page.py's
-Content-Security-Policy), so a project that sets the keys must allow
-``https://www.google.com/recaptcha/`` there as well.
+BOINC writes; :data:`SCRIPTS` is what a page passes to ``render(scripts=)``,
+whose Content-Security-Policy then allows Google's origins on that page
+only; every other page allows no script).
 """
 
 import json
@@ -23,6 +23,10 @@ import urllib.request
 from boincpy.web.markup import Markup, fmt
 
 RESPONSE_FIELD = "g-recaptcha-response"
+# the widget's script and the origins it loads from (web/page.security_headers)
+SCRIPTS = (("https://www.google.com/recaptcha/api.js",
+            ("https://www.google.com", "https://www.gstatic.com",
+             "https://recaptcha.google.com")),)
 TIMEOUT = 10            # seconds to wait for the verifier
 REFUSED = "Your reCAPTCHA response was not correct. Please try again."
 

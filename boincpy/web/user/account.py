@@ -208,7 +208,8 @@ def create_account_form(ctx):
     parts.append(_form("create_account_action.php", join(keep), fields, "Create account",
                        "create"))
     parts.append(fmt("<p>Already have an account? {}</p>", link("login_form.php", "Log in")))
-    return render(ctx, "Create account", join(parts))
+    return render(ctx, "Create account", join(parts),
+                  scripts=recaptcha.SCRIPTS if recaptcha.enabled(ctx.cfg) else ())
 
 
 def create_account_action(ctx):
