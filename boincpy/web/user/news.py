@@ -29,11 +29,11 @@ import time
 from boincpy import passwords
 from boincpy.db.forum import NEWS_FORUM
 from boincpy.errors import DatabaseError
-from boincpy.web import accounts
+from boincpy.web import accounts, bbcode
 from boincpy.web.http import Response
-from boincpy.web import bbcode
 from boincpy.web.markup import esc, fmt, join, link, url
 from boincpy.web.page import notice, paging, render
+from boincpy.web.user import messages
 from boincpy.xml import xml_escape
 
 NEWS_PER_PAGE = 20
@@ -144,19 +144,15 @@ def _xml_error(num, msg):
 
 def _notifications(ctx, user, since):
     """The user's community notifications (private messages, friends,
-    subscriptions) as (time, <item>) pairs, from the community pages
-    (boincpy.web.user.messages) where the site has them."""
+    subscriptions) as (time, <item>) pairs, as the messages pages make them."""
     try:
-        from boincpy.web.user.messages import notices_of, rss_item_xml
-    except ImportError:
-        return []
-    try:
-        items = notices_of(ctx.rdb, user.id, site_url(ctx.cfg), since=since, now=ctx.now)
+        items = messages.notices_of(ctx.rdb, user.id, site_url(ctx.cfg), since=since,
+                                    now=ctx.now)
     except DatabaseError as exc:            # a project without the notify table
         if getattr(exc, "mysql_code", None) == _ER_NO_SUCH_TABLE:
             return []
         raise
-    return [(item["time"], rss_item_xml(item)) for item in items]
+    return [(item["time"], messages.rss_item_xml(item)) for item in items]
 
 
 def notices(ctx):
