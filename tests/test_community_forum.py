@@ -17,6 +17,7 @@ import pytest
 from boincpy import passwords
 from boincpy.config import load_config
 from boincpy.db import connect
+from boincpy.db import forum as fdb
 from boincpy.db import messages as mdb
 from boincpy.db.user import set_forum_pref, update_user_columns
 from boincpy.web import accounts, csrf
@@ -518,3 +519,33 @@ def test_update_forum_activities(site):
                           "./update_forum_activities.php"], cwd=site.root,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "threads updated" in out.stderr, out
+
+
+def test_deleted_accounts_leave_no_posts(site):
+    """BOINC's forum_delete_user, from both ways of deleting an account: the
+    posts go with the counts kept, a thread left empty goes, subscriptions and
+    ratings too."""
+    db = site.db
+    stay, leaver, hider = new_user(site), new_user(site), new_user(site)
+    fid = forum_id(site, "Cafe")
+    kept = new_thread(site, stay, fid, title="Stays")
+    reply_id(reply(site, leaver, kept, "leaver's reply", subscribe="1"))
+    own = new_thread(site, leaver, fid, title="Goes")
+    reply_id(reply(site, hider, kept, "hider's reply", subscribe="1"))
+    first = one(site, "SELECT id FROM post WHERE thread = %s ORDER BY id LIMIT 1", (kept,))["id"]
+    fdb.rate_post(db, leaver.id, first, 1)
+    before = one(site, "SELECT threads, posts FROM forum WHERE id = %s", (fid,))
+    done = accounts.delete_account(db, leaver)
+    assert done["forum posts"] == 2
+    assert one(site, "SELECT id FROM thread WHERE id = %s", (own,)) is None
+    assert one(site, "SELECT replies FROM thread WHERE id = %s", (kept,))["replies"] == 1
+    after = one(site, "SELECT threads, posts FROM forum WHERE id = %s", (fid,))
+    assert (after["threads"], after["posts"]) == (before["threads"] - 1, before["posts"] - 2)
+    for table, col in (("subscriptions", "userid"), ("post_ratings", "user"), ("post", "user")):
+        assert one(site, "SELECT COUNT(*) AS n FROM %s WHERE %s = %%s" % (table, col),
+                   (leaver.id,))["n"] == 0
+    accounts.obfuscate_account(db, hider)
+    assert one(site, "SELECT COUNT(*) AS n FROM post WHERE user = %s", (hider.id,))["n"] == 0
+    assert one(site, "SELECT COUNT(*) AS n FROM subscriptions WHERE userid = %s",
+               (hider.id,))["n"] == 0
+    assert "Stays" in ok(call(site, "forum_forum.php", get={"id": fid}))

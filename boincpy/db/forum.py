@@ -207,6 +207,22 @@ def delete_forum_rows_of_user(db, user_id):
                            ("forum_logging", "userid"))}
 
 
+def forum_delete_user(db, user_id):
+    """BOINC's forum_delete_user (a deleted or obfuscated account): the user's
+    posts go (delete_post: counts kept, emptied threads deleted), with the
+    ratings of them; then the user's subscriptions, ratings and read marks.
+    Returns {what: rows}."""
+    posts = db.query("SELECT p.id, p.thread, t.forum FROM post p JOIN thread t "
+                     "ON t.id = p.thread WHERE p.user = %s", (user_id,))
+    rated = db.execute("DELETE r FROM post_ratings r JOIN post p ON p.id = r.post "
+                       "WHERE p.user = %s", (user_id,))
+    for p in posts:
+        delete_post(db, p["id"], p["thread"], p["forum"])
+    done = {"forum posts": len(posts), "ratings of the posts": rated}
+    done.update(delete_forum_rows_of_user(db, user_id))
+    return done
+
+
 # -- moderation (boincpy.web.user.moderation; BOINC's forum.inc) -------------------------
 
 def update_thread_timestamp(db, thread_id):

@@ -504,6 +504,7 @@ def delete_account(db, user, now=None):
         except DatabaseError as exc:
             if getattr(exc, "mysql_code", 0) != _ER_NO_SUCH_TABLE:
                 raise
+        _forum_delete_user(db, uid, done)
         done["user"] = user_table.delete_user(db, uid)
     return done
 
@@ -535,6 +536,18 @@ def obfuscate_account(db, user, now=None):
         except DatabaseError as exc:
             if getattr(exc, "mysql_code", 0) != _ER_NO_SUCH_TABLE:
                 raise
+        _forum_delete_user(db, user.id, {})
+
+
+def _forum_delete_user(db, uid, done):
+    """The account's posts, subscriptions and ratings (BOINC's forum_delete_user,
+    which both obfuscate_account and wipe_account call)."""
+    from boincpy.db.forum import forum_delete_user
+    try:
+        done.update(forum_delete_user(db, uid))
+    except DatabaseError as exc:
+        if getattr(exc, "mysql_code", 0) != _ER_NO_SUCH_TABLE:
+            raise
 
 
 # -- tokens e-mailed to a user (BOINC's html/inc/token.inc) ----------------------------
