@@ -2,7 +2,7 @@
 against a project made by make_project under a private Apache, through the
 pages' own links and forms: a volunteer posts a thread (subscribing to it),
 a second one subscribes too and replies quoting the first post, which
-notifies the first; then the boards once more in the persistent mode
+notifies the first (home.php's notice leads to the thread); then the boards once more in the persistent mode
 (mod_fcgid), where the first volunteer answers.  One Apache serves the
 module; screenshots go to tests/artifacts/forum-screens/."""
 
@@ -111,7 +111,10 @@ def test_post_subscribe_reply_with_quote_notifies(web):
         logout(b, web)
 
         login(b, web, "asker")
-        b.get(web.master_url + "forum_thread.php?id=%d" % tid)
+        b.get(web.master_url + "home.php")                 # the notice on the account page
+        assert "New posts in the thread %s" % TITLE in b.body_text()
+        shot(b, "05-home-notice")
+        b.link(TITLE).follow()
         assert "Light bends around mass." in b.body_text()
         assert web.db.query_value("SELECT COUNT(*) FROM notify WHERE userid = %s AND "
                                   "type = %s", (asker.id, mdb.NOTIFY_SUBSCRIBED_THREAD)) == 0
@@ -134,7 +137,7 @@ def test_boards_in_persistent_mode(web, mode):
         b.find("#content").send_keys("Thanks, that answers it.")
         b.find("#post").follow()
         assert "Thanks, that answers it." in b.body_text()
-        shot(b, "05-persistent-reply")
+        shot(b, "06-persistent-reply")
     helper = web.users["helper"][0]
     assert web.db.query_value("SELECT COUNT(*) FROM notify WHERE userid = %s",
                               (helper.id,)) == 1
