@@ -445,6 +445,19 @@ def test_transfer_request_and_refusal_are_mailed(site):
     assert "To: %s <%s>" % (member.name, member.email_addr) in sent and "declined" in sent
 
 
+def test_request_lapses_when_the_asker_leaves(site):
+    founder = site.user()
+    team = site.create_team(founder)
+    member = site.member(team)
+    site.ok("team_founder_transfer_action.php", member, post={"action": "initiate_transfer"})
+    site.call("team_quit_action.php", member, post={"id": team.id})
+    assert site.team(team.id).ping_user == -member.id
+    page = site.ok("team_change_founder_form.php", founder, get={"teamid": team.id})
+    assert "then left the team" in page and member.name in page
+    assert site.team(team.id).ping_user == -member.id          # a GET changes nothing
+    assert "Respond by" not in site.ok("team_display.php", founder, get={"teamid": team.id})
+
+
 def test_delete_empty_team_only(site):
     founder = site.user()
     team = site.create_team(founder)

@@ -87,12 +87,9 @@ def set_ping(db, team_id, user_id, when):
                       (user_id, when, team_id))
 
 
-def clear_ping_user(db, team_id, clear_time=False):
-    """The founder declined (ping_time kept) or a lapsed request is forgotten
-    (ping_user and ping_time 0, team_change_founder_form.php)."""
-    if clear_time:
-        return db.execute("UPDATE team SET ping_user = 0, ping_time = 0 WHERE id = %s",
-                          (team_id,))
+def clear_ping_user(db, team_id):
+    """The founder declined a foundership request (ping_time kept: the next
+    request waits for it, team_founder_transfer_action.php)."""
     return db.execute("UPDATE team SET ping_user = 0 WHERE id = %s", (team_id,))
 
 

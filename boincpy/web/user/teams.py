@@ -817,8 +817,9 @@ def team_change_founder_form(ctx):
         parts.append(fmt("<p>{} asked to become this team's founder on {}, then left the "
                          "team: the request ended with that.</p>",
                          asker.name if asker else "(deleted)", date_str(team.ping_time)))
-        with db.transaction():
-            team_table.clear_ping_user(db, team.id, clear_time=True)
+        # (BOINC's page also clears the lapsed request here, in a GET; it changes
+        # nothing anyone sees: new_transfer_request_ok reads a negative ping_user
+        # as no request)
     elif team.ping_user > 0:
         asker = accounts.lookup_user_by_id(db, team.ping_user)
         parts.append(fmt(
