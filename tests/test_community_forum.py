@@ -549,3 +549,32 @@ def test_deleted_accounts_leave_no_posts(site):
     assert one(site, "SELECT COUNT(*) AS n FROM subscriptions WHERE userid = %s",
                (hider.id,))["n"] == 0
     assert "Stays" in ok(call(site, "forum_forum.php", get={"id": fid}))
+
+
+def test_unread_marks_jump_and_mark_all_read(site):
+    db = site.db
+    alice, bob = new_user(site), new_user(site, display_wrap_postcount=5)
+    fid = forum_id(site, "Science")
+    tid = new_thread(site, alice, fid, title="Unread test")
+    for i in range(7):
+        reply_id(reply(site, alice, tid, "old reply %d" % i))
+    assert "[new]" in ok(call(site, "forum_forum.php", bob, {"id": fid}))
+    ok(call(site, "forum_thread.php", bob, {"id": tid}))            # read now
+    assert "Unread test</a> [new]" not in ok(call(site, "forum_forum.php", bob, {"id": fid}))
+    later = int(time.time()) + 100
+    pid = reply_id(reply(site, alice, tid, "fresh reply"))
+    db.execute("UPDATE post SET timestamp = %s WHERE id = %s", (later, pid))
+    db.execute("UPDATE thread SET timestamp = %s WHERE id = %s", (later, tid))
+    assert "Unread test</a> [new]" in ok(call(site, "forum_forum.php", bob, {"id": fid}))
+    page = ok(call(site, "forum_thread.php", bob, {"id": tid}))      # jumps to the new post
+    assert "fresh reply" in page and "old reply 0" not in page
+    assert page.count('class="unread"') == 1
+    # mark all read: a POST with the token
+    index = ok(call(site, "forum_index.php", bob))
+    assert call(site, "forum_index.php", bob, post={"read": "1"}).status.startswith("403")
+    resp = call(site, "forum_index.php", bob, post={"read": "1", "csrf_token": re.search(
+        r'name="csrf_token" value="([^"]+)"', index).group(1)}, now=later + 1)
+    assert resp.status.startswith("303")
+    assert one(site, "SELECT mark_as_read_timestamp FROM forum_preferences WHERE userid = %s",
+               (bob.id,))["mark_as_read_timestamp"] == later + 1
+    assert "Unread test</a> [new]" not in ok(call(site, "forum_forum.php", bob, {"id": fid}))

@@ -36,7 +36,8 @@ from boincpy.db import messages as mdb
 from boincpy.web import bbcode
 from boincpy.web.markup import Markup, esc, fmt, join, link, url
 from boincpy.web.user import moderation
-from boincpy.web.page import PageError, hidden, notice, num, paging, render, select, table
+from boincpy.web.page import (PageError, Redirect, hidden, notice, num, paging, render, select,
+                              table)
 
 ID_MAX = 2 ** 31 - 1
 THREADS_PER_PAGE = 50            # forum.inc
@@ -238,6 +239,14 @@ def _sort_form(page, id_value, styles, current):
 def _boards(ctx, helpdesk, title):
     db = ctx.rdb
     user = ctx.logged_in_user()
+    if ctx.req.method == "POST":
+        # "Mark all threads as read" (forum_index.php?read=1 in BOINC)
+        user = ctx.require_action()
+        if ctx.req.post("read") != "1":
+            raise PageError("read: only read=1 is an action here")
+        from boincpy.db.user import set_forum_pref
+        set_forum_pref(ctx.db, user.id, "mark_as_read_timestamp", ctx.now)
+        raise Redirect(ctx.page)
     rows = db.query(
         "SELECT c.id AS cid, c.name AS cname, f.id, f.title, f.description, f.threads, "
         "f.posts, f.timestamp FROM category c JOIN forum f ON f.category = c.id "
@@ -255,6 +264,10 @@ def _boards(ctx, helpdesk, title):
                         '<td class="num">{}</td><td class="num">{}</td><td>{}</td></tr>',
                         link(url("forum_forum.php", id=r["id"]), r["title"]), r["description"],
                         num(r["threads"]), num(r["posts"]), time_diff(r["timestamp"], ctx.now)))
+    if user is not None:
+        parts.append(fmt('<form class="inline" method="post" action="{}">{}{}<button '
+                         'type="submit" id="mark_read">Mark all threads as read</button></form>',
+                         ctx.page, ctx.token_field(), hidden("read", 1)))
     parts.append(fmt('<table class="forums"><thead><tr><th>Topic</th><th>Threads</th>'
                      '<th>Posts</th><th>Last post</th></tr></thead><tbody>{}</tbody></table>',
                      join(body) if body else Markup('<tr><td colspan="4">No forums</td></tr>')))
@@ -301,10 +314,18 @@ def forum_forum(ctx):
         % (hidden_clause, sticky, FORUM_SORTS[sort][1]),
         (forum_id, start, THREADS_PER_PAGE))
     names = user_names(db, [t["owner"] for t in threads])
+    read = {}
+    if user is not None and threads:
+        ids = [t["id"] for t in threads]
+        read = {r["threadid"]: r["timestamp"] for r in db.query(
+            "SELECT threadid, timestamp FROM forum_logging WHERE userid = %%s AND threadid "
+            "IN (%s)" % ", ".join(["%s"] * len(ids)), [user.id] + ids)}
     rows = []
     for t in threads:
-        marks = [m for m, on in (("[sticky]", t["sticky"]), ("[locked]", t["locked"]),
-                                 ("[hidden]", t["hidden"])) if on]
+        unread = user is not None and t["timestamp"] > max(prefs["mark_as_read_timestamp"],
+                                                           read.get(t["id"], 0))
+        marks = [m for m, on in (("[new]", unread), ("[sticky]", t["sticky"]),
+                                 ("[locked]", t["locked"]), ("[hidden]", t["hidden"])) if on]
         title = link(url("forum_thread.php", id=t["id"]), title_text(t["title"]))
         rows.append((fmt("{} {}", title, " ".join(marks)), num(max(t["replies"], 0) + 1),
                      user_link(t["owner"], names), num(t["views"]),
@@ -348,8 +369,10 @@ def post_rows_of(db, posts):
     return users, fprefs, ratings
 
 
-def show_post(ctx, post, thread, forum, category, n, reader, rprefs, authors, links=True):
-    """One post as forum.inc's show_post: the author's column and the message."""
+def show_post(ctx, post, thread, forum, category, unread_since, reader, rprefs, authors,
+              links=True):
+    """One post as forum.inc's show_post: the author's column and the message
+    (marked new if posted after ``unread_since``, unless that is None)."""
     users, fprefs, ratings = authors
     author = users.get(post["user"])
     ap = fprefs.get(post["user"]) or {}
@@ -385,6 +408,8 @@ def show_post(ctx, post, thread, forum, category, n, reader, rprefs, authors, li
             + "#%d" % post["parent_post"], "message %d" % post["parent_post"])))
     if post["hidden"]:
         head.append(Markup("<b>[hidden by a moderator]</b>"))
+    if unread_since is not None and post["timestamp"] > unread_since:
+        head.append(Markup('<b class="unread">[new]</b>'))
     score, votes = ratings.get(post["id"], (0, 0))
     if votes:
         head.append(fmt("Rating: {:+d} ({} votes)", score, votes))
@@ -455,6 +480,18 @@ def forum_thread(ctx):
                          (thread_id,))["n"]
     start = ctx.int_arg("start", None, minimum=0, maximum=10 ** 7)
     postid = ctx.int_arg("postid", None, minimum=1, maximum=ID_MAX)
+    read_mark = None
+    if user is not None:
+        # thread_is_unread: newer than the reader's "mark all read" and last visit
+        log = db.query_one("SELECT timestamp FROM forum_logging WHERE userid = %s AND "
+                           "threadid = %s", (user.id, thread_id))
+        read_mark = max(prefs["mark_as_read_timestamp"], log["timestamp"] if log else 0)
+        if (start is None and postid is None and prefs["jump_to_unread"] and read_mark
+                and sort == CREATE_TIME_OLD and thread["timestamp"] > read_mark):
+            first = db.query_one("SELECT id FROM post WHERE thread = %%s%s AND timestamp > %%s "
+                                 "ORDER BY timestamp, id LIMIT 1" % hidden_clause,
+                                 (thread_id, read_mark))
+            postid = first["id"] if first else None
     if start is None and postid and sort != POST_SCORE:
         target = db.query_one("SELECT timestamp, id FROM post WHERE id = %s AND thread = %s",
                               (postid, thread_id))
@@ -492,8 +529,8 @@ def forum_thread(ctx):
     nav = paging("forum_thread.php", {"id": thread_id, "sort": sort}, start, len(posts), total,
                  per_page)
     parts.append(nav)
-    rows = [show_post(ctx, p, thread, forum, category, i, user, prefs, authors)
-            for i, p in enumerate(posts)]
+    rows = [show_post(ctx, p, thread, forum, category, read_mark, user, prefs, authors)
+            for p in posts]
     parts.append(fmt('<table class="posts"><thead><tr><th>Author</th><th>Message</th></tr>'
                      '</thead><tbody>{}</tbody></table>', join(rows)))
     parts.append(nav)

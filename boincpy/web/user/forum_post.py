@@ -277,8 +277,8 @@ def forum_reply(ctx):
         "LIMIT 20", (thread_id,))
     authors = post_rows_of(db, shown)
     parts.append(fmt('<table class="posts"><tbody>{}</tbody></table>', join(
-        show_post(ctx, p, thread, forum, category, i, user, prefs, authors, links=False)
-        for i, p in enumerate(shown))))
+        show_post(ctx, p, thread, forum, category, None, user, prefs, authors, links=False)
+        for p in shown)))
     return render(ctx, "Post to thread '%s'" % title_text(thread["title"]), join(parts))
 
 
