@@ -578,3 +578,39 @@ def test_unread_marks_jump_and_mark_all_read(site):
     assert one(site, "SELECT mark_as_read_timestamp FROM forum_preferences WHERE userid = %s",
                (bob.id,))["mark_as_read_timestamp"] == later + 1
     assert "Unread test</a> [new]" not in ok(call(site, "forum_forum.php", bob, {"id": fid}))
+
+
+def test_previews_and_odd_values(site):
+    alice = new_user(site)
+    fid = forum_id(site, "Science")
+    tok_post = tok(site, alice, "forum_post.php")
+    before = one(site, "SELECT COUNT(*) AS n FROM thread")["n"]
+    body = ok(call(site, "forum_post.php", alice, {"id": fid}, post={
+        "title": HOSTILE, "content": "[b]x[/b]" + HOSTILE, "preview": "Preview",
+        "csrf_token": tok_post}))
+    assert "<script>" not in body and "&lt;script&gt;" in body and "<b>x</b>" in body
+    assert one(site, "SELECT COUNT(*) AS n FROM thread")["n"] == before   # nothing posted
+    # no title; a title of markup only; a huge message; a long title cut to the column
+    for form in ({"title": "", "content": "text"}, {"title": "<b></b>", "content": "text"},
+                 {"title": "t", "content": "x" * 300000}):
+        resp = call(site, "forum_post.php", alice, {"id": fid},
+                    post=dict(form, csrf_token=tok_post))
+        assert resp.status.startswith("400"), form
+    tid = new_thread(site, alice, fid, title="T" * 400, content="y" * 70000)
+    assert len(one(site, "SELECT title FROM thread WHERE id = %s", (tid,))["title"]) == 254
+    assert len(one(site, "SELECT content FROM post WHERE thread = %s",
+                   (tid,))["content"]) == 64000
+    # a quoted post of another thread; sort and start out of range; GET of actions
+    other = one(site, "SELECT id FROM post WHERE thread = %s",
+                (new_thread(site, alice, fid, title="Other"),))["id"]
+    assert call(site, "forum_reply.php", alice, {"thread": tid, "post": other}) \
+        .status.startswith("400")
+    assert ok(call(site, "forum_thread.php", alice, {"id": tid, "sort": "99"}))
+    assert call(site, "forum_thread.php", alice, {"id": tid, "start": "99999999999"}) \
+        .status.startswith("400")
+    for page in ("forum_subscribe.php", "forum_rate.php", "edit_forum_preferences_action.php"):
+        resp = call(site, page, alice, {"post": other, "thread": tid})
+        assert resp.status[:3] in ("400", "405"), page
+    # not logged in: the posting pages send to the login form
+    resp = call(site, "forum_post.php", None, {"id": fid})
+    assert resp.status.startswith("303") and "login_form.php" in dict(resp.headers)["Location"]
