@@ -51,8 +51,8 @@ from boincpy.errors import DatabaseError
 from boincpy.web import accounts
 from boincpy.web.http import BadRequest, Response, log_error
 from boincpy.web.markup import Markup, fmt, join, link, url
-from boincpy.web.page import (PageError, Redirect, hidden, kv_table, notice, num, render,
-                              select, table, text_input)
+from boincpy.web.page import (PageError, Redirect, hidden, kv_table, num, render, select,
+                              table, text_input)
 from boincpy.web.rpc import format_number, team_xml
 from boincpy.web.rpc_xml import XmlError, error_response, xml_response
 from boincpy.xml import xml_escape
