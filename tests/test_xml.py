@@ -123,6 +123,12 @@ def test_scan_reads_one_element_as_boincs_parse_functions():
         assert not scan.flag(text, "h") and not scan.flag(text, "missing")
     assert scan.leaves(doc.encode()) == {"name": b"x&y", "sticky": None, "b": b"1", "n": b"2",
                                          "f": None, "g": b"0x1", "h": b""}
+    assert scan.leaves(doc) == {"name": "x&y", "sticky": None, "b": "1", "n": "2",
+                                "f": None, "g": "0x1", "h": ""}
+    # comments and CDATA (which may hold "<") take the scanner's slow path, same answers
+    assert scan.leaf_list(b"<a><!-- <x>1</x> --><b><![CDATA[ <1> ]]></b><c>2</c></a>") == [
+        ("b", b"<1>"), ("c", b"2")]
+    assert scan.leaf_list("<a><!-- c --><c>\u00e9</c></a>") == [("c", "\u00e9")]
 
 
 def test_tree_reads_boincs_documents_with_lxml():

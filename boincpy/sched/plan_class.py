@@ -141,26 +141,51 @@ class OpenclCpu:
 
 def _opencl_props(obj, o):
     """OPENCL_DEVICE_PROP's fields plan classes compare, from its leaves."""
-    import re   # here: a request without GPUs or specs never loads it (~7 ms)
     obj.ocl_global_mem_size = _float(o.get("global_mem_size"))
     obj.ocl_local_mem_size = _float(o.get("local_mem_size"))
     obj.ocl_double_fp_config = _int(o.get("double_fp_config"))
     dv = o.get("opencl_device_version", "")
-    m = re.match(r"OpenCL (\d+)\.(\d+)", dv)
-    obj.ocl_version_int = int(m.group(1)) * 100 + int(m.group(2)) if m else 0
+    # "OpenCL 1.2 ..." -> 102
+    v = _dotted_ints(dv[7:], 2) if dv.startswith("OpenCL ") else None
+    obj.ocl_version_int = v[0] * 100 + v[1] if v else 0
     # the runtime revision: "(1800.8)" at the end of the version string
-    m = re.search(r"\(([0-9.]+)[^(]*$", dv)
+    p = dv.rfind("(")
+    rev = _run_of(dv[p + 1:], "0123456789.") if p >= 0 else ""
     try:
-        obj.ocl_driver_revision = int(float(m.group(1)) * 100 + 0.5) if m else 0
+        obj.ocl_driver_revision = int(float(rev) * 100 + 0.5) if rev else 0
     except ValueError:
         obj.ocl_driver_revision = 0
+
+
+def _run_of(s, chars):
+    """The longest prefix of ``s`` made of ``chars``."""
+    n = 0
+    while n < len(s) and s[n] in chars:
+        n += 1
+    return s[:n]
+
+
+def _dotted_ints(s, count):
+    """The ``count`` integers "N.N.N" at the start of ``s`` (re's
+    ``(\\d+)\\.(\\d+)...`` match), or None; no re: a GPU's request doesn't load it."""
+    out = []
+    for i in range(count):
+        digits = _run_of(s, "0123456789")
+        if not digits:
+            return None
+        out.append(int(digits))
+        s = s[len(digits):]
+        if i < count - 1:
+            if s[:1] != ".":
+                return None
+            s = s[1:]
+    return out
 
 
 def _leaves(xml):
     """{tag: text} of a GPU's or an OpenCL platform's leaves, the first of
     each; ``<tag/>`` reads as "1"."""
-    return {tag: "1" if text is None else text.decode("utf-8", "replace")
-            for tag, text in leaves(xml.encode("utf-8")).items()}
+    return {tag: "1" if text is None else text for tag, text in leaves(xml).items()}
 
 
 def _int(s):
@@ -179,11 +204,10 @@ def _bool(s):
 
 def _three_part(s):
     """ati_version_int: "1.4.1848" -> 10041848; 0 if not three numbers."""
-    import re   # here: a request without GPUs or specs never loads it (~7 ms)
-    m = re.match(r"\s*(\d+)\.(\d+)\.(\d+)", s or "")
-    if not m:
+    v = _dotted_ints((s or "").lstrip(), 3)
+    if not v:
         return 0
-    return int(m.group(1)) * 10000000 + int(m.group(2)) * 10000 + int(m.group(3))
+    return v[0] * 10000000 + v[1] * 10000 + v[2]
 
 
 class PlanHost:
@@ -904,9 +928,8 @@ def _spec_requirements(s, ph, pt):
 
 
 def _three_part_tuple(s):
-    import re   # here: a request without GPUs or specs never loads it (~7 ms)
-    m = re.match(r"\s*(\d+)\.(\d+)\.(\d+)", s or "")
-    return tuple(int(x) for x in m.groups()) if m else None
+    v = _dotted_ints((s or "").lstrip(), 3)
+    return tuple(v) if v else None
 
 
 def _vbox_basics(ph):
