@@ -21,9 +21,7 @@ from boincpy.db import forum as fdb
 from boincpy.db import messages as mdb
 from boincpy.db.user import set_forum_pref, update_user_columns
 from boincpy.web import accounts, csrf
-from boincpy.web.http import Request
-from boincpy.web.user.main import handle
-from test_community_messages import smtp  # noqa: F401  (the aiosmtpd fixture, shared)
+from test_community_messages import call, ok, smtp  # noqa: F401  (smtp: the aiosmtpd fixture)
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 _serial = itertools.count(1)
@@ -55,22 +53,6 @@ def new_user(site, credit=100.0, name=None, **prefs):
     for column, value in prefs.items():
         set_forum_pref(site.db, user.id, column, value)
     return accounts.lookup_user_by_id(site.db, user.id)
-
-
-def call(site, page, user=None, get=None, post=None, now=None, environ=None):
-    env = {"HTTP_HOST": "127.0.0.1", "REMOTE_ADDR": "127.0.0.1"}
-    if user is not None:
-        env["HTTP_COOKIE"] = "auth=" + user.authenticator
-    env.update(environ or {})
-    req = Request.of("POST" if post is not None else "GET", get, post, env)
-    resp = handle(page, req, site.root, now=now)
-    assert "Traceback" not in resp.body, resp.body
-    return resp
-
-
-def ok(resp, status="200"):
-    assert resp.status.startswith(status), (resp.status, resp.body[-2000:])
-    return resp.body
 
 
 def tok(site, user, page):
@@ -508,7 +490,7 @@ def test_update_forum_activities(site):
     hid = new_thread(site, alice, forum_id(site, "Windows"), title="Help")
     db.execute("UPDATE thread SET create_time = %s, sufferers = 3 WHERE id = %s",
                (now - 2 * 86400, hid))
-    daemon, _ = run_pass(UpdateForumActivities, site.root, now=now)
+    run_pass(UpdateForumActivities, site.root, now=now)
     assert one(site, "SELECT activity FROM thread WHERE id = %s",
                (tid,))["activity"] == pytest.approx(1.5)          # 2^-1 + 2^0
     assert one(site, "SELECT activity FROM thread WHERE id = %s",

@@ -632,32 +632,30 @@ def forum_search_action(ctx):
         raise PageError("Give search words (search_keywords) or an author (search_author).")
     since = ctx.now - max_days * 86400 if max_days > 0 else 0
     order = dict((k, v[1]) for k, v in FORUM_SORTS.items()).get(sort, "timestamp DESC")
-    where, params = ["t.hidden = 0", "f.parent_type = 0", "t.timestamp >= %s"], [since]
-    if forum_id > 0:
-        where.append("t.forum = %s")
-        params.append(forum_id)
-    if author:
-        where.append("t.owner = %s")
-        params.append(author)
+    def conditions(table, author_column):
+        """The search's filters on threads (t) or posts (p) of visible forums."""
+        where = ["t.hidden = 0", "f.parent_type = 0", "%s.hidden = 0" % table,
+                 "%s.timestamp >= %%s" % table]
+        params = [since]
+        for column, value in (("t.forum", forum_id if forum_id > 0 else 0),
+                              (author_column, author)):
+            if value:
+                where.append("%s = %%s" % column)
+                params.append(value)
+        return " AND ".join(where), params
     threads = []
     if words:
+        where, params = conditions("t", "t.owner")
         threads = db.query(
             "SELECT t.* FROM thread t JOIN forum f ON f.id = t.forum WHERE "
             "MATCH (t.title) AGAINST (%%s) AND %s ORDER BY t.%s LIMIT %d"
-            % (" AND ".join(where), order, SEARCH_LIMIT), [words] + params)
-    pwhere, pparams = ["p.hidden = 0", "t.hidden = 0", "f.parent_type = 0",
-                       "p.timestamp >= %s"], [since]
-    if forum_id > 0:
-        pwhere.append("t.forum = %s")
-        pparams.append(forum_id)
-    if author:
-        pwhere.append("p.user = %s")
-        pparams.append(author)
+            % (where, order, SEARCH_LIMIT), [words] + params)
+    where, params = conditions("p", "p.user")
     match = "MATCH (p.content) AGAINST (%s) AND " if words else ""
     posts = db.query(
         "SELECT p.*, t.title FROM post p JOIN thread t ON t.id = p.thread JOIN forum f ON "
         "f.id = t.forum WHERE %s%s ORDER BY p.timestamp DESC LIMIT %d"
-        % (match, " AND ".join(pwhere), SEARCH_LIMIT), ([words] if words else []) + pparams)
+        % (match, where, SEARCH_LIMIT), ([words] if words else []) + params)
     names = user_names(db, [t["owner"] for t in threads] + [p["user"] for p in posts])
     parts = [_header(ctx, user)]
     if words:

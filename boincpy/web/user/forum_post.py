@@ -43,7 +43,7 @@ from boincpy.db import messages as mdb
 from boincpy.db.user import count_forum_post, set_forum_pref
 from boincpy.web import accounts, bbcode
 from boincpy.web.markup import Markup, fmt, join, link, url
-from boincpy.web.page import PageError, Redirect, checkbox, hidden, notice, render, select
+from boincpy.web.page import PageError, Redirect, checkbox, render, select
 from boincpy.web.user.forum import (FORUM_SORTS, ID_MAX, OFF_TOPIC, SOLUTION, THREAD_SORTS,
                                     board, forum_title, get_row, is_admin, is_moderator,
                                     prefs_of, privilege, required_id, S_MODERATOR, show_post,
