@@ -596,3 +596,27 @@ def test_previews_and_odd_values(site):
     # not logged in: the posting pages send to the login form
     resp = call(site, "forum_post.php", None, {"id": fid})
     assert resp.status.startswith("303") and "login_form.php" in dict(resp.headers)["Location"]
+
+
+def test_news_items_are_threads_of_the_news_forum(site):
+    """A news item (the ops page's insert_thread in the News forum) is a
+    thread these pages show; only administrators may start one here."""
+    from boincpy.web.user.news import news_forum
+    admin = new_user(site, special_user="01000000")
+    news = news_forum(site.db)
+    with site.db.transaction():
+        tid = fdb.insert_thread(site.db, news["id"], admin.id, "Release " + HOSTILE,
+                                "We [b]released[/b].", int(time.time()), status=1)
+    body = ok(call(site, "forum_thread.php", get={"id": tid}))
+    assert "<b>released</b>" in body and "&lt;script&gt;" in body and "<script>" not in body
+    assert "Release" in ok(call(site, "forum_forum.php", get={"id": news["id"]}))
+    assert "New thread" in ok(call(site, "forum_forum.php", admin, {"id": news["id"]}))
+    assert "New thread" not in ok(call(site, "forum_forum.php", new_user(site),
+                                       {"id": news["id"]}))
+    # the admin's news thread from this page: status 1 unless exported (BOINC's checkbox)
+    assert 'name="export"' in ok(call(site, "forum_post.php", admin, {"id": news["id"]}))
+    nid = new_thread(site, admin, news["id"], title="Posted here")
+    assert one(site, "SELECT status FROM thread WHERE id = %s", (nid,))["status"] == 1
+    nid = new_thread(site, admin, news["id"], title="Exported", export="1")
+    assert one(site, "SELECT status FROM thread WHERE id = %s", (nid,))["status"] == 0
+    assert "Posted here" in ok(call(site, "old_news.php"))

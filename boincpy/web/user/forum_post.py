@@ -211,9 +211,14 @@ def forum_post(ctx):
                          clean_title(title), bbcode.render(content)))
     fields = fmt('<p><label for="title">Title</label><br><input type="text" name="title" '
                  'id="title" size="80" maxlength="{}" value="{}"></p>', TITLE_MAX, title)
+    extra = Markup("")
+    if forum["is_dev_blog"] and forum["title"] == fdb.NEWS_FORUM:
+        extra = fmt('<p><label>{} Show this item as a Notice in the BOINC Manager</label> '
+                    '<span class="small muted">(only for items likely to be of interest to '
+                    'all volunteers)</span></p>', checkbox("export", req.post("export")))
     parts.append(_message_form(ctx, url("forum_post.php", id=forum_id), "forum_post.php", fields,
                                content, not prefs["no_signature_by_default"],
-                               "Subscribe to the new thread", button="OK"))
+                               "Subscribe to the new thread", extra, button="OK"))
     return render(ctx, "Create new thread", join(parts))
 
 
