@@ -17,14 +17,15 @@ logged-in account.
 
 import base64
 import hashlib
+import os
 import sys
 import time
 import traceback
 from dataclasses import dataclass
 
 from boincpy.db.connection import connect, replica_state, web_replica_configured
-from boincpy.errors import BoincpyError, DatabaseError, Signal
-from boincpy.web.http import BadRequest, Response
+from boincpy.errors import BoincpyError, ConfigError, DatabaseError, Signal
+from boincpy.web.http import BadRequest, Response, config_failure, run_cgi
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web import csrf
 
@@ -313,6 +314,30 @@ def serve(pages, page_name, make_context, site=OPS):
     finally:
         if ctx is not None:
             ctx.close()
+
+
+def handle_in_project(respond, page_name, req, project_dir, now=None):
+    """``respond(page_name, cfg, req, now)`` of a page family with the config
+    of the project at ``project_dir`` (tests, run_in_ops); a config.xml that
+    can't be read is answered as the CGI answers it."""
+    from boincpy.config import CONFIG_FILE, load_config
+    try:
+        cfg = load_config(project_dir, CONFIG_FILE, aux=False)
+    except ConfigError as exc:
+        return config_failure(exc)
+    return respond(page_name, cfg, req, now)
+
+
+def run_page(respond, script_file, uploads=False):
+    """The CGI main of a page file of a family (html/ops/NAME.php,
+    html/user/NAME.php): ``respond(NAME.php, cfg, request)`` over
+    :func:`boincpy.web.http.run_cgi`; ``uploads``: the page reads file parts."""
+    page = os.path.basename(script_file)
+
+    def handler(cfg, req):
+        return respond(page, cfg, req)
+    handler.uploads = uploads
+    run_cgi(handler, page)
 
 
 # ---------------------------------------------------------------------------

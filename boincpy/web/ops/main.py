@@ -14,16 +14,11 @@ directory is not behind HTTP basic auth the pages refuse to work rather
 than expose the project.
 """
 
-import os
-
-from boincpy.config import CONFIG_FILE, load_config
-from boincpy.errors import ConfigError
-from boincpy.web.http import config_failure, run_cgi
 from boincpy.web.ops import (apps, batches, browse, dbinfo, failures, hosts, hrclass, index,
                              jobs, logs, mail, news, status, users)
 from boincpy.web.ops import community
 from boincpy.web.ops import spam
-from boincpy.web.page import Context, PageError, serve
+from boincpy.web.page import Context, PageError, handle_in_project, run_page, serve
 
 PAGES = {
     "index.php": index.page,
@@ -86,14 +81,9 @@ def respond(page_name, cfg, req, now=None):
 
 def handle(page_name, req, project_dir, now=None):
     """Run one page of the project at ``project_dir`` (tests, run_in_ops)."""
-    try:
-        cfg = load_config(project_dir, CONFIG_FILE, aux=False)
-    except ConfigError as exc:
-        return config_failure(exc)
-    return respond(page_name, cfg, req, now)
+    return handle_in_project(respond, page_name, req, project_dir, now)
 
 
 def run(script_file):
     """CGI main of an html/ops script."""
-    page = os.path.basename(script_file)
-    run_cgi(lambda cfg, req: respond(page, cfg, req), page)
+    run_page(respond, script_file)

@@ -18,10 +18,7 @@ its family lives.
 
 import os
 
-from boincpy.config import CONFIG_FILE, load_config
-from boincpy.errors import ConfigError
-from boincpy.web.http import config_failure, run_cgi
-from boincpy.web.page import PageError, serve
+from boincpy.web.page import PageError, handle_in_project, run_page, serve
 from boincpy.web.submitter import batches
 from boincpy.web.user import (account, badges, forum, forum_post, lists, messages, moderation,
                               news, prefs, profile, session, tasks, teams)
@@ -51,11 +48,7 @@ def respond(page_name, cfg, req, now=None):
 
 def handle(page_name, req, project_dir, now=None):
     """Run one page of the project at ``project_dir`` (tests)."""
-    try:
-        cfg = load_config(project_dir, CONFIG_FILE, aux=False)
-    except ConfigError as exc:
-        return config_failure(exc)
-    return respond(page_name, cfg, req, now)
+    return handle_in_project(respond, page_name, req, project_dir, now)
 
 
 def takes_uploads(page_name):
@@ -69,9 +62,4 @@ respond.takes_uploads = takes_uploads
 
 def run(script_file):
     """CGI main of an html/user page script."""
-    page = os.path.basename(script_file)
-
-    def handler(cfg, req):
-        return respond(page, cfg, req)
-    handler.uploads = takes_uploads(page)
-    run_cgi(handler, page)
+    run_page(respond, script_file, takes_uploads(os.path.basename(script_file)))
