@@ -350,7 +350,8 @@ def forum_forum(ctx):
 # forum_thread.php
 
 def post_rows_of(db, posts):
-    """The authors (user rows and forum preferences) and rating sums of posts."""
+    """The authors (user rows and forum preferences), rating sums of posts,
+    and a cache of the authors' columns show_post fills."""
     ids = sorted({p["user"] for p in posts})
     users, fprefs, ratings = {}, {}, {}
     if ids:
@@ -366,24 +367,12 @@ def post_rows_of(db, posts):
         ratings = {r["post"]: (int(r["score"]), int(r["votes"])) for r in db.query(
             "SELECT post, SUM(rating) AS score, COUNT(*) AS votes FROM post_ratings "
             "WHERE post IN (%s) GROUP BY post" % ", ".join(["%s"] * len(pids)), pids)}
-    return users, fprefs, ratings
+    return users, fprefs, ratings, {}
 
 
-def show_post(ctx, post, thread, forum, category, unread_since, reader, rprefs, authors,
-              links=True):
-    """One post as forum.inc's show_post: the author's column and the message
-    (marked new if posted after ``unread_since``, unless that is None)."""
-    users, fprefs, ratings = authors
-    author = users.get(post["user"])
-    ap = fprefs.get(post["user"]) or {}
-    moderator = is_moderator(rprefs, forum)
-    if reader is not None and post["user"] in rprefs["ignored"] and not moderator:
-        return fmt('<tr id="{}"><td>{}</td><td class="muted">This post is hidden because '
-                   'the sender is on your \'ignore\' list. {}</td></tr>',
-                   post["id"], user_link(post["user"], {post["user"]: author["name"]}
-                                         if author else {}),
-                   link(url("edit_forum_preferences_form.php"), "Change your ignore list"))
-    left = [user_link(post["user"], {post["user"]: author["name"]} if author else {})]
+def _author_column(user_id, author, ap, rprefs):
+    """The left column of a post: name, special flags, avatar, counts."""
+    left = [user_link(user_id, {user_id: author["name"]} if author else {})]
     if author is not None:
         specials = [SPECIAL_NAMES[i] for i in range(len(SPECIAL_NAMES))
                     if (ap.get("special_user") or "")[i:i + 1] == "1"]
@@ -396,6 +385,27 @@ def show_post(ctx, post, thread, forum, category, unread_since, reader, rprefs, 
                         'RAC: {}</span>', time.strftime("%d %b %y", time.gmtime(
                             author["create_time"] or 0)), num(ap.get("posts") or 0),
                         num(int(author["total_credit"])), num(int(author["expavg_credit"]))))
+    return join(left, Markup("<br>"))
+
+
+def show_post(ctx, post, thread, forum, category, unread_since, reader, rprefs, authors,
+              links=True):
+    """One post as forum.inc's show_post: the author's column and the message
+    (marked new if posted after ``unread_since``, unless that is None)."""
+    users, fprefs, ratings = authors[:3]
+    author = users.get(post["user"])
+    ap = fprefs.get(post["user"]) or {}
+    moderator = is_moderator(rprefs, forum)
+    if reader is not None and post["user"] in rprefs["ignored"] and not moderator:
+        return fmt('<tr id="{}"><td>{}</td><td class="muted">This post is hidden because '
+                   'the sender is on your \'ignore\' list. {}</td></tr>',
+                   post["id"], user_link(post["user"], {post["user"]: author["name"]}
+                                         if author else {}),
+                   link(url("edit_forum_preferences_form.php"), "Change your ignore list"))
+    columns = authors[3]
+    if post["user"] not in columns:
+        columns[post["user"]] = _author_column(post["user"], author, ap, rprefs)
+    left = columns[post["user"]]
     head = [fmt('Message {} - Posted: {}', link(url("forum_thread.php", id=thread["id"],
                                                     postid=post["id"]) + "#%d" % post["id"],
                                                 post["id"]),
@@ -436,7 +446,7 @@ def show_post(ctx, post, thread, forum, category, unread_since, reader, rprefs, 
                   bbcode.render(ap["signature"], images=False))
     return fmt('<tr id="{}"><td>{}</td><td><div class="small muted">{}</div>'
                '<div class="post">{}</div>{}<div class="small">{}</div></td></tr>',
-               post["id"], join(left, Markup("<br>")), join(head, " \u00b7 "), content, sig,
+               post["id"], left, join(head, " \u00b7 "), content, sig,
                join(actions, " "))
 
 
