@@ -408,6 +408,7 @@ def test_preferences_ignore_signature_images(site):
     body = ok(call(site, "forum_thread.php", alice, {"id": tid}))
     assert "<b>Sig</b>" in body and "&lt;script&gt;" in body and "<script>" not in body
     assert "troll text" not in body and "ignore" in body
+    assert "troll text" in ok(call(site, "forum_thread.php", alice, {"id": tid, "filter": "false"}))
     other = ok(call(site, "forum_thread.php", new_user(site), {"id": tid}))
     assert '<img src="https://example.com/a.png"' in other
     set_forum_pref(site.db, alice.id, "ignorelist", "")

@@ -13,8 +13,9 @@ subscriptions, post_ratings and forum_preferences (writes in
 ``forum_thread.php``        ``id``: a thread's posts, ``sort`` (5, 6, 7; kept in
                             thread_sorting), ``start``, ``postid`` (the page
                             holding it); display_wrap_postcount posts a page;
-                            the reader's ignore list, signatures, images and
-                            avatars per their preferences; ratings
+                            the reader's ignore list (``filter=false`` shows
+                            those posts too), signatures, images and avatars
+                            per their preferences; ratings; unread posts
 ``forum_user_posts.php``    ``userid``: a user's visible posts, newest first
 ``forum_search.php``        the search form; ``forum_search_action.php`` the
                             results (MySQL FULLTEXT on thread.title and
@@ -389,18 +390,20 @@ def _author_column(user_id, author, ap, rprefs):
 
 
 def show_post(ctx, post, thread, forum, category, unread_since, reader, rprefs, authors,
-              links=True):
+              links=True, filtered=True):
     """One post as forum.inc's show_post: the author's column and the message
     (marked new if posted after ``unread_since``, unless that is None)."""
     users, fprefs, ratings = authors[:3]
     author = users.get(post["user"])
     ap = fprefs.get(post["user"]) or {}
     moderator = is_moderator(rprefs, forum)
-    if reader is not None and post["user"] in rprefs["ignored"] and not moderator:
+    if filtered and reader is not None and post["user"] in rprefs["ignored"] and not moderator:
         return fmt('<tr id="{}"><td>{}</td><td class="muted">This post is hidden because '
-                   'the sender is on your \'ignore\' list. {}</td></tr>',
+                   'the sender is on your \'ignore\' list. {} &middot; {}</td></tr>',
                    post["id"], user_link(post["user"], {post["user"]: author["name"]}
                                          if author else {}),
+                   link(url("forum_thread.php", id=thread["id"], filter="false",
+                            postid=post["id"]) + "#%d" % post["id"], "Show it anyway"),
                    link(url("edit_forum_preferences_form.php"), "Change your ignore list"))
     columns = authors[3]
     if post["user"] not in columns:
@@ -539,8 +542,9 @@ def forum_thread(ctx):
     nav = paging("forum_thread.php", {"id": thread_id, "sort": sort}, start, len(posts), total,
                  per_page)
     parts.append(nav)
-    rows = [show_post(ctx, p, thread, forum, category, read_mark, user, prefs, authors)
-            for p in posts]
+    filtered = ctx.req.get("filter") != "false"      # BOINC's filter=false: ignored posts too
+    rows = [show_post(ctx, p, thread, forum, category, read_mark, user, prefs, authors,
+                      filtered=filtered) for p in posts]
     parts.append(fmt('<table class="posts"><thead><tr><th>Author</th><th>Message</th></tr>'
                      '</thead><tbody>{}</tbody></table>', join(rows)))
     parts.append(nav)
