@@ -54,7 +54,7 @@ CONFIG_FILE = "config.xml"
 # Sections group the reference text and the example file.
 
 # Doc prefix of options only BOINC's PHP volunteer site reads.
-_VOLUNTEER_SITE = "The volunteer web site (html/user): "
+_VOLUNTEER_SITE = "Read by BOINC's PHP site, not yet by boincpy's: "
 
 _TABLE = (
     # -- project identity and database --------------------------------------
@@ -387,7 +387,7 @@ _TABLE = (
     ("enable_privacy_by_default", "bool", False, "web",
      "New accounts (create_account.php's too) hide their computers (show_hosts 0)."),
     ("show_results", "bool", False, "web",
-     _VOLUNTEER_SITE + "show result lists on host and result pages."),
+     "The site shows task lists on computer and task pages (results.php)."),
     ("enable_delete_account", "int 0..", 0, "web",
      "Users may delete their accounts (delete_account_request.php, confirmed by an "
      "e-mailed link): 0 no; 1 obfuscate (the row stays, its name, e-mail and keys "
@@ -399,7 +399,7 @@ _TABLE = (
     ("disable_team_creation", "bool", False, "web", "No new teams (create_team.php refuses)."),
     ("account_manager", "bool", False, "web",
      "The project is an account manager: get_project_config.php says <account_manager/>."),
-    ("dont_suppress_pending", "bool", False, "web", _VOLUNTEER_SITE + "show pending credit."),
+    ("dont_suppress_pending", "bool", False, "web", "The site shows pending credit."),
     ("moderators_allowed_to_ban", "bool", False, "web",
      "Volunteer moderators, not only administrators, may banish a post's author "
      "(forum_moderate_post.php?action=banish_user)."),
@@ -420,8 +420,8 @@ _TABLE = (
      "post_min_expavg_credit and post_min_interval apply too."),
     ("forum_post_max_links", "int 0..", 0, "web",
      "Most links a post may hold, moderators excepted; 0: no limit (BOINC's POST_MAX_LINKS)."),
-    ("profile_screening", "bool", False, "web", _VOLUNTEER_SITE + "profiles are screened before display."),
-    ("team_forums_members_only", "bool", False, "web", _VOLUNTEER_SITE + "team forums visible to members only."),
+    ("profile_screening", "bool", False, "web", "Profiles are screened (ops profile_screen_form.php) before others see them."),
+    ("team_forums_members_only", "bool", False, "web", "Team message boards are visible to the team's members only."),
     ("scheduler_disk_space_check_hardcoded", "bool", False, "web",
      _VOLUNTEER_SITE + "the preferences page notes the hard-coded disk check."),
     ("cgi_url", "str", "", "web",
@@ -448,10 +448,10 @@ _TABLE = (
     ("min_passwd_length", "int 0..", 6, "web",
      "Minimum password length, announced by get_project_config.php and enforced by "
      "the web site's forms (the account RPCs see only a hash)."),
-    ("profile_min_credit", "float 0..", 0.0, "web", _VOLUNTEER_SITE + "credit needed to create a profile."),
-    ("hosts_per_page", "int 1..", 20, "web", _VOLUNTEER_SITE + "rows per page in the top-hosts list."),
-    ("teams_per_page", "int 1..", 20, "web", _VOLUNTEER_SITE + "rows per page in the top-teams list."),
-    ("users_per_page", "int 1..", 20, "web", _VOLUNTEER_SITE + "rows per page in the top-users list."),
+    ("profile_min_credit", "float 0..", 0.0, "web", "Total credit needed to create a profile (create_profile.php)."),
+    ("hosts_per_page", "int 1..", 20, "web", "Rows per page in the top-hosts list (top_hosts.php)."),
+    ("teams_per_page", "int 1..", 20, "web", "Rows per page in the top-teams list (top_teams.php)."),
+    ("users_per_page", "int 1..", 20, "web", "Rows per page in the top-users list (top_users.php)."),
     ("sandbox_dir", "str", "", "web",
      "Remote job submission only: directory of per-user sandbox files (BOINC's web "
      "sandbox; boincpy refuses the sandbox file mode, so nothing reads it)."),

@@ -606,13 +606,13 @@ def test_find_project_dir(tmp_path, monkeypatch):
 
 
 def test_options_documented_as_unread_are_read_by_no_module():
-    # config.py's docs say which options only BOINC's (unbuilt) volunteer web
-    # site or remote job submission reads, or nothing reads at all: keep that true
+    # config.py's docs say which options only BOINC's PHP site (not boincpy's)
+    # or remote job submission reads, or nothing reads at all: keep that true
     import re
     unread = [name for name, opt in C.OPTIONS.items()
               if opt.doc.startswith((C._VOLUNTEER_SITE, "Remote job submission only"))
               or "accepted and ignored" in opt.doc or "ignore it" in opt.doc]
-    assert {"rpc_key", "project_id", "users_per_page", "no_computing", "cgi_url",
+    assert {"rpc_key", "project_id", "akismet_key", "no_computing", "cgi_url",
             "disable_web_account_creation", "stripchart_cgi_url"} <= set(unread)
     sources = []
     for top in ("boincpy", "bin", "cgi-bin", "html"):
