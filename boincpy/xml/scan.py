@@ -202,55 +202,47 @@ def _lit(text, s):
     return s if text.__class__ is str else s.encode()
 
 
-def blocks(text, tag):
-    """The raw insides of each ``<tag>...</tag>`` in ``text``, in order (the
-    first ``</tag>`` after a ``<tag>`` ends it, as BOINC's scans do)."""
+def _blocks(text, tag):
     start, end = _lit(text, "<%s>" % tag), _lit(text, "</%s>" % tag)
-    out = []
     pos = 0
     while True:
         p = text.find(start, pos)
         if p < 0:
-            return out
+            return
         p += len(start)
         q = text.find(end, p)
         if q < 0:
-            return out
-        out.append(text[p:q])
+            return
+        yield text[p:q]
         pos = q + len(end)
+
+
+def blocks(text, tag):
+    """The raw insides of each ``<tag>...</tag>`` in ``text``, in order (the
+    first ``</tag>`` after a ``<tag>`` ends it, as BOINC's scans do)."""
+    return list(_blocks(text, tag))
 
 
 def block(text, tag):
     """The raw inside of the first ``<tag>...</tag>`` in ``text``; None if none."""
-    p = text.find(_lit(text, "<%s>" % tag))
-    if p < 0:
-        return None
-    p += len(tag) + 2
-    q = text.find(_lit(text, "</%s>" % tag), p)
-    return None if q < 0 else text[p:q]
+    return next(_blocks(text, tag), None)
+
+
+def _leaf_texts(text, tag):
+    lt = _lit(text, "<")
+    return (xml_unescape(b.strip()) for b in _blocks(text, tag) if lt not in b)
 
 
 def leaf_texts(text, tag):
     """The text (stripped, unescaped) of each ``<tag>text</tag>`` in ``text``
     whose text holds no markup, in order."""
-    lt = _lit(text, "<")
-    return [xml_unescape(b.strip()) for b in blocks(text, tag) if lt not in b]
+    return list(_leaf_texts(text, tag))
 
 
 def leaf_text(text, tag):
     """The text (stripped, unescaped) of the first ``<tag>text</tag>`` in
     ``text`` whose text holds no markup; None if there is none."""
-    start, end, lt = _lit(text, "<%s>" % tag), _lit(text, "</%s>" % tag), _lit(text, "<")
-    pos = 0
-    while True:
-        p = text.find(start, pos)
-        if p < 0:
-            return None
-        p += len(start)
-        q = text.find(lt, p)
-        if q >= 0 and text.startswith(end, q):
-            return xml_unescape(text[p:q].strip())
-        pos = p
+    return next(_leaf_texts(text, tag), None)
 
 
 def has_empty(text, tag):
@@ -273,6 +265,8 @@ def flag(text, tag):
     """BOINC's parse_bool(buf, tag, b) on a small document: ``<tag/>`` is
     true, else the first ``<tag>text</tag>`` read by :func:`boincpy.xml.parse_bool`;
     False when neither is there (or the text is not a boolean)."""
+    if _lit(text, "<" + tag) not in text:      # the usual case: not there at all
+        return False
     if has_empty(text, tag):
         return True
     return bool(parse_bool(leaf_text(text, tag)))
