@@ -787,7 +787,8 @@ def build_tree(spec, stage, undo, say):
     # by the operator's daemons: setgid so files keep the group, group-writable.
     # tmp_HOST spools the files submitters upload (job_file.php); mail/ gets
     # mass_email.php's messages when no <email_command> is set.
-    for d in ("upload", "html/cache", "time_stats_log", log_dir, tmp_dir, "mail"):
+    # kw_prefs/ holds the volunteers' keyword choices (kw_prefs.php).
+    for d in ("upload", "html/cache", "time_stats_log", log_dir, tmp_dir, "mail", "kw_prefs"):
         _mkdir(S(d), 0o2770)
         perms.group(S(d), 0o2770)
     # Remote job submission writes input files into download/ and job-level
@@ -817,7 +818,7 @@ def build_tree(spec, stage, undo, say):
         if created:
             # The web server reads the public keys; private keys stay 0600.
             perms.group(key_dir, 0o750)
-        # The ops pages' form-token secret (boincpy.web.ops.csrf): the web
+        # The ops pages' form-token secret (boincpy.web.csrf): the web
         # server reads it, Apache never serves keys/.
         secret = os.path.join(key_dir, ops_csrf.SECRET_FILE)
         if not os.path.exists(secret):
