@@ -143,7 +143,12 @@ def int64(number):
     return value if -2 ** 63 <= value < 2 ** 63 else None
 
 
-def php_truthy(text):
-    """PHP's truthiness of a string (``if ($text)``): false for "" and "0"
-    only, unlike BOINC's XML booleans (boincpy.xml.parse_bool)."""
-    return bool(text) and text != "0"
+def php_truthy(value):
+    """PHP's truthiness (``if ($value)``): false for None, False, 0, 0.0, ""
+    and "0" only (a request parameter "0.0" is true, as in PHP), unlike
+    BOINC's XML booleans (boincpy.xml.parse_bool)."""
+    if value is None or value is False:
+        return False
+    if isinstance(value, str):
+        return value != "" and value != "0"
+    return value != 0

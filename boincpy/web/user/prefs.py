@@ -41,12 +41,12 @@ import re
 import time
 from urllib.parse import quote_plus
 
-from boincpy.cnum import php_numeric
+from boincpy.cnum import php_numeric, php_truthy
 from boincpy.db import user as user_table
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.page import PageError, Redirect, hidden, notice, render, table
 from boincpy.web.rpc_xml import php_float
-from boincpy.xml import xml_escape, xml_unescape
+from boincpy.xml import parse_bool, xml_escape, xml_unescape
 
 VENUES = ("home", "school", "work")          # shown in this order
 VENUE_WRITE_ORDER = ("home", "work", "school")  # written in this one (BOINC's)
@@ -56,13 +56,7 @@ SUBSETS = ("global", "project")
 # ---------------------------------------------------------------------------
 # PHP's view of values
 
-def truthy(value):
-    """PHP's truth of a value: "", "0", 0, 0.0, None and False are false."""
-    if value is None or value is False:
-        return False
-    if isinstance(value, str):
-        return value not in ("", "0")
-    return value != 0
+truthy = php_truthy
 
 
 def php_text(value):
@@ -665,9 +659,9 @@ def selected_apps(specific):
 
 
 def allows_other_apps(specific):
-    m = re.search(r"<allow_non_preferred_apps>\s*([^<]*)</allow_non_preferred_apps>",
+    m = re.search(r"<allow_non_preferred_apps>([^<]*)</allow_non_preferred_apps>",
                   specific or "")
-    return bool(m) and m.group(1).strip() not in ("", "0")
+    return bool(m and parse_bool(m.group(1)))
 
 
 def specific_limit(specific, tag):
@@ -1210,6 +1204,10 @@ def write_kw_prefs(cfg, userid, yes, no):
     os.replace(tmp, path)
 
 
+# what the form's "as needed" choice sends (an absent choice counts the same)
+KW_NEUTRAL_CHOICES = frozenset(("", "0"))
+
+
 def kw_prefs(ctx):
     """Keywords the volunteer prefers (yes), takes as needed, or never wants."""
     saved = False
@@ -1218,13 +1216,11 @@ def kw_prefs(ctx):
         yes, no = [], []
         for kw in KEYWORDS:
             text = _one(ctx.req.form, "radio%d" % kw[0]).strip()
-            if text in ("", "0"):
-                continue
             if text == "1":
                 yes.append(kw[0])
             elif text == "-1":
                 no.append(kw[0])
-            else:
+            elif text not in KW_NEUTRAL_CHOICES:
                 raise PageError(fmt("radio{}: {} is not 1, 0 or -1; nothing was saved.",
                                     kw[0], repr(text)[:40]), title="Preferences not saved")
         try:

@@ -46,6 +46,7 @@ the query, so another team's ids are refused.
 import time
 
 from boincpy import mail, passwords
+from boincpy.cnum import php_truthy
 from boincpy.db import team as team_table
 from boincpy.errors import DatabaseError
 from boincpy.web import accounts
@@ -1019,14 +1020,14 @@ def team_email_list(ctx):
     """team_email_list.php?teamid=N: xml=1 -> the members' public records
     (anyone, as BOINC); else the founder's list (plain=1: text)."""
     req = ctx.req
-    if req.get("xml") not in ("", "0"):
+    if php_truthy(req.get("xml")):
         try:
             team = accounts.lookup_team_by_id(ctx.rdb, req.get_int("teamid"))
             if team is None:
                 raise XmlError(-136)
         except BadRequest as exc:       # no such team, a bad teamid: BOINC's <error>
             return error_response(exc)
-        creditonly = req.get("creditonly") not in ("", "0")
+        creditonly = php_truthy(req.get("creditonly"))
         members = _users(ctx.rdb, "teamid = %s ORDER BY id", (team.id,))
         return xml_response("<users>\n%s</users>\n"
                             % "".join(member_xml(m, creditonly) for m in members))
@@ -1034,7 +1035,7 @@ def team_email_list(ctx):
     team = _team(ctx, _teamid(ctx))
     _require_founder(ctx, user, team)
     members = _users(ctx.db, "teamid = %s ORDER BY id", (team.id,))
-    if req.get("plain") not in ("", "0"):
+    if php_truthy(req.get("plain")):
         text = "".join("%s %d%s\n" % (m.name, m.id, (" " + m.email_addr) if m.send_email else "")
                        for m in members)
         return Response(text, "text/plain; charset=utf-8")
@@ -1061,7 +1062,7 @@ def time_str(when):
 
 def team_delta(ctx):
     """team_delta.php?teamid=N[&xml=1]: who joined and quit when (founder and admins)."""
-    xml = ctx.req.get("xml") not in ("", "0")
+    xml = php_truthy(ctx.req.get("xml"))
     user = ctx.require_login()
     teamid = _teamid(ctx)
     team = accounts.lookup_team_by_id(ctx.db, teamid) if teamid else None
