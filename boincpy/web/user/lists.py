@@ -19,8 +19,9 @@ from boincpy.web import accounts
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.page import PageError, kv_table, render, table
 from boincpy.web.rpc_xml import xml_response
+from boincpy.web.user.common import time_str, user_link
 from boincpy.web.user.tasks import (boinc_version_text, cpu_text, credit, credit_large,
-                                    gpu_text, host_misc, id_arg, os_text, time_str, user_link)
+                                    gpu_text, host_misc, id_arg, os_text)
 from boincpy.xml import xml_escape
 
 ITEM_LIMIT = 10000
@@ -282,6 +283,9 @@ def apps_page(ctx):
         table(["Name", "Created", "Recent average GFLOPS"], rows, empty="No applications")])
     return render(ctx, "Applications", body)
 
+
+# pages answering XML to programs (main.down_reply while the site is stopped)
+apps_page.xml_reply = lambda req: bool(req.get("xml"))
 
 PAGES = {
     "top_users.php": top_users,

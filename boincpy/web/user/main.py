@@ -9,7 +9,9 @@ Apache runs it as a CGI in ``PROJECT/html/user/`` (no HTTP authentication:
 the login cookie says who is there), or a persistent process serves it
 (:mod:`boincpy.persistent` lists every page of :data:`PAGES`).  While
 ``PROJECT/stop_web`` exists the pages answer that the project is down, as
-BOINC's do.  Tests call :func:`handle` with a Request.
+BOINC's do; a page that answers XML to programs says so with its function's
+``xml_reply`` attribute (see :func:`down_reply`).  Tests call :func:`handle`
+with a Request.
 
 Each family of pages is one module with its own ``PAGES`` (script name ->
 ``page(ctx)``); this module only merges them, so a new page plugs in where
@@ -19,6 +21,7 @@ its family lives.
 import os
 
 from boincpy.web.page import PageError, handle_in_project, run_page, serve
+from boincpy.web.rpc_xml import ERR_PROJECT_DOWN, XmlError, error_response
 from boincpy.web.submitter import batches
 from boincpy.web.user import (account, badges, forum, forum_post, lists, messages, moderation,
                               news, prefs, profile, session, tasks, teams)
@@ -34,9 +37,34 @@ for _family in FAMILIES:
 SUBMIT_PAGES = frozenset({"submit.php"})
 
 
+def xml_reply(page_name, req):
+    """Whether this request of the page is answered in XML for a program: the
+    page function's ``xml_reply`` attribute, True or a predicate on the
+    Request (show_user.php's ``format=xml``, apps.php's ``xml``...)."""
+    mode = getattr(PAGES.get(page_name), "xml_reply", False)
+    return bool(mode(req) if callable(mode) else mode)
+
+
+def down_reply(page_name, req):
+    """The answer while PROJECT/stop_web exists to an XML request:
+    xml_error(ERR_PROJECT_DOWN), -183 "Project is temporarily offline" after
+    the XML declaration, as BOINC's db_init_xml pages answer (its apps.php
+    and team_email_list.php connect before xml_header and so print the HTML
+    page; a program gets XML from every one of ours).  None for the HTML
+    pages and the RSS feeds, which answer the 503 page as BOINC's
+    show_project_down (its feeds never set $generating_xml)."""
+    if xml_reply(page_name, req):
+        return error_response(XmlError(ERR_PROJECT_DOWN))
+    return None
+
+
 def respond(page_name, cfg, req, now=None):
     """Run one page for a Request with the project's config; always a Response."""
     site = session.SUBMIT_SITE if page_name in SUBMIT_PAGES else session.USER_SITE
+    if os.path.exists(cfg.project_path("stop_web")):
+        down = down_reply(page_name, req)
+        if down is not None:
+            return down
 
     def context():
         if os.path.exists(cfg.project_path("stop_web")):

@@ -53,10 +53,10 @@ from boincpy.web import accounts, bbcode
 from boincpy.web.http import Response
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.page import PageError, Redirect, hidden, notice, render
+from boincpy.web.user.common import ID_MAX, is_moderator, required_id, time_str, user_link
 from boincpy.xml import xml_escape
 
 _ER_NO_SUCH_TABLE = 1146
-ID_MAX = 2 ** 31 - 1
 SUBJECT_MAX = 255                   # private_messages.subject varchar(255)
 CONTENT_MAX = 65535                 # private_messages.content text (bytes)
 FRIEND_MESSAGE_MAX = 250            # friend.php's text counter
@@ -67,13 +67,6 @@ MAX_RECIPIENTS = PM_RATE[-1][1]     # one message can't go to more than a day's 
 TEAM_SUBJECT = "Message from team"  # team messages don't count against the rate
 NOTIFY_KEEP_DAYS = 90               # notify.php deletes older notifications
 NOTICE_DAYS = 30                    # notices.php: the last 30 days
-# special_user flags that make a moderator (forum.inc's is_moderator, S_*)
-_MODERATOR_FLAGS = (0, 1, 2, 6)
-
-
-def time_str(t):
-    """BOINC's time_str: ``28 Nov 2026, 20:06:43 UTC``."""
-    return time.strftime("%d %b %Y, %H:%M:%S UTC", time.gmtime(int(t))) if t else "---"
 
 
 def _missing_table(exc):
@@ -118,11 +111,6 @@ def community_prefs(db, user_id):
 def parse_ignorelist(text):
     """forum_preferences.ignorelist: user ids joined by ``|`` (forum.inc)."""
     return [int(x) for x in text.split("|") if x.strip().isdigit()]
-
-
-def is_moderator(prefs):
-    bits = prefs["special_user"]
-    return any(bits[i:i + 1] == "1" for i in _MODERATOR_FLAGS)
 
 
 def is_ignoring(db, user_id, other_id):
@@ -192,7 +180,7 @@ def friends_cell(db, user_id):
     friends = friends_of(db, user_id)
     if not friends:
         return "---"
-    return join((link(url("show_user.php", userid=i), n) for i, n in friends), Markup("<br>"))
+    return join((user_link(i, n) for i, n in friends), Markup("<br>"))
 
 
 def community_rows(db, user):
@@ -284,7 +272,7 @@ def web_line(n, about):
     if t == mdb.NOTIFY_FRIEND_REQ:
         return fmt("{} from {}", link(url("friend.php", action="query", userid=about["userid"]),
                                       "Friendship request"),
-                   link(url("show_user.php", userid=about["userid"]), about["name"]))
+                   user_link(about["userid"], about["name"]))
     if t == mdb.NOTIFY_FRIEND_ACCEPT:
         return fmt("{} from {}", link(url("friend.php", action="accepted",
                                           userid=about["userid"]), "Friendship confirmation"),
@@ -438,13 +426,6 @@ def _user_or_error(ctx, user_id, what="No such user"):
     return user
 
 
-def _required_id(ctx, name, post=False):
-    value = ctx.int_arg(name, None, post=post, minimum=1, maximum=ID_MAX)
-    if value is None:
-        raise PageError("parameter %s is missing" % name)
-    return value
-
-
 def _check_banished(ctx, user):
     until = community_prefs(ctx.db, user.id)["banished_until"]
     if until > ctx.now:
@@ -498,7 +479,7 @@ def pm_inbox(ctx, user):
             'value="on"> {}{}</td><td>{} {}<br>{}</td><td>{}<p>{} {}</p></td></tr>',
             m["id"], m["id"], m["subject"],
             Markup("") if m["opened"] else Markup(' <span class="notice warn">new</span>'),
-            link(url("show_user.php", userid=m["senderid"]), m["sender_name"]),
+            user_link(m["senderid"], m["sender_name"]),
             link(url("pm.php", action="block", id=m["senderid"]), "Block", class_="small"),
             time_str(m["date"]), text_html(m["content"]),
             link(url("pm.php", action="new", replyto=m["id"]), "Reply"),
@@ -514,7 +495,7 @@ def pm_inbox(ctx, user):
 def pm_read(ctx, user):
     """One message of the user's (boincpy; BOINC shows them all in the inbox)."""
     db = ctx.db
-    pm_id = _required_id(ctx, "id")
+    pm_id = required_id(ctx, "id")
     m = db.query_one("SELECT p.*, u.name AS sender_name FROM private_messages p LEFT JOIN user u "
                      "ON u.id = p.senderid WHERE p.id = %s AND p.userid = %s", (pm_id, user.id))
     if m is None:
@@ -632,7 +613,7 @@ def pm_send(ctx):
     recipients, problem = _resolve_recipients(db, to)
     if problem:
         return pm_form(ctx, user, error=problem)
-    moderator = is_moderator(community_prefs(db, user.id))
+    moderator = is_moderator(community_prefs(db, user.id)["special_user"])
     for other in recipients:
         if not moderator and is_ignoring(db, other.id, user.id):
             return pm_form(ctx, user, error="User %s (ID: %d) is not accepting private "
@@ -681,7 +662,7 @@ def send_pm(cfg, db, sender, to_user, subject, content, now):
 
 def pm_delete(ctx):
     user = ctx.require_action()
-    pm_id = _required_id(ctx, "id", post=True)
+    pm_id = required_id(ctx, "id", post=True)
     if not mdb.delete_pms(ctx.db, user.id, [pm_id]):
         raise PageError("No such message", "404 Not Found", "Not found")
     raise Redirect("pm.php")
@@ -700,7 +681,7 @@ def pm_delete_selected(ctx):
 
 
 def pm_block(ctx, user):
-    other = _user_or_error(ctx, _required_id(ctx, "id"))
+    other = _user_or_error(ctx, required_id(ctx, "id"))
     body = fmt('<p>Are you really sure you want to block user {} from sending you private '
                'messages? You can only block a limited number of users.</p>'
                '<p>Once blocked, you can unblock them on the {} page.</p>{} {}',
@@ -714,10 +695,10 @@ def pm_block(ctx, user):
 def pm_confirmedblock(ctx):
     user = ctx.require_action()
     db = ctx.db
-    other = _user_or_error(ctx, _required_id(ctx, "id", post=True))
+    other = _user_or_error(ctx, required_id(ctx, "id", post=True))
     if other.id == user.id:
         raise PageError("You can't block yourself.")
-    if is_moderator(community_prefs(db, other.id)):
+    if is_moderator(community_prefs(db, other.id)["special_user"]):
         raise PageError("%s is a moderator, and can't be blocked" % other.name,
                         "403 Forbidden", "Can't block")
     ids = community_prefs(db, user.id)["ignorelist"]
@@ -751,7 +732,7 @@ def pm_blocked(ctx, user):
 
 def pm_unblock(ctx):
     user = ctx.require_action()
-    other_id = _required_id(ctx, "id", post=True)
+    other_id = required_id(ctx, "id", post=True)
     ids = community_prefs(ctx.db, user.id)["ignorelist"]
     if other_id in ids:
         _set_ignorelist(ctx.db, user.id, [i for i in ids if i != other_id])
@@ -879,7 +860,7 @@ def _check_ignoring(ctx, src, dest):
 
 
 def friend_add(ctx, user):
-    dest_id = _required_id(ctx, "userid")
+    dest_id = required_id(ctx, "userid")
     if dest_id == user.id:
         raise PageError("You can't be friends with yourself")
     dest = _user_or_error(ctx, dest_id)
@@ -900,7 +881,7 @@ def friend_add(ctx, user):
 def friend_add_confirm(ctx):
     user = ctx.require_action()
     db = ctx.db
-    dest_id = _required_id(ctx, "userid", post=True)
+    dest_id = required_id(ctx, "userid", post=True)
     if dest_id == user.id:
         raise PageError("You can't be friends with yourself")
     dest = _user_or_error(ctx, dest_id)
@@ -930,13 +911,13 @@ def friend_query(ctx, user):
         return render(ctx, "Please log in as %s" % other.name,
                       fmt("<p>You must log in as {} to view this friend request.</p>",
                           other.name))
-    src = _user_or_error(ctx, _required_id(ctx, "userid"))
+    src = _user_or_error(ctx, required_id(ctx, "userid"))
     row = _friend_row(ctx.db, src.id, user.id)
     if row is None:
         raise PageError("Request not found", "404 Not Found", "Not found")
     parts = [fmt("<p>{}</p><p>{} has requested friendship with you.</p>",
                  time_str(row["create_time"]),
-                 link(url("show_user.php", userid=src.id), src.name))]
+                 user_link(src.id, src.name))]
     if row["message"]:
         parts.append(fmt("<p>{} says: {}</p>", src.name, row["message"]))
     parts.append(fmt("<p>{} {}</p>",
@@ -949,7 +930,7 @@ def friend_query(ctx, user):
 def friend_accept(ctx):
     user = ctx.require_action()
     db = ctx.db
-    src = _user_or_error(ctx, _required_id(ctx, "userid", post=True))
+    src = _user_or_error(ctx, required_id(ctx, "userid", post=True))
     if _friend_row(db, src.id, user.id) is None:
         raise PageError("No request", "404 Not Found", "Not found")
     msg = accounts.strip_tags(ctx.req.post("message")).strip()[:FRIEND_MESSAGE_MAX]
@@ -966,7 +947,7 @@ def friend_accept(ctx):
 
 def friend_ignore(ctx):
     user = ctx.require_action()
-    src = _user_or_error(ctx, _required_id(ctx, "userid", post=True))
+    src = _user_or_error(ctx, required_id(ctx, "userid", post=True))
     if _friend_row(ctx.db, src.id, user.id) is None:
         raise PageError("No request", "404 Not Found", "Not found")
     mdb.delete_notify(ctx.db, user.id, mdb.NOTIFY_FRIEND_REQ, src.id)
@@ -975,14 +956,14 @@ def friend_ignore(ctx):
 
 
 def friend_accepted(ctx, user):
-    dest = _user_or_error(ctx, _required_id(ctx, "userid"))
+    dest = _user_or_error(ctx, required_id(ctx, "userid"))
     mdb.delete_notify(ctx.db, user.id, mdb.NOTIFY_FRIEND_ACCEPT, dest.id)
     return render(ctx, "Friend confirmed",
                   fmt("<p>You are now friends with {}.</p>", dest.name))
 
 
 def friend_cancel_confirm(ctx, user):
-    dest = _user_or_error(ctx, _required_id(ctx, "userid"))
+    dest = _user_or_error(ctx, required_id(ctx, "userid"))
     body = fmt("<p>Are you sure you want to cancel your friendship with {}?</p><p>{} {}</p>",
                dest.name, _post_form(ctx, "friend.php", "cancel", [("userid", dest.id)], "Yes",
                                      danger=True),
@@ -992,7 +973,7 @@ def friend_cancel_confirm(ctx, user):
 
 def friend_cancel(ctx):
     user = ctx.require_action()
-    dest = _user_or_error(ctx, _required_id(ctx, "userid", post=True))
+    dest = _user_or_error(ctx, required_id(ctx, "userid", post=True))
     mdb.delete_friendship(ctx.db, user.id, dest.id)
     return render(ctx, "Friendship cancelled",
                   fmt("<p>Your friendship with {} has been cancelled.</p>", dest.name))

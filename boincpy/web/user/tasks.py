@@ -44,8 +44,8 @@ from boincpy.web import accounts, rpc
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.page import PageError, Redirect, hidden, kv_table, render, table
 from boincpy.web.submit_rpc import result_state_text
+from boincpy.web.user.common import ID_MAX, date_str, time_str, user_link
 
-ID_MAX = 2147483647
 RESULTS_PER_PAGE = 20
 OVER, IN_PROGRESS = 5, 4
 SUCCESS, CLIENT_ERROR, NO_REPLY, VALIDATE_ERROR, CLIENT_DETACHED = 1, 3, 4, 6, 7
@@ -82,23 +82,6 @@ RESULT_LIST_COLUMNS = ("id, name, workunitid, hostid, userid, appid, sent_time, 
 # ---------------------------------------------------------------------------
 # BOINC's formats (util_basic.inc, util.inc)
 
-def time_str(t):
-    """``j M Y, G:i:s UTC``, or ``---`` for 0."""
-    if not t:
-        return "---"
-    tm = time.gmtime(int(t))
-    return "%d %s, %d:%s UTC" % (tm.tm_mday, time.strftime("%b %Y", tm), tm.tm_hour,
-                                 time.strftime("%M:%S", tm))
-
-
-def date_str(t):
-    """``j M Y``, or ``---`` for 0."""
-    if not t:
-        return "---"
-    tm = time.gmtime(int(t))
-    return "%d %s" % (tm.tm_mday, time.strftime("%b %Y", tm))
-
-
 def time_diff(x):
     """Seconds as ``D days h hours m min s sec``."""
     x = int(x)
@@ -126,10 +109,6 @@ def credit_large(x):
 
 def host_link(hostid):
     return link(url("show_host_detail.php", hostid=hostid), hostid) if hostid else "---"
-
-
-def user_link(user_id, name):
-    return link(url("show_user.php", userid=user_id), name)
 
 
 def id_arg(ctx, name, default=None, post=False):
@@ -1017,6 +996,9 @@ def show_user(ctx):
     return render(ctx, user.name, join([fmt("<h2>Account information</h2>"),
                                         kv_table(pairs)]))
 
+
+# show_user.php's RPC answers XML (main.down_reply while the site is stopped)
+show_user.xml_reply = lambda req: req.get("format") == "xml"
 
 PAGES = {
     "results.php": results_page,

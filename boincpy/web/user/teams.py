@@ -43,8 +43,6 @@ tool is checked against the database on every request, with the team's id in
 the query, so another team's ids are refused.
 """
 
-import time
-
 from boincpy import mail, passwords
 from boincpy.cnum import php_truthy
 from boincpy.db import team as team_table
@@ -56,6 +54,7 @@ from boincpy.web.page import (PageError, Redirect, hidden, kv_table, num, render
                               table, text_input)
 from boincpy.web.rpc import format_number, team_xml
 from boincpy.web.rpc_xml import XmlError, error_response, xml_response
+from boincpy.web.user.common import date_str, time_str, user_link
 from boincpy.xml import xml_escape
 
 MEMBERS_PER_PAGE = 20
@@ -130,17 +129,6 @@ def _locked_team(db, teamid):
 
 def _users(db, where, params):
     return [accounts._user(r) for r in db.query("SELECT * FROM user WHERE " + where, params)]
-
-
-def date_str(when):
-    """BOINC's date_str: "28 Nov 2026" ("---" for 0)."""
-    if not when:
-        return "---"
-    return time.strftime("%d %b %Y", time.gmtime(int(when)))
-
-
-def user_link(user):
-    return link(url("show_user.php", userid=user.id), user.name)
 
 
 def team_link(team):
@@ -477,8 +465,8 @@ def _member_table(ctx, db, team, offset, sort_by):
     for i, m in enumerate(members):
         role = (" [Founder]" if m.id == team.userid else
                 " [Admin]" if m.id in admin_ids else "")
-        rows.append((fmt("{}) {}{}", offset + i + 1, user_link(m), role), num(m.total_credit, 0),
-                     num(m.expavg_credit), m.country))
+        rows.append((fmt("{}) {}{}", offset + i + 1, user_link(m.id, m.name), role),
+                     num(m.total_credit, 0), num(m.expavg_credit), m.country))
 
     def head(label):
         column = {"Total credit": "total_credit",
@@ -537,12 +525,12 @@ def team_display(ctx):
         if is_team_admin(db, user, team):
             actions.append(link(url("team_manage.php", teamid=team.id), "Administer team"))
     members_link = url("team_members.php", teamid=team.id, offset=0, sort_by="expavg_credit")
-    people = [("Founder", user_link(founder) if founder else "---")]
+    people = [("Founder", user_link(founder.id, founder.name) if founder else "---")]
     if admins:
-        people.append(("Admins", join((user_link(a) for a in admins), " \u00b7 ")))
+        people.append(("Admins", join((user_link(a.id, a.name) for a in admins), " \u00b7 ")))
     new = _new_members(db, team.id, ctx.now)
     people += [("New members in last day",
-                join((user_link(u) for u in new), " \u00b7 ") if new else "0"),
+                join((user_link(u.id, u.name) for u in new), " \u00b7 ") if new else "0"),
                ("Total members", fmt("{} ({})", nusers, link(members_link, "view"))),
                ("Active members", fmt("{} ({})", active, link(members_link, "view"))),
                ("Members with credit", fmt("{} ({})", worked, link(url(
@@ -697,7 +685,7 @@ def team_remove_inactive_form(ctx):
     members = [m for m in _users(ctx.db, "teamid = %s ORDER BY id", (team.id,))
                if m.id not in (user.id, team.userid)]
     rows = [(fmt('<input type="checkbox" name="remove_{}" id="remove_{}" value="{}">', i, i,
-                 m.id), fmt("{} ({})", user_link(m), m.id), num(m.total_credit),
+                 m.id), fmt("{} ({})", user_link(m.id, m.name), m.id), num(m.total_credit),
              num(m.expavg_credit)) for i, m in enumerate(members)]
     body = [fmt('<form method="post" action="team_remove_inactive_action.php">{}{}{}',
                 ctx.token_field("team_remove_inactive_action.php"), hidden("id", team.id),
@@ -1039,8 +1027,8 @@ def team_email_list(ctx):
         text = "".join("%s %d%s\n" % (m.name, m.id, (" " + m.email_addr) if m.send_email else "")
                        for m in members)
         return Response(text, "text/plain; charset=utf-8")
-    rows = [(user_link(m), m.id, m.email_addr if m.send_email else "", num(m.total_credit),
-             num(m.expavg_credit), m.country) for m in members]
+    rows = [(user_link(m.id, m.name), m.id, m.email_addr if m.send_email else "",
+             num(m.total_credit), num(m.expavg_credit), m.country) for m in members]
     body = join([table(("Name", "ID", "Email address", "Total credit", "Recent average credit",
                         "Country"), rows, empty="no members"),
                  fmt('<p class="muted small">Addresses are shown for the members who allow '
@@ -1052,13 +1040,6 @@ def team_email_list(ctx):
 
 # ---------------------------------------------------------------------------
 # team_delta.php
-
-def time_str(when):
-    """BOINC's time_str: "28 Nov 2026, 9:05:03 UTC"."""
-    t = time.gmtime(int(when))
-    return "%d %s, %d:%02d:%02d UTC" % (t.tm_mday, time.strftime("%b %Y", t), t.tm_hour,
-                                        t.tm_min, t.tm_sec)
-
 
 def team_delta(ctx):
     """team_delta.php?teamid=N[&xml=1]: who joined and quit when (founder and admins)."""
@@ -1090,6 +1071,11 @@ def team_delta(ctx):
         ("When", "User", "Action", "Total credit at time of action"), table_rows,
         empty="no history"))
 
+
+# pages answering XML to programs (main.down_reply while the site is stopped)
+team_search.xml_reply = lambda req: bool(req.get("xml"))
+team_email_list.xml_reply = lambda req: php_truthy(req.get("xml"))
+team_delta.xml_reply = team_email_list.xml_reply
 
 PAGES = {
     "team.php": team_page,
