@@ -148,11 +148,11 @@ def _fields(ids, action):
     }
 
 
-def _post(site, page, form, auth):
-    body = urlencode(form).encode()
-    environ = {"REQUEST_METHOD": "POST", "QUERY_STRING": urlencode(
-                   {k: form[k] for k in ("action", "id", "teamid", "hostid", "thread", "userid",
-                                         "subset", "post")}),
+def _post(site, page, form, auth, method="POST"):
+    body = urlencode(form).encode() if method == "POST" else b""
+    query = form if method == "GET" else {k: form[k] for k in (
+        "action", "id", "teamid", "hostid", "thread", "userid", "subset", "post")}
+    environ = {"REQUEST_METHOD": method, "QUERY_STRING": urlencode(query),
                "HTTP_HOST": "127.0.0.1", "SCRIPT_NAME": "/proj/" + page,
                "REMOTE_ADDR": "192.0.2.20", "HTTP_ORIGIN": "http://127.0.0.1",
                "HTTP_COOKIE": "auth=%s" % auth,
@@ -169,8 +169,15 @@ def site(db_root_params):
     remove_test_project(project)
 
 
-def test_no_page_acts_on_a_post_without_its_form_token(site):
-    ids = _populate(site)
+@pytest.fixture(scope="module")
+def ids(site):
+    return _populate(site)
+
+
+# A GET is what an <img src> on another site sends with the volunteer's
+# cookie (BOINC's own pages acted on some GET links).
+@pytest.mark.parametrize("method", ["POST", "GET"])
+def test_no_page_acts_on_a_request_without_its_form_token(site, ids, method):
     before = _checksums(site)
     failures = []
     # the owner of everything with each action the site knows; the other
@@ -178,7 +185,7 @@ def test_no_page_acts_on_a_post_without_its_form_token(site):
     tries = [(action, AUTH_A) for action in ACTIONS] + [("", AUTH_B)]
     for page in sorted(set(PAGES) - NO_TOKEN_BY_DESIGN):
         for action, auth in tries:
-            resp = _post(site, page, _fields(ids, action), auth)
+            resp = _post(site, page, _fields(ids, action), auth, method)
             if resp.status.startswith("5") or "Traceback" in resp.text:
                 failures.append("%s action=%r: %s" % (page, action, resp.status))
             after = _checksums(site)
