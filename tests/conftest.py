@@ -380,3 +380,23 @@ def stock_client(request):
     client = StockClient().start()
     yield client
     client.close(failed=request.session.testsfailed > failed_before)
+
+
+# ---------------------------------------------------------------------------
+# A real SMTP server for the site's e-mail (tests/site_util.Mailbox).
+
+@pytest.fixture(scope="module")
+def smtp():
+    """aiosmtpd on 127.0.0.1 for the module (``port``, ``messages``, ``to(addr)``),
+    messages parsed as email's compat32 Message."""
+    from site_util import running_mailbox
+    with running_mailbox() as box:
+        yield box
+
+
+@pytest.fixture(scope="module")
+def inbox():
+    """The same, messages parsed with email.policy.default (``last_body(addr)``)."""
+    from site_util import INBOX_POLICY, running_mailbox
+    with running_mailbox(INBOX_POLICY) as box:
+        yield box

@@ -15,13 +15,11 @@ import time
 import pytest
 
 from boincpy import passwords
-from boincpy.config import load_config
-from boincpy.db import connect
 from boincpy.db import forum as fdb
 from boincpy.db import messages as mdb
 from boincpy.db.user import set_forum_pref, update_user_columns
-from boincpy.web import accounts, csrf
-from test_community_messages import call, ok, smtp  # noqa: F401  (smtp: the aiosmtpd fixture)
+from boincpy.web import accounts
+from site_util import call, mailing_project, make_token, ok, one
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 _serial = itertools.count(1)
@@ -29,19 +27,8 @@ _serial = itertools.count(1)
 
 @pytest.fixture(scope="module")
 def site(db_root_params, smtp):
-    from conftest import make_test_project, remove_test_project
-    project = make_test_project(db_root_params)
-    path = os.path.join(project.root, "config.xml")
-    with open(path) as f:
-        text = f.read()
-    with open(path, "w") as f:
-        f.write(text.replace("<config>", "<config>\n    <smtp_host>127.0.0.1</smtp_host>\n"
-                             "    <smtp_port>%d</smtp_port>" % smtp.port, 1))
-    project.cfg = load_config(project.root)
-    project.db = connect(project.cfg)
-    yield project
-    project.db.close()
-    remove_test_project(project)
+    with mailing_project(db_root_params, smtp) as project:
+        yield project
 
 
 def new_user(site, credit=100.0, name=None, **prefs):
@@ -56,12 +43,7 @@ def new_user(site, credit=100.0, name=None, **prefs):
 
 
 def tok(site, user, page):
-    return csrf.make_token(csrf.load_secret(site.cfg),
-                           "user:%d:%s" % (user.id, user.authenticator), page, int(time.time()))
-
-
-def one(site, sql, params=()):
-    return site.db.query_one(sql, params)
+    return make_token(site.cfg, user, page, int(time.time()))
 
 
 def forum_id(site, title):

@@ -6,79 +6,30 @@ with e-mail read back from a real SMTP server (aiosmtpd) on 127.0.0.1.
 
 One project serves the module; each test makes users of its own."""
 
-import email
 import itertools
 import os
 import re
-import socket
 import subprocess
 import time
 
 import pytest
 
 from boincpy import passwords
-from boincpy.config import load_config
-from boincpy.db import connect
 from boincpy.db import messages as mdb
 from boincpy.web import accounts
-from boincpy.web.http import Request
 from boincpy.web.user import messages as pm
-from boincpy.web.user.main import handle
+from site_util import call, mailing_project, ok, q
+from site_util import token_of as token
 
 HOSTILE = '<script>alert("x")</script><b>bold</b>'
 _serial = itertools.count(1)
 
 
-class Mailbox:
-    """What the SMTP server received: [(to, email.message.Message)]."""
-
-    def __init__(self):
-        self.messages = []
-
-    async def handle_DATA(self, server, session, envelope):
-        self.messages.append((list(envelope.rcpt_tos),
-                              email.message_from_bytes(envelope.content)))
-        return "250 OK"
-
-    def to(self, addr):
-        return [m for rcpt, m in self.messages if addr in rcpt]
-
-    def clear(self):
-        self.messages.clear()
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def smtp():
-    from aiosmtpd.controller import Controller
-    box = Mailbox()
-    controller = Controller(box, hostname="127.0.0.1", port=_free_port())
-    controller.start()
-    box.port = controller.port
-    yield box
-    controller.stop()
-
-
 @pytest.fixture(scope="module")
 def site(db_root_params, smtp):
-    from conftest import make_test_project, remove_test_project
-    project = make_test_project(db_root_params)
-    path = os.path.join(project.root, "config.xml")
-    with open(path) as f:
-        text = f.read()
-    with open(path, "w") as f:        # the e-mail goes to the test's SMTP server
-        f.write(text.replace("<config>", "<config>\n    <smtp_host>127.0.0.1</smtp_host>\n"
-                             "    <smtp_port>%d</smtp_port>" % smtp.port, 1))
-    project.cfg = load_config(project.root)
-    project.db = connect(project.cfg)
-    yield project
-    project.db.close()
-    remove_test_project(project)
+    """The project, its e-mail to the module's SMTP server (conftest's ``smtp``)."""
+    with mailing_project(db_root_params, smtp) as project:
+        yield project
 
 
 def new_user(site, name=None, pm_notification=None, send_email=1, create_time=None,
@@ -102,28 +53,6 @@ def new_user(site, name=None, pm_notification=None, send_email=1, create_time=No
     return accounts.lookup_user_by_id(site.db, user.id)
 
 
-def call(site, page, user=None, get=None, post=None, now=None, environ=None):
-    env = {"HTTP_HOST": "127.0.0.1", "REMOTE_ADDR": "127.0.0.1"}
-    if user is not None:
-        env["HTTP_COOKIE"] = "auth=" + user.authenticator
-    env.update(environ or {})
-    req = Request.of("POST" if post is not None else "GET", get, post, env)
-    resp = handle(page, req, site.root, now=now)
-    assert "Traceback" not in resp.body, resp.body
-    return resp
-
-
-def ok(resp, status="200"):
-    assert resp.status.startswith(status), (resp.status, resp.body[-2000:])
-    return resp.body
-
-
-def token(body):
-    m = re.search(r'name="csrf_token" value="([^"]+)"', body)
-    assert m, "no form token"
-    return m.group(1)
-
-
 def pm_token(site, user):
     return token(ok(call(site, "pm.php", user, {"action": "new"})))
 
@@ -132,10 +61,6 @@ def send(site, sender, to, subject="hello", content="text", now=None):
     form = {"action": "send", "to": to, "subject": subject, "content": content,
             "csrf_token": pm_token(site, sender)}
     return call(site, "pm.php", sender, post=form, now=now)
-
-
-def q(site, sql, params=()):
-    return site.db.query(sql, params)
 
 
 # ---------------------------------------------------------------------------

@@ -6,13 +6,11 @@ real SMTP server (aiosmtpd) on 127.0.0.1.
 
 One project serves the module; each test makes users and threads of its own."""
 
-import email
 import http.server
 import itertools
 import json
 import os
 import re
-import socket
 import subprocess
 import threading
 import time
@@ -22,46 +20,18 @@ import pytest
 
 from boincpy import passwords
 from boincpy.config import load_config
-from boincpy.db import connect
 from boincpy.db import forum as forum_db
 from boincpy.web import accounts, recaptcha
 from boincpy.web.http import Request
 from boincpy.web.user import moderation
-from boincpy.web.user.main import handle
+from site_util import add_config as _set_config
+from site_util import call, mailing_project, ok, one, q
+from site_util import free_port as _free_port
+from site_util import token_of as token
 
 HOSTILE = '<script>alert("x")</script><b>bold</b>'
 REPORTS = "mods@example.com|admin2@example.com"
 _serial = itertools.count(1)
-
-
-class Mailbox:
-    def __init__(self):
-        self.messages = []
-
-    async def handle_DATA(self, server, session, envelope):
-        self.messages.append((list(envelope.rcpt_tos),
-                              email.message_from_bytes(envelope.content)))
-        return "250 OK"
-
-    def to(self, addr):
-        return [m for rcpt, m in self.messages if addr in rcpt]
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def smtp():
-    from aiosmtpd.controller import Controller
-    box = Mailbox()
-    controller = Controller(box, hostname="127.0.0.1", port=_free_port())
-    controller.start()
-    box.port = controller.port
-    yield box
-    controller.stop()
 
 
 class Verifier(http.server.BaseHTTPRequestHandler):
@@ -91,26 +61,12 @@ def verifier():
     server.shutdown()
 
 
-def _set_config(project, extra):
-    path = os.path.join(project.root, "config.xml")
-    with open(path) as f:
-        text = f.read()
-    with open(path, "w") as f:
-        f.write(text.replace("<config>", "<config>\n" + extra, 1))
-    project.cfg = load_config(project.root)
-
-
 @pytest.fixture(scope="module")
 def site(db_root_params, smtp):
-    from conftest import make_test_project, remove_test_project
-    project = make_test_project(db_root_params)
-    _set_config(project, "    <smtp_host>127.0.0.1</smtp_host>\n    <smtp_port>%d</smtp_port>\n"
-                "    <post_report_emails>%s</post_report_emails>\n"
-                "    <moderators_vote_to_ban/>\n" % (smtp.port, REPORTS))
-    project.db = connect(project.cfg)
-    yield project
-    project.db.close()
-    remove_test_project(project)
+    with mailing_project(db_root_params, smtp,
+                         "\n    <post_report_emails>%s</post_report_emails>\n"
+                         "    <moderators_vote_to_ban/>\n" % REPORTS) as project:
+        yield project
 
 
 def new_user(site, name=None, special=None, send_email=1, create_time=None, url=""):
@@ -132,36 +88,6 @@ def new_user(site, name=None, special=None, send_email=1, create_time=None, url=
     if special is not None:
         accounts.set_special_user(site.db, user.id, special)
     return accounts.lookup_user_by_id(site.db, user.id)
-
-
-def call(site, page, user=None, get=None, post=None, now=None, environ=None):
-    env = {"HTTP_HOST": "127.0.0.1", "REMOTE_ADDR": "127.0.0.1"}
-    if user is not None:
-        env["HTTP_COOKIE"] = "auth=" + user.authenticator
-    env.update(environ or {})
-    req = Request.of("POST" if post is not None else "GET", get, post, env)
-    resp = handle(page, req, site.root, now=now)
-    assert "Traceback" not in resp.body, resp.body
-    return resp
-
-
-def ok(resp, status="200"):
-    assert resp.status.startswith(status), (resp.status, resp.body[-2000:])
-    return resp.body
-
-
-def token(body):
-    m = re.search(r'name="csrf_token" value="([^"]+)"', body)
-    assert m, "no form token"
-    return m.group(1)
-
-
-def q(site, sql, params=()):
-    return site.db.query(sql, params)
-
-
-def one(site, sql, params=()):
-    return site.db.query_one(sql, params)
 
 
 def forum_id(site, title="Science"):

@@ -7,65 +7,26 @@ account, and what hostile input gets (escaped markup, missing or wrong form
 tokens, another site's POST, odd values: a clear page, nothing changed).
 The user row BOINC's own PHP sign-up wrote logs in here with its password."""
 
-import email
-import email.policy
 import io
 import re
 import time
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-import MySQLdb
 import pytest
 
 from boincpy import mail, passwords
-from boincpy.config import load_config, write_config
+from boincpy.config import load_config
 from boincpy.web.http import read_request
 from boincpy.web.user.main import handle
-from ops_fixtures import db_rows
 from shared_fixtures import fixture_path
+from site_util import execute, rows, set_options, token_of, user_row
 
 XSS = '<script>alert("x")</script>'
 PASSWORD = "correct horse battery staple"
 
 
 # ---------------------------------------------------------------------------
-# A real SMTP server
-
-class Inbox:
-    """aiosmtpd on 127.0.0.1: every message it accepted, parsed."""
-
-    def __init__(self):
-        from aiosmtpd.controller import Controller
-        from boincpy.tools.httpd import free_port
-        self.messages = []
-        self.port = free_port()
-        self.controller = Controller(self, hostname="127.0.0.1", port=self.port)
-        self.controller.start()
-
-    async def handle_DATA(self, server, session, envelope):
-        msg = email.message_from_bytes(envelope.content, policy=email.policy.default)
-        self.messages.append((list(envelope.rcpt_tos), msg))
-        return "250 OK"
-
-    def stop(self):
-        self.controller.stop()
-
-    def to(self, addr):
-        """Messages sent to ``addr``, oldest first."""
-        return [m for rcpts, m in self.messages if addr in rcpts]
-
-    def last_body(self, addr):
-        found = self.to(addr)
-        assert found, "no e-mail to %s" % addr
-        return found[-1].get_content()
-
-
-@pytest.fixture(scope="module")
-def inbox():
-    box = Inbox()
-    yield box
-    box.stop()
-
+# The project; its e-mail goes to conftest's ``inbox`` (aiosmtpd on 127.0.0.1)
 
 @pytest.fixture(scope="module")
 def site(db_root_params, inbox):
@@ -77,29 +38,6 @@ def site(db_root_params, inbox):
                 enable_delete_account=2)
     yield project
     remove_test_project(project)
-
-
-def set_options(root, **options):
-    cfg = load_config(root)
-    write_config(root, dict(cfg.as_options(), **options))
-
-
-def rows(site, sql, params=()):
-    return db_rows(site.db_root_params, site.db_name, sql, params)
-
-
-def execute(site, sql, params=()):
-    conn = MySQLdb.connect(db=site.db_name, **site.db_root_params)
-    try:
-        conn.cursor().execute(sql, params)
-        conn.commit()
-    finally:
-        conn.close()
-
-
-def user_row(site, email_addr):
-    found = rows(site, "SELECT * FROM user WHERE email_addr = %s", (email_addr,))
-    return found[0] if found else None
 
 
 # ---------------------------------------------------------------------------
@@ -158,12 +96,6 @@ class Web:
                          form={"email_addr": email_addr, "passwd": passwd})
         assert resp.status.startswith("303") and "auth" in self.cookies, resp.body[-1500:]
         return self
-
-
-def token_of(text):
-    m = re.search(r'name="csrf_token" value="([^"]+)"', text)
-    assert m, "no form token in the page"
-    return m.group(1)
 
 
 def signup(site, name, email_addr, passwd=PASSWORD, **extra):
