@@ -11,8 +11,7 @@ import re
 import pytest
 
 import webdriver
-from ops_fixtures import db_rows
-from test_site_account import Inbox, set_options
+from site_util import fill, served_project, set_options, user_row
 from webdriver import Browser
 
 pytestmark = [pytest.mark.slow,
@@ -27,47 +26,14 @@ HOME_SHOT = (os.path.join(REPO, "docs", "screenshots", "home.png")
 SCREENS = os.path.join(REPO, "tests", "artifacts", "account-screens")
 
 
-@pytest.fixture(scope="module")
-def inbox():
-    box = Inbox()
-    yield box
-    box.stop()
-
-
 @pytest.fixture(scope="module", params=["cgi", "persistent"])
 def site(request, db_root_params, inbox):
-    """A project (its e-mail to ``inbox``) served by Apache in one mode."""
-    from conftest import RunningApache, make_test_project, remove_test_project
-    from boincpy.tools import server_mode
-    from boincpy.tools.httpd import PrivateApache
-    project = make_test_project(db_root_params, test_app=False, ops=False)
-    try:
+    """A project (its e-mail to conftest's ``inbox``) served by Apache in one mode."""
+    def mail_to_inbox(project):
         set_options(project.root, smtp_host="127.0.0.1", smtp_port=inbox.port)
-        if request.param != "cgi":
-            server_mode.set_mode(project.root, request.param, processes=1)
-        server = PrivateApache(project.root, project.port)
-        server.start()
-        try:
-            running = RunningApache(project, server)
-            running.mode = request.param
-            yield running
-        finally:
-            server.stop(graceful=False)
-    finally:
-        remove_test_project(project)
-
-
-def user_row(site, email_addr):
-    found = db_rows(site.project.db_root_params, site.project.db_name,
-                    "SELECT * FROM user WHERE email_addr = %s", (email_addr,))
-    return found[0] if found else None
-
-
-def fill(b, values):
-    for css, text in values.items():
-        field = b.find(css)
-        field.clear()
-        field.send_keys(text)
+    with served_project(db_root_params, request.param, mail_to_inbox, test_app=False,
+                        ops=False) as running:
+        yield running
 
 
 def test_volunteer_account_in_chromium(site, inbox):
