@@ -591,17 +591,12 @@ def run_load(port, requests, n, conc, warmup=5, path="/bench_cgi/cgi"):
     server.  Stream k sends bodies k, k + conc, ...: with as many hosts as a
     multiple of ``conc`` (200 hosts; 1, 2 or 4 streams) a host's requests
     all go through one stream, in order."""
-    import multiprocessing
     for _ in range(warmup):
         post(port, requests.next(), path)
     bodies = [requests.next() for _ in range(n)]
-    fork = multiprocessing.get_context("fork")
-    go = fork.Event()
-    results = fork.Queue()
 
     def stream(share):
         stats = {"errors": 0, "jobs": 0, "acks": 0, "down": 0, "lat": []}
-        go.wait()
         first = time.perf_counter()
         for data in share:
             t = time.perf_counter()
@@ -617,9 +612,28 @@ def run_load(port, requests, n, conc, warmup=5, path="/bench_cgi/cgi"):
             stats["jobs"] += body.count(b"<wu_name>")
             stats["acks"] += body.count(b"<result_ack>")
         stats["span"] = (first, time.perf_counter())
-        results.put(stats)
+        return stats
 
-    procs = [fork.Process(target=stream, args=(bodies[k::conc],)) for k in range(conc)]
+    parts, figures = in_processes(stream, [bodies[k::conc] for k in range(conc)])
+    stats = {k: sum(p[k] for p in parts) for k in ("errors", "jobs", "acks", "down")}
+    return {**figures, **stats}
+
+
+def in_processes(stream, shares):
+    """Run ``stream(share)`` for each share in a process of its own, forked
+    and then started together; each returns a dict with "lat" (latencies, s)
+    and "span" (its first and last perf_counter).  Returns (those dicts,
+    {"rps", "p50", "p95", "p99"} over them all, in ms)."""
+    import multiprocessing
+    fork = multiprocessing.get_context("fork")
+    go = fork.Event()
+    results = fork.Queue()
+
+    def run(share):
+        go.wait()
+        results.put(stream(share))
+
+    procs = [fork.Process(target=run, args=(share,)) for share in shares]
     for proc in procs:
         proc.start()
     go.set()
@@ -628,12 +642,10 @@ def run_load(port, requests, n, conc, warmup=5, path="/bench_cgi/cgi"):
         proc.join()
     elapsed = max(p["span"][1] for p in parts) - min(p["span"][0] for p in parts)
     lat = sorted(x for p in parts for x in p["lat"])
-    stats = {k: sum(p[k] for p in parts) for k in ("errors", "jobs", "acks", "down")}
 
     def pct(p):
         return lat[min(len(lat) - 1, int(p / 100.0 * len(lat)))] * 1000
-    return {"rps": len(lat) / elapsed, "p50": pct(50), "p95": pct(95), "p99": pct(99),
-            **stats}
+    return parts, {"rps": len(lat) / elapsed, "p50": pct(50), "p95": pct(95), "p99": pct(99)}
 
 
 def print_row(name, conc, server, r, cxx=None):
