@@ -116,3 +116,107 @@ def test_stop_web_xml_pages_answer_boincs_error(site):
         os.remove(stop)
     code, text, _ = call(site.p, "apps.php", {"xml": "1"})
     assert code == 200 and "<app_versions>" in text or "<error" not in text
+
+
+# ---------------------------------------------------------------------------
+# common.py: BOINC's formats, one of each
+
+def test_common_formats():
+    # util_basic.inc: gmdate('j M Y') and gmdate('j M Y, G:i:s') . " UTC"
+    t = 1796115903          # 2026-12-01 09:05:03 UTC
+    assert common.date_str(t) == "1 Dec 2026"
+    assert common.time_str(t) == "1 Dec 2026, 9:05:03 UTC"
+    assert common.date_str(0) == common.time_str(0) == "---"
+    assert str(common.user_link(3, EVIL)) == (
+        '<a href="show_user.php?userid=3">&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&amp;</a>')
+    assert str(common.user_link(3, None)) == "(deleted user)"
+    forum, team_forum = {"parent_type": 0}, {"parent_type": 1}
+    moderator, admin = {"special_user": "1"}, {"special_user": "01"}
+    assert common.is_moderator(moderator) and common.is_moderator(moderator, forum)
+    assert not common.is_moderator(moderator, team_forum)
+    assert common.is_moderator(admin, team_forum)
+    assert common.is_moderator(None, team_forum, team_admin=True)
+    assert not common.is_moderator(None) and not common.is_moderator({"special_user": "0000"})
+    # no family keeps its own copy
+    import boincpy.web.user as pkg
+    here = os.path.dirname(pkg.__file__)
+    for name in sorted(os.listdir(here)):
+        if name.endswith(".py") and name != "common.py":
+            text = open(os.path.join(here, name)).read()
+            for helper in ("time_str", "date_str", "user_link", "required_id", "is_moderator"):
+                assert not re.search(r"^def _?%s\(" % helper, text, re.M) or (
+                    name, helper) == ("moderation.py", "is_moderator"), (name, helper)
+
+
+# ---------------------------------------------------------------------------
+# show_user.php, team_display.php, home.php
+
+def _badge(db, title, holder_table, column, holder, image=None):
+    bid = db.insert("INSERT INTO badge (create_time, type, name, title, description, image_url,"
+                    " level, tags, sql_rule) VALUES (0, 0, %s, %s, '', %s, '', '', '')",
+                    (title, title, image or "img/%s.png" % title))
+    db.execute("INSERT INTO %s (badge_id, %s, create_time, reassign_time) VALUES (%%s, %%s, 0, 0)"
+               % (holder_table, column), (bid, holder))
+
+
+def test_show_user_badges_friends_profile(site):
+    db = site.db
+    carol, carol_auth = add_user(db, "Carol")
+    _badge(db, "gold" + EVIL, "badge_user", "user_id", carol, "img/gold.png")
+    db.execute("INSERT INTO friend (user_src, user_dest, message, create_time, reciprocated) "
+               "VALUES (%s, %s, '', 0, 1), (%s, %s, '', 0, 1)",
+               (carol, site.alice, site.alice, carol))
+    page = ok(site.p, "show_user.php", {"userid": carol})
+    assert 'class="badge" src="img/gold.png" title="gold&lt;script&gt;' in page
+    assert "Friends" in page and "Alice &lt;script&gt;" in page and "<script>" not in page
+    assert 'href="show_user.php?userid=%d"' % site.alice in page
+    assert "Send private message" not in page           # nobody logged in
+    # a viewer gets BOINC's contact and friendship links
+    page = ok(site.p, "show_user.php", {"userid": carol}, auth=site.bob_auth)
+    assert 'href="pm.php?action=new&amp;userid=%d"' % carol in page
+    assert 'href="friend.php?action=add&amp;userid=%d"' % carol in page
+    # a plain badge address is shown
+    _badge(db, "silver", "badge_user", "user_id", carol)
+    assert 'src="img/silver.png"' in ok(site.p, "show_user.php", {"userid": carol})
+    # a profile: linked once visible; under screening only to its owner
+    db.execute("UPDATE user SET has_profile = 1 WHERE id = %s", (carol,))
+    db.execute("INSERT INTO profile (userid, language, response1, response2, verification) "
+               "VALUES (%s, 'en', 'hi', '', 0)", (carol,))
+    link = 'href="view_profile.php?userid=%d"' % carol
+    assert link in ok(site.p, "show_user.php", {"userid": carol})
+    cfg_path = os.path.join(site.p.root, "config.xml")
+    text = open(cfg_path).read()
+    open(cfg_path, "w").write(text.replace("<config>", "<config>\n<profile_screening>1"
+                                                       "</profile_screening>", 1))
+    try:
+        assert link not in ok(site.p, "show_user.php", {"userid": carol}, auth=site.bob_auth)
+        assert link in ok(site.p, "show_user.php", {"userid": carol}, auth=carol_auth)
+    finally:
+        open(cfg_path, "w").write(text)
+
+
+def test_team_display_badges_and_message_link(site):
+    _badge(site.db, "teamstar", "badge_team", "team_id", site.team)
+    page = ok(site.p, "team_display.php", {"teamid": site.team})
+    assert 'src="img/teamstar.png"' in page
+    send = 'href="pm.php?action=new&amp;teamid=%d"' % site.team
+    assert send not in page
+    assert send not in ok(site.p, "team_display.php", {"teamid": site.team}, auth=site.bob_auth)
+    page = ok(site.p, "team_display.php", {"teamid": site.team}, auth=site.alice_auth)
+    assert send in page
+    # the link leads to the team message form
+    assert "csrf_token" in ok(site.p, "pm.php", {"action": "new", "teamid": site.team},
+                              auth=site.alice_auth)
+
+
+def test_home_links_profile_and_forum_prefs(site):
+    page = ok(site.p, "home.php", auth=site.bob_auth)
+    assert 'href="create_profile.php"' in page
+    assert 'href="edit_forum_preferences_form.php"' in page
+    site.db.execute("UPDATE user SET has_profile = 1 WHERE id = %s", (site.bob,))
+    try:
+        page = ok(site.p, "home.php", auth=site.bob_auth)
+        assert 'href="view_profile.php?userid=%d"' % site.bob in page
+    finally:
+        site.db.execute("UPDATE user SET has_profile = 0 WHERE id = %s", (site.bob,))
+    ok(site.p, "edit_forum_preferences_form.php", auth=site.bob_auth)

@@ -40,6 +40,7 @@ from boincpy.web.http import cookie_header, log_error, url_path
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.page import PageError, Redirect, hidden, kv_table, notice, render, text_input
 from boincpy.web.user import messages
+from boincpy.web.user.common import date_str
 from boincpy.web.user.session import safe_next_url, set_cookie
 
 WEEK = 7 * 86400
@@ -126,10 +127,6 @@ def _site_url(ctx, page=""):
 
 def _project(ctx):
     return ctx.cfg.long_name or "the project"
-
-
-def _date(stamp):
-    return time.strftime("%d %b %Y", time.gmtime(stamp or 0))
 
 
 def _form(action, ctx_token, fields, button, button_id, danger=False):
@@ -304,7 +301,7 @@ def home(ctx):
         info.append(("URL", link(target, target) if target else "Invalid URL"))
     if cfg.user_country:
         info.append(("Country", user.country))
-    info.append(("%s member since" % _project(ctx), _date(user.create_time)))
+    info.append(("%s member since" % _project(ctx), date_str(user.create_time)))
     changes = [link("edit_email_form.php", "email address"),
                link("edit_passwd_form.php", "password"),
                link("edit_user_info_form.php", "other account info")]
@@ -329,12 +326,16 @@ def home(ctx):
     else:
         team_cell = fmt("None &middot; {}", link("team_search.php", "find a team"))
     prefs = [("Computing", link("prefs.php?subset=global", "View and edit")),
-             ("Project", link("prefs.php?subset=project", "View and edit"))]
+             ("Project", link("prefs.php?subset=project", "View and edit")),
+             ("Message boards", link("edit_forum_preferences_form.php", "View and edit"))]
+    profile = (link(url("view_profile.php", userid=user.id), "View") if user.has_profile
+               else link("create_profile.php", "Create"))
     parts.append(fmt('<div class="cols"><div><h2>Account information</h2>{}'
                      '<h2>Computing</h2>{}</div><div><h2>Community</h2>{}'
                      '<h2>Preferences</h2>{}</div></div>',
                      kv_table(info), kv_table(computing),
-                     kv_table([("Team", team_cell)] + messages.community_rows(db, user)),
+                     kv_table([("Profile", profile), ("Team", team_cell)]
+                              + messages.community_rows(db, user)),
                      kv_table(prefs)))
     response = render(ctx, title, join(parts))
     response.headers.extend(headers)

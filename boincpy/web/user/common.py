@@ -52,19 +52,21 @@ def required_id(ctx, name, post=False):
     return value
 
 
-def has_privilege(special_user, flags):
-    """Does forum_preferences.special_user have any of these S_* bits?"""
-    bits = special_user or ""
+def has_privilege(prefs, flags):
+    """Does the forum_preferences row (a dict, or None) have any of these
+    S_* bits in special_user?"""
+    bits = (prefs or {}).get("special_user") or ""
     return any(bits[i:i + 1] == "1" for i in flags)
 
 
-def is_moderator(special_user, forum=None, team_admin=False):
-    """forum.inc's is_moderator: on the project's boards a moderator,
+def is_moderator(prefs, forum=None, team_admin=False):
+    """forum.inc's is_moderator for a user's forum_preferences row (a dict
+    with special_user, or None): on the project's boards a moderator,
     administrator, developer or scientist; on a team's board (parent_type 1)
     the project's administrators and (``team_admin``) the team's founder and
     admins."""
     if forum is not None and forum["parent_type"] == 1:
-        return bool(team_admin) or has_privilege(special_user, (S_ADMIN,))
+        return bool(team_admin) or has_privilege(prefs, (S_ADMIN,))
     if forum is not None and forum["parent_type"] != 0:
         return False
-    return has_privilege(special_user, MODERATOR_FLAGS)
+    return has_privilege(prefs, MODERATOR_FLAGS)

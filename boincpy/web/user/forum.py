@@ -37,10 +37,11 @@ from boincpy.db import messages as mdb
 from boincpy.web import bbcode
 from boincpy.web.markup import Markup, esc, fmt, join, link, url
 from boincpy.web.user import moderation
+from boincpy.web.user.common import (ID_MAX, S_ADMIN, S_MODERATOR, has_privilege, is_moderator,
+                                     required_id, time_str, user_link)
 from boincpy.web.page import (PageError, Redirect, hidden, notice, num, paging, render, select,
                               table)
 
-ID_MAX = 2 ** 31 - 1
 THREADS_PER_PAGE = 50            # forum.inc
 USER_POSTS_PER_PAGE = 20
 SEARCH_LIMIT = 100               # rows a search shows at most
@@ -60,7 +61,7 @@ THREAD_SORTS = {CREATE_TIME_NEW: ("Newest first", "timestamp DESC, id DESC"),
                 POST_SCORE: ("Highest rated posts first", "score DESC, id ASC")}
 
 # forum.inc's special_user flags (S_*)
-S_MODERATOR, S_ADMIN, S_DEV, S_SCIENTIST, S_HELP_DESK_EXPERT = 0, 1, 2, 6, 7
+S_HELP_DESK_EXPERT = 7
 SPECIAL_NAMES = ("Volunteer moderator", "Project administrator", "Project developer",
                  "Project tester", "Volunteer developer", "Volunteer tester",
                  "Project scientist", "Help desk expert")
@@ -100,27 +101,11 @@ def ignorelist(text):
 
 
 def privilege(prefs, bit):
-    return (prefs or {}).get("special_user", "0")[bit:bit + 1] == "1"
+    return has_privilege(prefs, (bit,))
 
 
 def is_admin(prefs):
     return privilege(prefs, S_ADMIN)
-
-
-def is_moderator(prefs, forum=None):
-    """forum.inc's is_moderator (team forums: the project's admins only)."""
-    if prefs is None:
-        return False
-    if forum is not None and forum["parent_type"] == 1:
-        return is_admin(prefs)
-    return any(privilege(prefs, b) for b in (S_MODERATOR, S_ADMIN, S_DEV, S_SCIENTIST))
-
-
-def required_id(ctx, name, post=False):
-    value = ctx.int_arg(name, None, post=post, minimum=1, maximum=ID_MAX)
-    if value is None:
-        raise PageError("parameter %s is missing" % name)
-    return value
 
 
 def get_row(db, table, row_id):
@@ -185,10 +170,6 @@ def title_text(title):
     return text or "(no title)"
 
 
-def time_str(t):
-    return time.strftime("%d %b %Y, %H:%M:%S UTC", time.gmtime(int(t))) if t else "---"
-
-
 def time_diff(t, now):
     """util.inc's time_diff_str: "3 hours ago"."""
     if not t:
@@ -207,12 +188,6 @@ def user_names(db, ids):
         return {}
     return {r["id"]: r["name"] for r in db.query(
         "SELECT id, name FROM user WHERE id IN (%s)" % ", ".join(["%s"] * len(ids)), ids)}
-
-
-def user_link(user_id, names):
-    if user_id in names:
-        return link(url("show_user.php", userid=user_id), names[user_id])
-    return esc("(deleted user)")
 
 
 def _sort_arg(ctx, name, styles, stored, column):
@@ -329,7 +304,7 @@ def forum_forum(ctx):
                                  ("[locked]", t["locked"]), ("[hidden]", t["hidden"])) if on]
         title = link(url("forum_thread.php", id=t["id"]), title_text(t["title"]))
         rows.append((fmt("{} {}", title, " ".join(marks)), num(max(t["replies"], 0) + 1),
-                     user_link(t["owner"], names), num(t["views"]),
+                     user_link(t["owner"], names.get(t["owner"])), num(t["views"]),
                      time_diff(t["timestamp"], ctx.now)))
     parts = [_header(ctx, user), forum_title(category, forum)]
     actions = []
@@ -373,7 +348,7 @@ def post_rows_of(db, posts):
 
 def _author_column(user_id, author, ap, rprefs):
     """The left column of a post: name, special flags, avatar, counts."""
-    left = [user_link(user_id, {user_id: author["name"]} if author else {})]
+    left = [user_link(user_id, author["name"] if author else None)]
     if author is not None:
         specials = [SPECIAL_NAMES[i] for i in range(len(SPECIAL_NAMES))
                     if (ap.get("special_user") or "")[i:i + 1] == "1"]
@@ -400,8 +375,7 @@ def show_post(ctx, post, thread, forum, category, unread_since, reader, rprefs, 
     if filtered and reader is not None and post["user"] in rprefs["ignored"] and not moderator:
         return fmt('<tr id="{}"><td>{}</td><td class="muted">This post is hidden because '
                    'the sender is on your \'ignore\' list. {} &middot; {}</td></tr>',
-                   post["id"], user_link(post["user"], {post["user"]: author["name"]}
-                                         if author else {}),
+                   post["id"], user_link(post["user"], author["name"] if author else None),
                    link(url("forum_thread.php", id=thread["id"], filter="false",
                             postid=post["id"]) + "#%d" % post["id"], "Show it anyway"),
                    link(url("edit_forum_preferences_form.php"), "Change your ignore list"))
@@ -676,13 +650,14 @@ def forum_search_action(ctx):
         parts.append(fmt("<h2>Thread titles matching '{}'</h2>", words))
         parts.append(table(("Thread", "Posts", "Author", "Views", "Last post"), [
             (link(url("forum_thread.php", id=t["id"]), title_text(t["title"])),
-             num(max(t["replies"], 0) + 1), user_link(t["owner"], names), num(t["views"]),
-             time_diff(t["timestamp"], ctx.now)) for t in threads], empty="No thread found"))
+             num(max(t["replies"], 0) + 1), user_link(t["owner"], names.get(t["owner"])),
+             num(t["views"]), time_diff(t["timestamp"], ctx.now)) for t in threads],
+            empty="No thread found"))
     parts.append(fmt("<h2>Messages matching '{}'</h2>", words or "(any)"))
     parts.append(table(("Thread", "Author", "Posted", "Message"), [
         (link(url("forum_thread.php", id=p["thread"], postid=p["id"]) + "#%d" % p["id"],
-              title_text(p["title"])), user_link(p["user"], names), time_str(p["timestamp"]),
-         bbcode.summary(p["content"], EXCERPT_LENGTH)) for p in posts],
+              title_text(p["title"])), user_link(p["user"], names.get(p["user"])),
+         time_str(p["timestamp"]), bbcode.summary(p["content"], EXCERPT_LENGTH)) for p in posts],
         empty="No message found"))
     if len(posts) >= SEARCH_LIMIT or len(threads) >= SEARCH_LIMIT:
         parts.append(notice("warn", "Only the first %d matches are shown; narrow the search."

@@ -44,10 +44,10 @@ from boincpy.db.user import count_forum_post, set_forum_pref
 from boincpy.web import accounts, bbcode
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.page import PageError, Redirect, checkbox, render, select
-from boincpy.web.user.forum import (FORUM_SORTS, ID_MAX, OFF_TOPIC, SOLUTION, THREAD_SORTS,
-                                    board, forum_title, get_row, is_admin, is_moderator,
-                                    prefs_of, privilege, required_id, S_MODERATOR, show_post,
-                                    post_rows_of, title_text, time_str)
+from boincpy.web.user.common import ID_MAX, is_moderator, required_id, time_str
+from boincpy.web.user.forum import (FORUM_SORTS, OFF_TOPIC, SOLUTION, THREAD_SORTS, board,
+                                    forum_title, get_row, is_admin, prefs_of, privilege,
+                                    S_MODERATOR, show_post, post_rows_of, title_text)
 
 TITLE_MAX = 254                  # thread.title varchar(254)
 SIGNATURE_MAX = 250              # edit_forum_preferences_action.php

@@ -613,7 +613,7 @@ def pm_send(ctx):
     recipients, problem = _resolve_recipients(db, to)
     if problem:
         return pm_form(ctx, user, error=problem)
-    moderator = is_moderator(community_prefs(db, user.id)["special_user"])
+    moderator = is_moderator(community_prefs(db, user.id))
     for other in recipients:
         if not moderator and is_ignoring(db, other.id, user.id):
             return pm_form(ctx, user, error="User %s (ID: %d) is not accepting private "
@@ -698,7 +698,7 @@ def pm_confirmedblock(ctx):
     other = _user_or_error(ctx, required_id(ctx, "id", post=True))
     if other.id == user.id:
         raise PageError("You can't block yourself.")
-    if is_moderator(community_prefs(db, other.id)["special_user"]):
+    if is_moderator(community_prefs(db, other.id)):
         raise PageError("%s is a moderator, and can't be blocked" % other.name,
                         "403 Forbidden", "Can't block")
     ids = community_prefs(db, user.id)["ignorelist"]

@@ -60,9 +60,9 @@ from boincpy.errors import DatabaseError
 from boincpy.web import accounts
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.page import PageError, Redirect, hidden, kv_table, notice, render, select
+from boincpy.web.user import common
+from boincpy.web.user.common import S_ADMIN, S_DEV, S_MODERATOR, S_SCIENTIST, has_privilege
 
-S_MODERATOR, S_ADMIN, S_DEV, S_SCIENTIST = 0, 1, 2, 6
-MODERATOR_FLAGS = (S_MODERATOR, S_ADMIN, S_DEV, S_SCIENTIST)
 ADMIN_FLAGS = (S_ADMIN, S_DEV, S_SCIENTIST)
 
 # forum_moderate_post.php's hide reasons (value -> label) and the action
@@ -93,42 +93,33 @@ _ER_NO_SUCH_TABLE = 1146
 # who may do what (forum.inc)
 
 def _flags(db, user):
-    return accounts.forum_prefs(db, user.id)["special_user"]
-
-
-def _has(bits, flags):
-    return any(bits[i:i + 1] == "1" for i in flags)
+    return accounts.forum_prefs(db, user.id)
 
 
 def is_admin(db, user):
     """forum.inc's is_admin: administrator, developer or scientist."""
-    return user is not None and _has(_flags(db, user), ADMIN_FLAGS)
+    return user is not None and has_privilege(_flags(db, user), ADMIN_FLAGS)
 
 
 def is_moderator(db, user, forum=None):
-    """forum.inc's is_moderator for a forum row (None: the project's forums)."""
+    """common.is_moderator for a user row and a forum row (None: the
+    project's forums), a team's founder and admins on its board."""
     if user is None:
         return False
-    bits = _flags(db, user)
-    if forum is None or forum["parent_type"] == 0:
-        return _has(bits, MODERATOR_FLAGS)
-    if forum["parent_type"] == 1:
-        if _has(bits, (S_ADMIN,)):
-            return True
-        return bool(db.query_value(
-            "SELECT COUNT(*) FROM team t WHERE t.id = %s AND (t.userid = %s OR EXISTS "
-            "(SELECT 1 FROM team_admin a WHERE a.teamid = t.id AND a.userid = %s))",
-            (forum["category"], user.id, user.id)))
-    return False
+    team_admin = forum is not None and forum["parent_type"] == 1 and bool(db.query_value(
+        "SELECT COUNT(*) FROM team t WHERE t.id = %s AND (t.userid = %s OR EXISTS "
+        "(SELECT 1 FROM team_admin a WHERE a.teamid = t.id AND a.userid = %s))",
+        (forum["category"], user.id, user.id)))
+    return common.is_moderator(_flags(db, user), forum, team_admin)
 
 
 def may_banish(ctx, user):
     """forum_moderate_post_action.php: administrators; moderators too with
     <moderators_allowed_to_ban>."""
     bits = _flags(ctx.db, user)
-    if _has(bits, (S_ADMIN,)):
+    if has_privilege(bits, (S_ADMIN,)):
         return True
-    return bool(ctx.cfg.moderators_allowed_to_ban) and _has(bits, (S_MODERATOR,))
+    return bool(ctx.cfg.moderators_allowed_to_ban) and has_privilege(bits, (S_MODERATOR,))
 
 
 def moderation_links(ctx, user, post, forum):
@@ -804,7 +795,7 @@ def forum_moderate_thread_action(ctx):
 
 def _vote_moderator(ctx, action=False):
     user = ctx.require_action() if action else ctx.require_login()
-    if not _has(_flags(ctx.db, user), (S_MODERATOR,)):
+    if not has_privilege(_flags(ctx.db, user), (S_MODERATOR,)):
         raise _forbidden("You are not authorized to banish users.")
     if not ctx.cfg.moderators_vote_to_ban:
         raise _forbidden("This project does not hold banishment votes "

@@ -40,6 +40,7 @@ from boincpy.web import accounts, bbcode
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.page import PageError, Redirect, kv_table, notice, render, select
 from boincpy.web.user.badges import badges_html
+from boincpy.web.user.common import date_str, required_id
 
 SMALL_SIZE = (64, 64)                 # profile.inc SMALL_IMG_WIDTH/HEIGHT
 BIG_SIZE = (640, 480)                 # profile.inc MAX_IMG_WIDTH/HEIGHT
@@ -347,8 +348,7 @@ create_profile.uploads = True
 
 def view_profile(ctx):
     """view_profile.php?userid=N."""
-    userid = ctx.req.get_int("userid")
-    user = accounts.lookup_user_by_id(ctx.db, userid) if 0 < userid < 2 ** 31 else None
+    user = accounts.lookup_user_by_id(ctx.db, required_id(ctx, "userid"))
     if user is None or "deleted" in (user.authenticator or ""):
         raise PageError("No such user.", "404 Not Found", "No such user")
     profile = profile_table.lookup(ctx.db, user.id)
@@ -443,7 +443,7 @@ def profile_search_action(ctx):
                               + " ORDER BY p.userid LIMIT %s, %s",
                               (like, like, offset, SEARCH_PAGE))
     rows = [(link(url("view_profile.php", userid=r["userid"]), r["name"]),
-             time.strftime("%d %b %Y", time.gmtime(int(r["create_time"] or 0))),
+             date_str(r["create_time"]),
              r["country"] or "", num(int(r["total_credit"] or 0)),
              num(int(r["expavg_credit"] or 0))) for r in found]
     parts = [table(["User name", "Joined project", "Country", "Total credit", "Recent credit"],

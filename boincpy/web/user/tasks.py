@@ -38,12 +38,14 @@ import json
 import time
 
 from boincpy.credit import CREDIT_HALF_LIFE, update_average
-from boincpy.db import host as host_table, result as result_table
+from boincpy.db import host as host_table, profile as profile_table, result as result_table
 from boincpy.jobfiles import input_file_refs
 from boincpy.web import accounts, rpc
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.page import PageError, Redirect, hidden, kv_table, render, table
 from boincpy.web.submit_rpc import result_state_text
+from boincpy.web.user import messages, profile
+from boincpy.web.user.badges import badges_html
 from boincpy.web.user.common import ID_MAX, date_str, time_str, user_link
 
 RESULTS_PER_PAGE = 20
@@ -991,10 +993,16 @@ def show_user(ctx):
         pairs.append(("Computers", "hidden"))
     if me is not None and me.id == user.id and ctx.cfg.show_results:
         pairs.append(("Tasks", link(url("results.php", userid=user.id), "View")))
-    if user.has_profile:
+    row = profile_table.lookup(db, user.id) if user.has_profile else None
+    if row is not None and ((me is not None and me.id == user.id)
+                            or profile.visible_to_others(ctx.cfg, row)):
         pairs.append(("Profile", link(url("view_profile.php", userid=user.id), "View")))
-    return render(ctx, user.name, join([fmt("<h2>Account information</h2>"),
-                                        kv_table(pairs)]))
+    held = badges_html(db, user.id)
+    if held:
+        pairs.append(("Badges", held))
+    return render(ctx, user.name, join([fmt("<h2>Account information</h2>"), kv_table(pairs),
+                                        fmt("<h2>Community</h2>"),
+                                        messages.friends_html(db, user.id, viewer=me)]))
 
 
 # show_user.php's RPC answers XML (main.down_reply while the site is stopped)

@@ -54,6 +54,7 @@ from boincpy.web.page import (PageError, Redirect, hidden, kv_table, num, render
                               table, text_input)
 from boincpy.web.rpc import format_number, team_xml
 from boincpy.web.rpc_xml import XmlError, error_response, xml_response
+from boincpy.web.user.badges import team_badges_html
 from boincpy.web.user.common import date_str, time_str, user_link
 from boincpy.xml import xml_escape
 
@@ -524,6 +525,11 @@ def team_display(ctx):
                 info.append(("Team foundership change", _foundership_link(ctx, user, team)))
         if is_team_admin(db, user, team):
             actions.append(link(url("team_manage.php", teamid=team.id), "Administer team"))
+            actions.append(link(url("pm.php", action="new", teamid=team.id),
+                                "Send message to team"))
+    held = team_badges_html(db, team.id)
+    if held:
+        info.append(("Badges", held))
     members_link = url("team_members.php", teamid=team.id, offset=0, sort_by="expavg_credit")
     people = [("Founder", user_link(founder.id, founder.name) if founder else "---")]
     if admins:
