@@ -61,6 +61,12 @@ def md5_hex(text):
     return _md5(text).hexdigest()
 
 
+def opt_out_code(authenticator):
+    """email.inc's salted_key: the code of a user's opt_out.php link,
+    md5(authenticator + 'oogabooga') (only its owner's secret makes it)."""
+    return md5_hex(authenticator + "oogabooga")
+
+
 def client_passwd_hash(password, email_addr):
     """What a client sends as passwd_hash: md5(password + lower-cased e-mail)."""
     return md5_hex(password + ascii_lower(email_addr))

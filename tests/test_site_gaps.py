@@ -220,3 +220,57 @@ def test_home_links_profile_and_forum_prefs(site):
     finally:
         site.db.execute("UPDATE user SET has_profile = 0 WHERE id = %s", (site.bob,))
     ok(site.p, "edit_forum_preferences_form.php", auth=site.bob_auth)
+
+
+# ---------------------------------------------------------------------------
+# opt_out.php: the reminder e-mails' link
+
+def _remind_link(site, user_id):
+    """The <opt_out_url/> the remind task writes into its e-mail for this user."""
+    from types import SimpleNamespace
+    from boincpy.config import load_config
+    from boincpy.daemons.community import Remind
+    from boincpy.web import accounts
+    user = accounts.lookup_user_by_id(site.db, user_id)
+    task = SimpleNamespace(cfg=load_config(site.p.root), last_rpc_time=lambda uid: 0)
+    return Remind.fill(task, user, "<opt_out_url/>", NOW)
+
+
+def _query(link):
+    from urllib.parse import parse_qsl, urlsplit
+    parts = urlsplit(link)
+    assert parts.path.endswith("/opt_out.php"), link
+    return dict(parse_qsl(parts.query))
+
+
+def _send_email(site, uid):
+    return site.db.query_value("SELECT send_email FROM user WHERE id = %s", (uid,))
+
+
+def test_opt_out_link_of_the_reminder(site):
+    dave, dave_auth = add_user(site.db, "Dave")
+    erin, _ = add_user(site.db, "Erin")
+    args = _query(_remind_link(site, dave))
+    assert set(args) == {"userid", "code"} and args["userid"] == str(dave)
+    # BOINC's code (email.inc salted_key): links its PHP sent work here too
+    from boincpy.passwords import md5_hex
+    assert args["code"] == md5_hex(dave_auth + "oogabooga")
+    # the link shows a button; fetching it changes nothing
+    page = ok(site.p, "opt_out.php", args)
+    assert 'action="opt_out.php"' in page and _send_email(site, dave) == 1
+    # another user's id with this code, a wrong or missing code: refused, nothing changed
+    for bad in ({"userid": str(erin), "code": args["code"]},
+                {"userid": str(dave), "code": args["code"][:-1] + "0"},
+                {"userid": str(dave), "code": ""}, {"userid": str(dave), "code": EVIL}):
+        for post in (None, bad):
+            code, text, _ = call(site.p, "opt_out.php", None if post else bad, post)
+            assert code == 403 and "invalid code" in text and "<script>" not in text, bad
+    for bad in ({"userid": "99999999", "code": "x"}, {"userid": "x", "code": "x"}, {}):
+        code, text, _ = call(site.p, "opt_out.php", bad)
+        assert code in (400, 404) and "Traceback" not in text, bad
+    assert _send_email(site, dave) == 1 and _send_email(site, erin) == 1
+    # the button's POST (no login needed) turns the e-mails off, only Dave's
+    code, text, _ = call(site.p, "opt_out.php", post=args)
+    assert code == 200 and "No further emails will be sent to dave" in text
+    assert 'href="prefs.php?subset=project"' in text
+    assert _send_email(site, dave) == 0 and _send_email(site, erin) == 1

@@ -182,7 +182,7 @@ class Remind(_Task):
             "create_time": time.strftime("%d %B %Y", time.gmtime(user.create_time)),
             "total_credit": "{:,.0f}".format(user.total_credit or 0),
             "opt_out_url": base + url("opt_out.php",
-                                      code=passwords.md5_hex(user.authenticator + "oogabooga"),
+                                      code=passwords.opt_out_code(user.authenticator),
                                       userid=user.id),
             "user_id": str(user.id),
             "lapsed_interval": str(int((now - self.last_rpc_time(user.id)) // DAY)),

@@ -21,6 +21,9 @@
 ``delete_account_request.php``  with enable_delete_account: password, then an
                                 e-mailed link (token 'D', a day) to
 ``delete_account_confirm.php``  password again; obfuscate (1) or wipe (2) the account
+``opt_out.php``                 the reminder e-mails' link (userid, code: email.inc's
+                                salted_key of the authenticator): a button, then
+                                send_email = 0, without logging in
 ==============================  ====================================================
 
 Every password check counts failures per account and address
@@ -30,6 +33,7 @@ is not logged in sends (sign-up, the e-mailed links' forms), which must come
 from this site and carry their own secret.
 """
 
+import hmac
 import time
 
 from boincpy import mail, passwords
@@ -40,7 +44,7 @@ from boincpy.web.http import cookie_header, log_error, url_path
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.page import PageError, Redirect, hidden, kv_table, notice, render, text_input
 from boincpy.web.user import messages
-from boincpy.web.user.common import date_str
+from boincpy.web.user.common import date_str, required_id
 from boincpy.web.user.session import safe_next_url, set_cookie
 
 WEEK = 7 * 86400
@@ -722,7 +726,44 @@ def delete_account_confirm(ctx):
     return response
 
 
+# ---------------------------------------------------------------------------
+# opt_out.php
+
+def opt_out(ctx):
+    """opt_out.php?userid=N&code=C: the link of the project's e-mails (remind,
+    mass e-mail) turns off user.send_email without logging in.  The code is
+    BOINC's (passwords.opt_out_code: made from the account's secret
+    authenticator, so nobody opts out someone else, and links BOINC's PHP
+    sent work here).  BOINC changes the row on the GET; here the GET shows a
+    button and its POST (from this site, with the same userid and code)
+    changes it, so a mail scanner fetching the link changes nothing."""
+    req = ctx.req
+    posted = req.method == "POST"
+    if posted:
+        _form_from_site(ctx)
+    userid = required_id(ctx, "userid", post=posted)
+    code = req.post("code") if posted else req.get("code")
+    user = accounts.lookup_user_by_id(ctx.db, userid)
+    if user is None or "deleted" in (user.authenticator or ""):
+        raise PageError("no such user", "404 Not Found", "Removed from mailing list")
+    if not hmac.compare_digest(passwords.opt_out_code(user.authenticator).encode(),
+                               code.encode("utf-8", "replace")):
+        raise PageError("invalid code", "403 Forbidden", "Removed from mailing list")
+    if not posted:
+        return render(ctx, "Stop e-mails", join([
+            fmt("<p>{} will send no further e-mails to {} once you click the button.</p>",
+                _project(ctx), user.email_addr),
+            _form("opt_out.php", join([hidden("userid", user.id), hidden("code", code)]), [],
+                  "Stop e-mails", "opt_out")]))
+    user_table.update_user_columns(ctx.db, user.id, {"send_email": 0})
+    return render(ctx, "Removed from mailing list", fmt(
+        "<p>No further emails will be sent to {}.</p><p>To resume getting emails, {}.</p>",
+        user.email_addr, link(url("prefs.php", subset="project"),
+                              "edit your project preferences")))
+
+
 PAGES = {
+    "opt_out.php": opt_out,
     "create_account_form.php": create_account_form,
     "create_account_action.php": create_account_action,
     "home.php": home,
