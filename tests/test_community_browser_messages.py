@@ -10,7 +10,7 @@ import pytest
 
 import webdriver
 from boincpy import passwords
-from ops_fixtures import db_rows
+from site_util import browser_login, rows, served_project
 from webdriver import Browser
 
 pytestmark = [pytest.mark.slow,
@@ -23,46 +23,27 @@ SCREENS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "artifacts",
 
 @pytest.fixture(scope="module", params=["cgi", "persistent"])
 def site(request, db_root_params):
-    from conftest import RunningApache, make_test_project, remove_test_project
-    from boincpy.db import connect
-    from boincpy.tools import server_mode
-    from boincpy.tools.httpd import PrivateApache
-    from boincpy.web import accounts
-    project = make_test_project(db_root_params, test_app=False, ops=False)
-    try:
+    users = {}
+
+    def add_users(project):
+        from boincpy.db import connect
+        from boincpy.web import accounts
         db = connect(project.cfg)
-        users = {}
         for who in ("alice", "bob"):
             addr = "%s.%s@example.org" % (who, request.param)
             user = accounts.make_user(db, project.cfg, addr, who.title() + " & Co",
                                       passwords.md5_hex("pw " + who + addr))
             users[who] = (user.id, addr, "pw " + who)
         db.close()
-        if request.param != "cgi":
-            server_mode.set_mode(project.root, request.param, processes=1)
-        server = PrivateApache(project.root, project.port)
-        server.start()
-        try:
-            running = RunningApache(project, server)
-            running.mode = request.param
-            running.users = users
-            yield running
-        finally:
-            server.stop(graceful=False)
-    finally:
-        remove_test_project(project)
+    with served_project(db_root_params, request.param, add_users, test_app=False,
+                        ops=False) as running:
+        running.users = users
+        yield running
 
 
 def login(b, site, who):
     _, addr, pw = site.users[who]
-    b.get(site.master_url + "login_form.php")
-    b.find("#email_addr").send_keys(addr)
-    b.find("#passwd").send_keys(pw)
-    b.find("form[action='login_action.php'] button").follow()
-
-
-def rows(site, sql, params=()):
-    return db_rows(site.project.db_root_params, site.project.db_name, sql, params)
+    browser_login(b, site.master_url, addr, pw)
 
 
 def shot(b, site, name):

@@ -13,14 +13,13 @@ import secrets
 import subprocess
 import sys
 import urllib.error
-import urllib.parse
 import urllib.request
 
 import MySQLdb
 import pytest
 
 import webdriver
-from boincpy.config import load_config, write_config
+from site_util import served_project, set_options, with_credentials
 from webdriver import Browser
 
 pytestmark = [pytest.mark.slow,
@@ -33,26 +32,11 @@ SCREENS = os.path.join(REPO, "tests", "artifacts", "profile-screens")
 
 @pytest.fixture(scope="module", params=["cgi", "persistent"])
 def site(request, db_root_params):
-    from conftest import RunningApache, make_test_project, remove_test_project
-    from boincpy.tools import server_mode
-    from boincpy.tools.httpd import PrivateApache
-    project = make_test_project(db_root_params, test_app=False)
-    try:
-        cfg = load_config(project.root)
-        write_config(project.root, dict(cfg.as_options(), profile_screening=1), cfg.daemons,
-                     cfg.tasks)
-        if request.param != "cgi":
-            server_mode.set_mode(project.root, request.param, processes=1)
-        server = PrivateApache(project.root, project.port)
-        server.start()
-        try:
-            running = RunningApache(project, server)
-            running.mode = request.param
-            yield running
-        finally:
-            server.stop(graceful=False)
-    finally:
-        remove_test_project(project)
+    def screening_on(project):
+        set_options(project.root, profile_screening=1)
+    with served_project(db_root_params, request.param, screening_on,
+                        test_app=False) as running:
+        yield running
 
 
 def fetch(url):
@@ -66,10 +50,7 @@ def fetch(url):
 
 
 def authed(url, site):
-    parts = urllib.parse.urlsplit(url)
-    netloc = "%s:%s@%s" % (urllib.parse.quote(site.ops_user, safe=""),
-                           urllib.parse.quote(site.ops_passwd, safe=""), parts.netloc)
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+    return with_credentials(url, site.ops_user, site.ops_passwd)
 
 
 def test_profile_with_picture_screened_and_shown(site, tmp_path):
