@@ -10,44 +10,21 @@ import secrets
 import time
 from urllib.parse import urlencode
 
-import MySQLdb
 import pytest
 
 from boincpy.config import load_config
 from boincpy.log import MessageLog
 from boincpy.web.http import read_request
 from boincpy.web.ops.main import handle as ops_handle
+from site_util import execute, module_project, rows
 
 XSS = '<script>alert("x")</script>'
 
 
 @pytest.fixture(scope="module")
 def site(db_root_params):
-    from conftest import make_test_project, remove_test_project
-    project = make_test_project(db_root_params, test_app=False)
-    yield project
-    remove_test_project(project)
-
-
-def execute(site, sql, params=()):
-    conn = MySQLdb.connect(db=site.db_name, **site.db_root_params)
-    try:
-        cur = conn.cursor()
-        cur.execute(sql, params)
-        conn.commit()
-        return cur.lastrowid
-    finally:
-        conn.close()
-
-
-def rows(site, sql, params=()):
-    conn = MySQLdb.connect(db=site.db_name, **site.db_root_params)
-    try:
-        cur = conn.cursor(MySQLdb.cursors.DictCursor)
-        cur.execute(sql, params)
-        return list(cur.fetchall())
-    finally:
-        conn.close()
+    with module_project(db_root_params, test_app=False) as project:
+        yield project
 
 
 def add_user(site, expavg, total=None):

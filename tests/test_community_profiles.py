@@ -17,17 +17,17 @@ import time
 from html.parser import HTMLParser
 from urllib.parse import urlencode
 
-import MySQLdb
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from boincpy.config import load_config, write_config
+from boincpy.config import load_config
 from boincpy.log import MessageLog
 from boincpy.web import bbcode
 from boincpy.web.http import read_request
 from boincpy.web.ops.main import handle as ops_handle
 from boincpy.web.user.main import handle
+from site_util import execute, module_project, rows, set_options, token_of
 
 XSS = '<script>alert("x")</script>'
 
@@ -37,34 +37,11 @@ XSS = '<script>alert("x")</script>'
 
 @pytest.fixture(scope="module")
 def site(db_root_params):
-    from conftest import make_test_project, remove_test_project
-    project = make_test_project(db_root_params, test_app=False)
-    project.users = {}
-    for name, credit in (("alice", 100.0), ("bob", 50.0), ("mallory", 5.0), ("poor", 0.5)):
-        project.users[name] = make_user(project, name, credit)
-    yield project
-    remove_test_project(project)
-
-
-def execute(site, sql, params=()):
-    conn = MySQLdb.connect(db=site.db_name, **site.db_root_params)
-    try:
-        cur = conn.cursor()
-        cur.execute(sql, params)
-        conn.commit()
-        return cur.lastrowid
-    finally:
-        conn.close()
-
-
-def rows(site, sql, params=()):
-    conn = MySQLdb.connect(db=site.db_name, **site.db_root_params)
-    try:
-        cur = conn.cursor(MySQLdb.cursors.DictCursor)
-        cur.execute(sql, params)
-        return list(cur.fetchall())
-    finally:
-        conn.close()
+    with module_project(db_root_params, test_app=False) as project:
+        project.users = {}
+        for name, credit in (("alice", 100.0), ("bob", 50.0), ("mallory", 5.0), ("poor", 0.5)):
+            project.users[name] = make_user(project, name, credit)
+        yield project
 
 
 class Person:
@@ -81,11 +58,6 @@ def make_user(site, name, credit, country="", send_email=1):
                   ("%s.%s@example.com" % (name, auth[:6]), name, auth, country, credit,
                    credit * 10, send_email))
     return Person(uid, name, auth)
-
-
-def set_options(site, **options):
-    cfg = load_config(site.root)
-    write_config(site.root, dict(cfg.as_options(), **options), cfg.daemons, cfg.tasks)
 
 
 @pytest.fixture
@@ -176,12 +148,6 @@ class Web:
 
     def token(self, page, ops=False):
         return token_of(self.get(page, ops=ops))
-
-
-def token_of(text):
-    m = re.search(r'name="csrf_token" value="([^"]+)"', text)
-    assert m, "no form token in the page"
-    return m.group(1)
 
 
 def png(width, height, color=(200, 30, 30)):

@@ -27,17 +27,16 @@ from lxml import etree
 from boincpy import passwords
 from boincpy.web import csrf
 from boincpy.web.http import Request, read_request
-from test_site_teams import HOSTILE, Site, fixture, status
+from site_util import Site, fixture, module_project, status
+from test_site_teams import HOSTILE
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 
 
 @pytest.fixture(scope="module")
 def site(db_root_params):
-    from conftest import make_test_project, remove_test_project
-    project = make_test_project(db_root_params)
-    yield Site(project)
-    remove_test_project(project)
+    with module_project(db_root_params) as project:
+        yield Site(project)
 
 
 def ops(site, post=None, get=None, token=True, user="admin", now=None):

@@ -6,18 +6,15 @@ The scheduler's readers (sched/prefs.py, sched/request.py, sched/score.py)
 read what these pages write."""
 
 import os
-import re
 import shutil
 import types
-from html.parser import HTMLParser
 
 import pytest
 
 from boincpy import passwords
 from boincpy.web.http import Request
 from boincpy.web.user import main, prefs
-
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "volunteer")
+from site_util import fixture, forms_of, module_project
 MARKUP = '<script>alert(1)</script>"'
 MOD_TIME = 1795894076       # the fixture's
 GLOBAL_TAGS = (
@@ -30,59 +27,6 @@ GLOBAL_TAGS = (
     "vm_max_used_pct max_bytes_sec_down max_bytes_sec_up daily_xfer_limit_mb "
     "daily_xfer_period_days net_start_hour net_end_hour dont_verify_images "
     "confirm_before_connecting hangup_if_dialed").split()
-
-
-def fixture(name):
-    with open(os.path.join(FIXTURES, name), encoding="utf-8") as f:
-        return f.read()
-
-
-class FormReader(HTMLParser):
-    """The fields a browser would submit from each form of a page."""
-
-    def __init__(self):
-        super().__init__()
-        self.forms, self._select, self._first = [], None, None
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        if tag == "form":
-            self.forms.append({"action": a.get("action"), "fields": [], "names": set()})
-        if not self.forms:
-            return
-        form = self.forms[-1]
-        if tag in ("input", "select") and a.get("name"):
-            form["names"].add(a["name"])
-        if tag == "input" and a.get("name"):
-            kind = a.get("type", "text")
-            if kind in ("checkbox", "radio"):
-                if "checked" in a:
-                    form["fields"].append((a["name"], a.get("value", "on")))
-            else:
-                form["fields"].append((a["name"], a.get("value", "")))
-        elif tag == "select":
-            self._select, self._first = a.get("name"), None
-        elif tag == "option" and self._select:
-            if self._first is None:
-                self._first = a.get("value", "")
-            if "selected" in a:
-                form["fields"].append((self._select, a.get("value", "")))
-                self._select = None
-        elif tag == "button" and a.get("name"):
-            form["fields"].append((a["name"], a.get("value", "")))
-
-    def handle_endtag(self, tag):
-        if tag == "select" and self._select:
-            self.forms[-1]["fields"].append((self._select, self._first or ""))
-            self._select = None
-
-
-def forms_of(text, action=None):
-    reader = FormReader()
-    reader.feed(text)
-    found = [f for f in reader.forms if action is None or f["action"] == action]
-    assert found, "no form posting to %s" % action
-    return found
 
 
 class Site:
@@ -139,19 +83,18 @@ class Site:
 
 @pytest.fixture(scope="module")
 def site(db_root_params):
-    from conftest import make_test_project, remove_test_project
-    project = make_test_project(db_root_params)
-    s = Site(project)
-    # a CPU app version, as the reference project had: the form offers no_cpu
-    appid = s.db.insert("INSERT INTO app (create_time, name, user_friendly_name) "
-                        "VALUES (1, 'prefsapp', 'Prefs app')")
-    platformid = s.db.query_value("SELECT id FROM platform ORDER BY id LIMIT 1") or s.db.insert(
-        "INSERT INTO platform (create_time, name) VALUES (1, 'x86_64-pc-linux-gnu')")
-    s.db.execute("INSERT INTO app_version (create_time, appid, version_num, platformid, "
-                 "xml_doc, plan_class) VALUES (1, %s, 100, %s, '', '')", (appid, platformid))
-    yield s
-    s.db.close()
-    remove_test_project(project)
+    with module_project(db_root_params) as project:
+        s = Site(project)
+        # a CPU app version, as the reference project had: the form offers no_cpu
+        appid = s.db.insert("INSERT INTO app (create_time, name, user_friendly_name) "
+                            "VALUES (1, 'prefsapp', 'Prefs app')")
+        platformid = (s.db.query_value("SELECT id FROM platform ORDER BY id LIMIT 1")
+                      or s.db.insert("INSERT INTO platform (create_time, name) "
+                                     "VALUES (1, 'x86_64-pc-linux-gnu')"))
+        s.db.execute("INSERT INTO app_version (create_time, appid, version_num, platformid, "
+                     "xml_doc, plan_class) VALUES (1, %s, 100, %s, '', '')", (appid, platformid))
+        yield s
+        s.db.close()
 
 
 def saved(resp, subset):

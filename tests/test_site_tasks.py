@@ -19,6 +19,8 @@ from boincpy import passwords
 from boincpy.web import rpc
 from boincpy.web.http import Request
 from boincpy.web.user import main
+from site_util import module_project
+from site_util import status as status_code
 
 EVIL = '<script>alert("x")</script>&'
 NOW = int(time.time())
@@ -36,7 +38,7 @@ def call(project, page, get=None, post=None, auth=None, **environ):
     req = Request.of(method="POST" if post is not None else "GET", get=get or {},
                      post=post or {}, environ=env)
     resp = main.handle(page, req, project.root)
-    return int((resp.status or "200").split()[0]), resp.text, resp
+    return status_code(resp), resp.text, resp
 
 
 def ok(project, page, get=None, auth=None):
@@ -92,9 +94,7 @@ KINDS = [("progress", 4, 0, 0, 0, 1), ("pending", 5, 1, 0, 5, 2), ("inconcl", 5,
 
 @pytest.fixture(scope="module")
 def site(db_root_params):
-    from conftest import make_test_project, remove_test_project
-    project = make_test_project(db_root_params)
-    try:
+    with module_project(db_root_params) as project:
         s = Site()
         s.p = project
         db = project.connect()
@@ -159,8 +159,6 @@ def site(db_root_params):
                    "VALUES (%s, %s, 12, 1e-10, 50, 3, 7, 172800)", (s.a_new, s.av))
         yield s
         db.close()
-    finally:
-        remove_test_project(project)
 
 
 def host(s, hostid):

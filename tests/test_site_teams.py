@@ -7,112 +7,25 @@ team_lookup.php against replies captured from BOINC's PHP site.
 
 One project serves the module; each test makes teams and users of its own."""
 
-import io
 import os
 import re
 import secrets
 import time
-from urllib.parse import urlencode
 
 import pytest
 
 from boincpy import passwords
-from boincpy.web import accounts, csrf
-from boincpy.web.http import read_request
+from boincpy.web import accounts
 from boincpy.web.rpc import format_number
+from site_util import Site, fixture, module_project, status
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "volunteer")
 HOSTILE = '<script>alert("x")</script><b>&bold'
-
-
-def fixture(name):
-    with open(os.path.join(FIXTURES, name), encoding="utf-8") as f:
-        return f.read()
 
 
 @pytest.fixture(scope="module")
 def site(db_root_params):
-    from conftest import make_test_project, remove_test_project
-    project = make_test_project(db_root_params)
-    yield Site(project)
-    remove_test_project(project)
-
-
-class Site:
-    """A made project and in-process calls of its pages."""
-
-    def __init__(self, project):
-        self.project = project
-        self.db = project.connect()
-        self.cfg = project.cfg
-        self.secret = csrf.load_secret(self.cfg)
-
-    def user(self, name=None, **columns):
-        """A new account (User), columns set afterwards as given."""
-        name = name or "vol " + secrets.token_hex(4)
-        email = "%s@example.org" % secrets.token_hex(6)
-        user = accounts.make_user(self.db, self.cfg, email, name,
-                                  passwords.client_passwd_hash("pw", email))
-        if columns:
-            self.db.execute("UPDATE user SET %s WHERE id = %%s" % ", ".join(
-                "%s = %%s" % k for k in columns), list(columns.values()) + [user.id])
-        return accounts.lookup_user_by_id(self.db, user.id)
-
-    def token(self, user, page, now=None):
-        return csrf.make_token(self.secret, "user:%d:%s" % (user.id, user.authenticator), page,
-                               now)
-
-    def call(self, page, user=None, get=None, post=None, token=True, now=None, headers=None):
-        """Run a page; a POST carries ``user``'s token for ``page`` unless
-        ``token`` is False or a string (that token)."""
-        method = "POST" if post is not None else "GET"
-        form = dict(post or {})
-        if method == "POST" and user is not None and token:
-            form[csrf.FIELD] = token if isinstance(token, str) else self.token(user, page, now)
-        body = urlencode(form, doseq=True).encode()
-        environ = {"REQUEST_METHOD": method, "QUERY_STRING": urlencode(get or {}, doseq=True),
-                   "HTTP_HOST": "127.0.0.1", "SCRIPT_NAME": "/test/" + page,
-                   "REMOTE_ADDR": "127.0.0.1"}
-        if user is not None:
-            environ["HTTP_COOKIE"] = "auth=" + user.authenticator
-        if method == "POST":
-            environ["CONTENT_TYPE"] = "application/x-www-form-urlencoded"
-            environ["CONTENT_LENGTH"] = str(len(body))
-        environ.update(headers or {})
-        from boincpy.web.user.main import handle
-        resp = handle(page, read_request(environ, io.BytesIO(body)), self.project.root, now)
-        assert "Traceback" not in resp.text, resp.text[-3000:]
-        return resp
-
-    def ok(self, page, user=None, **kw):
-        resp = self.call(page, user, **kw)
-        assert status(resp) == 200, (resp.status, resp.text[-2000:])
-        return resp.text
-
-    def team(self, teamid):
-        return accounts.lookup_team_by_id(self.db, teamid)
-
-    def create_team(self, founder, name=None, **fields):
-        form = {"name": name or "team " + secrets.token_hex(4), "url": "", "type": "1",
-                "name_html": "", "description": "", "country": "None", "joinable": "on"}
-        form.update(fields)
-        resp = self.call("team_create_action.php", founder, post=form)
-        assert resp.status.startswith("303"), (resp.status, resp.text[-2000:])
-        teamid = int(dict(resp.headers)["Location"].split("teamid=")[1])
-        return self.team(teamid)
-
-    def member(self, team, **columns):
-        user = self.user(**columns)
-        resp = self.call("team_join_action.php", user, post={"teamid": team.id})
-        assert resp.status.startswith("200"), resp.text[-2000:]
-        return accounts.lookup_user_by_id(self.db, user.id)
-
-    def teamid_of(self, user):
-        return self.db.query_value("SELECT teamid FROM user WHERE id = %s", (user.id,))
-
-
-def status(resp):
-    return int((resp.status or "200").split()[0])
+    with module_project(db_root_params) as project:
+        yield Site(project)
 
 
 # ---------------------------------------------------------------------------
