@@ -12,6 +12,7 @@ import pytest
 
 from boincpy.web.http import read_request
 from boincpy.web.ops.main import handle
+from site_util import db_rows  # noqa: F401  (the ops tests import it from here)
 
 XSS = "<script>alert(1)</script>"
 ADMIN = "admin"
@@ -123,13 +124,3 @@ def call(project, page, method="GET", query=None, form=None, user=ADMIN, headers
     environ.update(headers or {})
     req = read_request(environ, io.BytesIO(body))
     return handle(page, req, str(project), now)
-
-
-def db_rows(db_root_params, dbname, sql, params=()):
-    conn = MySQLdb.connect(db=dbname, **db_root_params)
-    try:
-        cur = conn.cursor(MySQLdb.cursors.DictCursor)
-        cur.execute(sql, params)
-        return list(cur.fetchall())
-    finally:
-        conn.close()
