@@ -274,3 +274,47 @@ def test_opt_out_link_of_the_reminder(site):
     assert code == 200 and "No further emails will be sent to dave" in text
     assert 'href="prefs.php?subset=project"' in text
     assert _send_email(site, dave) == 0 and _send_email(site, erin) == 1
+
+
+# ---------------------------------------------------------------------------
+# show_host_detail.php: the owner sets the computer's venue
+
+def _venue(site, hostid):
+    return site.db.query_value("SELECT venue FROM host WHERE id = %s", (hostid,))
+
+
+def test_host_venue_form(site):
+    from boincpy.db.host import insert_host
+    hostid = insert_host(site.db, {"userid": site.bob, "rpc_time": NOW, "create_time": NOW,
+                                   "domain_name": "bobs", "misc": ""})
+    detail = {"hostid": hostid}
+    assert "host_venue_action.php" not in ok(site.p, "show_host_detail.php", detail,
+                                             auth=site.alice_auth)
+    tok = form_token(site.p, "show_host_detail.php", detail, site.bob_auth,
+                     "host_venue_action.php")
+    # without the token, with another user's account or token, a bad venue: nothing changed
+    for auth, post in ((site.bob_auth, {"hostid": hostid, "venue": "work"}),
+                       (site.alice_auth, {"hostid": hostid, "venue": "work", "csrf_token": tok})):
+        code, text, _ = call(site.p, "host_venue_action.php", post=post, auth=auth)
+        assert code == 403, text[-500:]
+    # Alice's own valid token on Bob's computer: refused
+    alice_host = insert_host(site.db, {"userid": site.alice, "rpc_time": NOW, "create_time": NOW,
+                                       "domain_name": "alices", "misc": ""})
+    alice_tok = form_token(site.p, "show_host_detail.php", {"hostid": alice_host},
+                           site.alice_auth, "host_venue_action.php")
+    code, text, _ = call(site.p, "host_venue_action.php", auth=site.alice_auth,
+                         post={"hostid": hostid, "venue": "work", "csrf_token": alice_tok})
+    assert code == 404 and _venue(site, hostid) == ""
+    code, text, _ = call(site.p, "host_venue_action.php", auth=site.bob_auth,
+                         post={"hostid": hostid, "venue": EVIL, "csrf_token": tok})
+    assert code == 400 and "bad venue" in text and "<script>" not in text
+    assert _venue(site, hostid) == ""
+    code, text, _ = call(site.p, "host_venue_action.php", auth=site.bob_auth,
+                         post={"hostid": hostid, "venue": "school", "csrf_token": tok})
+    assert code == 200 and "<b>school</b>" in text
+    assert _venue(site, hostid) == "school"
+    page = ok(site.p, "show_host_detail.php", detail, auth=site.bob_auth)
+    assert '<option value="school" selected>' in page
+    code, text, _ = call(site.p, "host_venue_action.php", auth=site.bob_auth,
+                         post={"hostid": hostid, "venue": "", "csrf_token": tok})
+    assert code == 200 and _venue(site, hostid) == ""

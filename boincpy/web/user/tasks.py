@@ -15,6 +15,7 @@
 ``show_host_detail.php``   a computer; its owner also sees address, domain,
                            disk, venue, merge and delete
 ``host_delete.php``        POST: delete one's computer that has no tasks
+``host_venue_action.php``  POST: set one's computer's venue (its detail page's form)
 ``host_edit_form.php``     the one's computers that may be the same machine
 ``host_edit_action.php``   POST: merge them into the newest (host.inc merge_hosts)
 ``merge_by_name.php``      POST: merge one's computers of equal domain name
@@ -42,11 +43,12 @@ from boincpy.db import host as host_table, profile as profile_table, result as r
 from boincpy.jobfiles import input_file_refs
 from boincpy.web import accounts, rpc
 from boincpy.web.markup import Markup, fmt, join, link, url
-from boincpy.web.page import PageError, Redirect, hidden, kv_table, render, table
+from boincpy.web.page import PageError, Redirect, hidden, kv_table, render, select, table
 from boincpy.web.submit_rpc import result_state_text
 from boincpy.web.user import messages, profile
 from boincpy.web.user.badges import badges_html
 from boincpy.web.user.common import ID_MAX, date_str, time_str, user_link
+from boincpy.web.user.prefs import VENUES
 
 RESULTS_PER_PAGE = 20
 OVER, IN_PROGRESS = 5, 4
@@ -674,7 +676,12 @@ def show_host_detail(ctx):
                   ("Fraction of time BOINC is running", "%.2f%%" % (100 * host["on_frac"])),
                   ("While BOINC is running, fraction of time computing is allowed",
                    "%.2f%%" % (100 * host["active_frac"])),
-                  ("Location", host["venue"] or "---"),
+                  ("Location", fmt(
+                      '<form class="inline" method="post" action="host_venue_action.php">{}{}{}'
+                      '<button type="submit">Update location</button></form>',
+                      ctx.token_field("host_venue_action.php"), hidden("hostid", hostid),
+                      select("venue", [(v, v) for v in VENUES], host["venue"],
+                             any_label="---"))),
                   ("Merge duplicate records of this computer",
                    link(url("host_edit_form.php", hostid=hostid), "Merge"))]
         if nresults == 0:
@@ -704,6 +711,25 @@ def host_delete(ctx):
     return render(ctx, "Delete record of computer", fmt(
         "<p>Record deleted.</p><p>{}</p>",
         link("hosts_user.php", "Return to list of your computers")))
+
+
+def host_venue_action(ctx):
+    """host_venue_action.php (POST, form token): the owner sets the
+    computer's venue ("" none, home, school, work: check_venue), as BOINC's
+    GET form of show_host_detail.php does; another user's computer refused."""
+    user = ctx.require_action()
+    hostid = id_arg(ctx, "hostid", post=True)
+    venue = ctx.req.post("venue")
+    if venue not in VENUES + ("",):
+        raise PageError("bad venue: %s (one of home, school, work or none)" % venue[:40])
+    if owned_host(ctx, hostid, user) is None:
+        raise PageError("We have no record of that computer.", "404 Not Found")
+    host_table.set_host_venue(ctx.db, hostid, user.id, venue)
+    return render(ctx, "Computer venue updated", fmt(
+        "<p>The venue of this computer has been set to <b>{}</b>.</p><p>Preference changes "
+        "will take effect when the computer communicates with this project.</p><p>{}</p>",
+        venue or "(none)", link(url("show_host_detail.php", hostid=hostid),
+                                "Return to the computer")))
 
 
 # -- merging duplicate host records (host.inc) ----------------------------
@@ -1015,6 +1041,7 @@ PAGES = {
     "hosts_user.php": hosts_user_page,
     "show_host_detail.php": show_host_detail,
     "host_delete.php": host_delete,
+    "host_venue_action.php": host_venue_action,
     "host_edit_form.php": host_edit_form,
     "host_edit_action.php": host_edit_action,
     "merge_by_name.php": merge_by_name,
