@@ -11,7 +11,7 @@ import secrets
 
 import pytest
 
-import webdriver
+from site_util import browser_logout, browser_site, login_as
 from webdriver import Browser
 
 pytestmark = pytest.mark.slow
@@ -22,30 +22,8 @@ TITLE = "Lensing question %s" % secrets.token_hex(3)
 
 @pytest.fixture(scope="module")
 def web(db_root_params):
-    if not webdriver.available():
-        pytest.skip("chromium and chromedriver are not installed (webdriver.available())")
-    from conftest import RunningApache, make_test_project, remove_test_project
-    from boincpy import passwords
-    from boincpy.db.user import update_user_columns
-    from boincpy.tools.httpd import PrivateApache
-    from boincpy.web import accounts
-    project = make_test_project(db_root_params)
-    running = RunningApache(project, PrivateApache(project.root, project.port))
-    try:
-        running.server.start()
-        running.db = project.connect()
-        running.users = {}
-        for name in ("asker", "helper"):
-            email = "%s-%s@example.org" % (name, secrets.token_hex(3))
-            passwd = "pw of %s" % name
-            user = accounts.make_user(running.db, project.cfg, email, "%s %s" % (
-                name.title(), secrets.token_hex(2)), passwords.client_passwd_hash(passwd, email))
-            update_user_columns(running.db, user.id, {"total_credit": 50.0})
-            running.users[name] = (user, email, passwd)
+    with browser_site(db_root_params, ("asker", "helper"), total_credit=50.0) as running:
         yield running
-    finally:
-        running.server.stop(graceful=False)
-        remove_test_project(project)
 
 
 def shot(browser, name):
@@ -53,18 +31,13 @@ def shot(browser, name):
 
 
 def login(b, web, who):
-    user, email, passwd = web.users[who]
-    b.get(web.master_url + "login_form.php?next_url=forum_index.php")
-    b.find("#email_addr").send_keys(email)
-    b.find("#passwd").send_keys(passwd)
-    b.find('form[action="login_action.php"] button').follow()
+    user = login_as(b, web, who, "forum_index.php")
     assert "Message boards" in b.title
     return user
 
 
 def logout(b, web):
-    b.get(web.master_url + "logout.php")
-    b.find('form[action="logout.php"] button').follow()
+    browser_logout(b, web.master_url)
 
 
 def test_post_subscribe_reply_with_quote_notifies(web):

@@ -6,12 +6,11 @@ moderation notices in their private messages.  Once as CGIs, once in the
 persistent mode (mod_fcgid).  One Apache serves the module."""
 
 import os
-import secrets
 import time
 
 import pytest
 
-import webdriver
+from site_util import browser_logout, browser_site, login_as
 from webdriver import Browser
 
 pytestmark = pytest.mark.slow
@@ -21,45 +20,20 @@ SCREENS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "artifacts", 
 
 @pytest.fixture(scope="module")
 def web(db_root_params):
-    if not webdriver.available():
-        pytest.skip("chromium and chromedriver are not installed (webdriver.available())")
-    from conftest import RunningApache, make_test_project, remove_test_project
-    from boincpy import passwords
-    from boincpy.tools.httpd import PrivateApache
     from boincpy.web import accounts
-    project = make_test_project(db_root_params)
-    running = RunningApache(project, PrivateApache(project.root, project.port))
-    try:
-        running.server.start()
-        running.db = project.connect()
-        running.users = {}
-        for name, flags in (("moderator", [0]), ("author", None)):
-            email = "%s-%s@example.org" % (name, secrets.token_hex(3))
-            passwd = "pw of %s" % name
-            user = accounts.make_user(running.db, project.cfg, email, "%s %s" % (
-                name.title(), secrets.token_hex(2)), passwords.client_passwd_hash(passwd, email))
-            if flags:
-                accounts.set_special_user(running.db, user.id, flags)
-            running.users[name] = (user, email, passwd)
+    with browser_site(db_root_params, ("moderator", "author")) as running:
+        accounts.set_special_user(running.db, running.users["moderator"][0].id, [0])
         yield running
-    finally:
-        running.server.stop(graceful=False)
-        remove_test_project(project)
 
 
 def login(b, web, who):
-    user, email, passwd = web.users[who]
-    b.get(web.master_url + "login_form.php?next_url=home.php")
-    b.find("#email_addr").send_keys(email)
-    b.find("#passwd").send_keys(passwd)
-    b.find('form[action="login_action.php"] button').follow()
+    user = login_as(b, web, who, "home.php")
     assert user.name in b.body_text()
     return user
 
 
 def logout(b, web):
-    b.get(web.master_url + "logout.php")
-    b.find('form[action="logout.php"] button').follow()
+    browser_logout(b, web.master_url)
 
 
 def new_thread(web, title):

@@ -15,11 +15,10 @@ One Apache serves the module.  Screenshots go to tests/artifacts/site-screens/."
 
 import os
 import secrets
-import urllib.parse
 
 import pytest
 
-import webdriver
+from site_util import browser_logout, browser_site, login_as, with_credentials
 from webdriver import Browser
 
 pytestmark = pytest.mark.slow
@@ -32,28 +31,9 @@ NEWS = "Spring release %s" % secrets.token_hex(3)
 
 @pytest.fixture(scope="module")
 def web(db_root_params):
-    if not webdriver.available():
-        pytest.skip("chromium and chromedriver are not installed (webdriver.available())")
-    from conftest import RunningApache, make_test_project, remove_test_project
-    from boincpy.tools.httpd import PrivateApache
-    from boincpy.web import accounts
-    from boincpy import passwords
-    project = make_test_project(db_root_params)
-    running = RunningApache(project, PrivateApache(project.root, project.port))
-    try:
-        running.server.start()
-        running.db = project.connect()
-        running.users = {}
-        for name in ("founder", "joiner"):
-            email = "%s-%s@example.org" % (name, secrets.token_hex(3))
-            passwd = "pw of %s" % name
-            user = accounts.make_user(running.db, project.cfg, email, "%s %s" % (
-                name.title(), secrets.token_hex(2)), passwords.client_passwd_hash(passwd, email))
-            running.users[name] = (user, email, passwd)
+    # served_project stops running.server, the last one started (see the last test)
+    with browser_site(db_root_params, ("founder", "joiner")) as running:
         yield running
-    finally:
-        running.server.stop(graceful=False)       # the last one started (see the last test)
-        remove_test_project(project)
 
 
 def shot(browser, name):
@@ -61,18 +41,13 @@ def shot(browser, name):
 
 
 def login(b, web, who):
-    user, email, passwd = web.users[who]
-    b.get(web.master_url + "login_form.php?next_url=team.php")
-    b.find("#email_addr").send_keys(email)
-    b.find("#passwd").send_keys(passwd)
-    b.find('form[action="login_action.php"] button').follow()
+    user = login_as(b, web, who, "team.php")
     assert user.name in b.body_text()
     return user
 
 
 def logout(b, web):
-    b.get(web.master_url + "logout.php")
-    b.find('form[action="logout.php"] button').follow()
+    browser_logout(b, web.master_url)
     assert "logged out" in b.body_text()
 
 
@@ -81,10 +56,7 @@ def teamid_of(web, user):
 
 
 def ops_url(web, page):
-    parts = urllib.parse.urlsplit(web.ops_url)
-    netloc = "%s:%s@%s" % (urllib.parse.quote(web.ops_user, safe=""),
-                           urllib.parse.quote(web.ops_passwd, safe=""), parts.netloc)
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path + page, "", ""))
+    return with_credentials(web.ops_url + page, web.ops_user, web.ops_passwd)
 
 
 def test_create_join_remove_team(web):

@@ -12,6 +12,7 @@ import pytest
 import webdriver
 from backend_rows import add_result, add_workunit
 from boincpy import passwords
+from site_util import screenshot
 from webdriver import Browser
 
 pytestmark = [pytest.mark.slow,
@@ -63,8 +64,7 @@ def populate(project):
 
 
 def shot(b, name):
-    os.makedirs(SCREENS, exist_ok=True)
-    b.screenshot(os.path.join(SCREENS, name + ".png"))
+    screenshot(b, SCREENS, name)
 
 
 @pytest.mark.parametrize("apache", ["cgi", "persistent"], indirect=True)
