@@ -318,3 +318,20 @@ def test_host_venue_form(site):
     code, text, _ = call(site.p, "host_venue_action.php", auth=site.bob_auth,
                          post={"hostid": hostid, "venue": "", "csrf_token": tok})
     assert code == 200 and _venue(site, hostid) == ""
+
+
+# ---------------------------------------------------------------------------
+# page.STYLE: forum quotes are set off; the CSP's style hash still matches
+
+def test_quote_style_and_csp_hash(site):
+    import base64
+    import hashlib
+    from boincpy.web import bbcode
+    assert '<blockquote class="quote">' in bbcode.render("[quote=Al]hi[/quote]")
+    _, text, resp = call(site.p, "apps.php")
+    style = re.search(r"<style>(.*?)</style>", text, re.S).group(1)
+    assert re.search(r"blockquote\.quote\{[^}]*border-left:[^}]*\}", style)
+    assert re.search(r"blockquote\.quote \.quote-by\{", style)
+    csp = dict(resp.headers)["Content-Security-Policy"]
+    digest = base64.b64encode(hashlib.sha256(style.encode()).digest()).decode()
+    assert "style-src 'sha256-%s'" % digest in csp

@@ -211,6 +211,8 @@ input[type=number]{width:7em}
 .goto form{display:block;margin:4px 0}
 button{padding:3px 10px}
 button.danger{background:#c9302c;color:#fff;border:1px solid #ac2925;border-radius:3px}
+blockquote.quote{margin:6px 0 10px 8px;padding:6px 10px;border-left:4px solid #9ab;background:#f3f6f9;color:#333}
+blockquote.quote .quote-by{font-size:12px;color:#666;margin-bottom:4px}
 svg{display:block;margin:4px 0 12px}
 svg.progress{display:inline-block;vertical-align:middle;margin:0 8px}
 footer{margin-top:24px;border-top:1px solid #ddd;padding-top:8px;color:#777;font-size:12px}
