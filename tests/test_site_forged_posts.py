@@ -161,6 +161,13 @@ def _post(site, page, form, auth, method="POST"):
     return handle(page, read_request(environ, io.BytesIO(body)), site.root)
 
 
+def _get(site, page, query, auth):
+    environ = {"REQUEST_METHOD": "GET", "QUERY_STRING": urlencode(query),
+               "HTTP_HOST": "127.0.0.1", "SCRIPT_NAME": "/proj/" + page,
+               "REMOTE_ADDR": "192.0.2.20", "HTTP_COOKIE": "auth=%s" % auth}
+    return handle(page, read_request(environ, io.BytesIO(b"")), site.root)
+
+
 @pytest.fixture(scope="module")
 def site(db_root_params):
     from conftest import make_test_project, remove_test_project
@@ -176,8 +183,16 @@ def ids(site):
 
 # A GET is what an <img src> on another site sends with the volunteer's
 # cookie (BOINC's own pages acted on some GET links).
-@pytest.mark.parametrize("method", ["POST", "GET"])
-def test_no_page_acts_on_a_request_without_its_form_token(site, ids, method):
+def _queries(ids):
+    """Each one of the ids a page may take (pages refuse parameters they
+    don't know, as BOINC's check_get_args, so a GET names one at a time)."""
+    return [{}, {"userid": ids["a"]}, {"userid": ids["b"]}, {"hostid": ids["host"]},
+            {"teamid": ids["team"]}, {"id": ids["thread"]}, {"id": ids["forum"]},
+            {"id": ids["post"]}, {"thread": ids["thread"]}, {"post": ids["post"]},
+            {"subset": "global"}]
+
+
+def test_no_page_acts_on_a_post_without_its_form_token(site, ids):
     before = _checksums(site)
     failures = []
     # the owner of everything with each action the site knows; the other
@@ -185,7 +200,7 @@ def test_no_page_acts_on_a_request_without_its_form_token(site, ids, method):
     tries = [(action, AUTH_A) for action in ACTIONS] + [("", AUTH_B)]
     for page in sorted(set(PAGES) - NO_TOKEN_BY_DESIGN):
         for action, auth in tries:
-            resp = _post(site, page, _fields(ids, action), auth, method)
+            resp = _post(site, page, _fields(ids, action), auth)
             if resp.status.startswith("5") or "Traceback" in resp.text:
                 failures.append("%s action=%r: %s" % (page, action, resp.status))
             after = _checksums(site)
@@ -195,5 +210,61 @@ def test_no_page_acts_on_a_request_without_its_form_token(site, ids, method):
                                 % (page, action, changed))
                 before = after
     assert failures == []
-    # the pages were reached: the volunteer's objects are still there to act on
-    assert _checksums(site) == before
+
+
+@pytest.mark.slow          # ~4,000 requests
+def test_no_page_acts_on_a_get(site, ids):
+    # what an <img src> on another site sends with the volunteer's cookie
+    # (BOINC's own pages acted on some GET links): each id, with each action
+    # where the page takes one
+    before = _checksums(site)
+    failures = []
+    for page in sorted(set(PAGES) - NO_TOKEN_BY_DESIGN):
+        probe = _get(site, page, {"action": "x"}, AUTH_A).text
+        actions = [""] if "unexpected parameter: action" in probe else ACTIONS
+        # the owner with each action; the other volunteer with each id alone
+        tries = [(AUTH_A, q, a) for q in _queries(ids) for a in actions] + \
+            [(AUTH_B, q, "") for q in _queries(ids)]
+        for auth, query, action in tries:
+            resp = _get(site, page, dict(query, action=action) if action else query, auth)
+            if resp.status.startswith("5") or "Traceback" in resp.text:
+                failures.append("%s %s: %s" % (page, query, resp.status))
+        after = _checksums(site)
+        if after != before:
+            failures.append("%s changed %s on a GET" % (
+                page, sorted(t for t in after if after[t] != before.get(t))))
+            before = after
+    assert failures == []
+
+
+XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+
+def test_every_page_escapes_what_the_database_holds(site, ids):
+    # rows written by other tools (or BOINC's PHP, which trusted them) hold
+    # markup in every text a page shows: no page may print it as markup
+    # (names and titles may be unique: each row's own id follows the markup)
+    for table, columns in (("user", ("name", "url", "country", "signature")),
+                           ("team", ("name", "url", "name_html", "description")),
+                           ("host", ("domain_name", "os_name", "p_model", "venue")),
+                           ("thread", ("title",)), ("post", ("content",)),
+                           ("private_messages", ("subject", "content")),
+                           ("friend", ("message",)), ("forum", ("title", "description")),
+                           ("category", ("name",))):
+        key = "id" if table != "friend" else "user_src"
+        _execute(site, "UPDATE `%s` SET %s" % (table, ", ".join(
+            "%s = CONCAT(%%s, %s)" % (c, key) for c in columns)), (XSS,) * len(columns))
+    failures, shown = [], set()
+    for page in sorted(PAGES):
+        for auth, query in [(a, q) for a in (AUTH_A, AUTH_B) for q in _queries(ids)]:
+            resp = _get(site, page, query, auth)
+            if resp.status.startswith("5") or "Traceback" in resp.text:
+                failures.append("%s: %s" % (page, resp.status))
+            if "<script>alert" in resp.text or "<img src=x" in resp.text:
+                failures.append("%s shows the markup as markup" % page)
+            if "&lt;script&gt;alert" in resp.text:
+                shown.add(page)
+    assert failures == []
+    # the rows were on the pages (escaped): the check looked at something
+    assert {"home.php", "show_user.php", "team_display.php", "show_host_detail.php",
+            "forum_thread.php", "forum_index.php", "pm.php", "hosts_user.php"} <= shown, shown

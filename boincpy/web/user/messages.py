@@ -849,7 +849,8 @@ def _check_pending(ctx, user, dest):
         body = fmt("<p>You requested friendship with {} on {}.</p><p>This request is still "
                    "pending confirmation.</p>", dest.name, time_str(row["create_time"]))
         return render(ctx, "Request pending", body)
-    mdb.delete_friendship(db, user.id, dest.id)
+    # a request that was declined may be made again: add_confirm's REPLACE
+    # writes over its row (BOINC deleted it here, on the form's GET too)
     return None
 
 
