@@ -18,14 +18,13 @@ import urllib.parse
 
 import pytest
 
-from boincpy import passwords
 from boincpy.config import load_config
 from boincpy.db import forum as forum_db
 from boincpy.web import accounts, recaptcha
 from boincpy.web.http import Request
 from boincpy.web.user import moderation
 from site_util import add_config as _set_config
-from site_util import call, mailing_project, ok, one, q
+from site_util import call, mailing_project, numbered_user, ok, one, q
 from site_util import free_port as _free_port
 from site_util import token_of as token
 
@@ -71,20 +70,13 @@ def site(db_root_params, smtp):
 
 def new_user(site, name=None, special=None, send_email=1, create_time=None, url=""):
     n = next(_serial)
-    name = name or "user%d" % n
-    addr = "m%d_%d@example.com" % (n, int(time.time()))
-    user = accounts.make_user(site.db, site.cfg, addr, name,
-                              passwords.md5_hex("secret%d" % n + addr), now=create_time)
     changes = {}
     if not send_email:
         changes["send_email"] = 0
     if url:
         changes["url"] = url
-    if name != user.name:
-        changes["name"] = name          # as BOINC's PHP may have stored it
-    if changes:
-        from boincpy.db.user import update_user_columns
-        update_user_columns(site.db, user.id, changes)
+    user = numbered_user(site, n, "m", "secret", name or "user%d" % n, create_time, changes,
+                         keep_name=True)
     if special is not None:
         accounts.set_special_user(site.db, user.id, special)
     return accounts.lookup_user_by_id(site.db, user.id)
@@ -877,3 +869,73 @@ def test_team_forum_moderated_by_its_founder(site, smtp):
     # the report goes to the team's founder, the notice to the member
     assert any("post hidden in" in m["Subject"] for m in smtp.to(founder.email_addr))
     assert "has been hidden" in pms(site, member)[-1]["content"]
+
+
+# ---------------------------------------------------------------------------
+# forum_report_post.php: a volunteer reports a post to the moderators
+
+def test_report_post(site, smtp):
+    author = new_user(site, name="Author " + HOSTILE)
+    reader = new_user(site)
+    tid, pid = new_thread(site, author, title="bad thread", content="offensive " + HOSTILE)
+    # the thread shows other readers a Report link, not the author
+    thread_page = ok(call(site, "forum_thread.php", reader, {"id": tid}))
+    assert 'href="forum_report_post.php?post=%d"' % pid in thread_page
+    assert 'forum_report_post.php' not in ok(call(site, "forum_thread.php", author, {"id": tid}))
+    # not logged in: to the login form
+    assert call(site, "forum_report_post.php", None, {"post": pid}).status.startswith("303")
+    form = ok(call(site, "forum_report_post.php", reader, {"post": pid}))
+    assert "<script>" not in form and "offensive" in form
+    smtp.clear()
+    # without the token, another user's token, an empty reason, no such post: nothing sent
+    assert call(site, "forum_report_post.php", reader, None,
+                {"post": str(pid), "reason": "spam"}).status.startswith("403")
+    other = ok(call(site, "forum_report_post.php", author, {"post": pid}))
+    assert call(site, "forum_report_post.php", reader, None,
+                {"post": str(pid), "reason": "spam", "csrf_token": token(other)}
+                ).status.startswith("403")
+    assert call(site, "forum_report_post.php", reader, None,
+                {"post": str(pid), "reason": "  ", "csrf_token": token(form)}
+                ).status.startswith("400")
+    assert call(site, "forum_report_post.php", reader, None,
+                {"post": "999999999", "reason": "x", "csrf_token": token(form)}
+                ).status.startswith("404")
+    assert not smtp.messages
+    resp = call(site, "forum_report_post.php", reader, None,
+                {"post": str(pid), "reason": "rude " + HOSTILE, "csrf_token": token(form)})
+    assert "Your report has been recorded" in ok(resp)
+    for addr in REPORTS.split("|"):
+        mails = [m for m in smtp.to(addr) if "reported as offensive" in m["Subject"]]
+        assert len(mails) == 1 and "'bad thread'" in mails[0]["Subject"]
+        text = mails[0].get_payload(decode=True).decode()
+        assert "Reporting User: %d (%s)" % (reader.id, reader.name) in text
+        assert "Post:           %d by %d" % (pid, author.id) in text
+        assert "rude " + HOSTILE in text and "forum_thread.php?id=%d#%d" % (tid, pid) in text
+    # the forum's rating credit is needed to report
+    site.db.execute("UPDATE forum SET rate_min_total_credit = 1000 WHERE id = %s",
+                    (forum_id(site),))
+    try:
+        resp = call(site, "forum_report_post.php", reader, {"post": pid})
+        assert resp.status.startswith("403") and "more average or total credit" in resp.text
+    finally:
+        site.db.execute("UPDATE forum SET rate_min_total_credit = 0 WHERE id = %s",
+                        (forum_id(site),))
+
+
+def test_report_team_post_goes_to_founder_and_project(site, smtp):
+    founder = new_user(site)
+    team = accounts.make_team(site.db, founder.id, "report team %d" % founder.id, "", 0, "", "",
+                              "")
+    member = new_user(site)
+    accounts.join_team(site.db, team, member)
+    with site.db.transaction():
+        fid = forum_db.insert_forum(site.db, team.id, 0, "Team forum", "", 0, parent_type=1)
+        tid = forum_db.insert_thread(site.db, fid, founder.id, "team news", "hello",
+                                     int(time.time()) - 10)
+    pid = one(site, "SELECT id FROM post WHERE thread = %s", (tid,))["id"]
+    smtp.clear()
+    form = ok(call(site, "forum_report_post.php", member, {"post": pid}))
+    ok(call(site, "forum_report_post.php", member, None,
+            {"post": str(pid), "reason": "off topic", "csrf_token": token(form)}))
+    assert any("reported as offensive" in m["Subject"] for m in smtp.to(founder.email_addr))
+    assert any("reported as offensive" in m["Subject"] for m in smtp.to("mods@example.com"))

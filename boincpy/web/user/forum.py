@@ -414,6 +414,8 @@ def show_post(ctx, post, thread, forum, category, unread_since, reader, rprefs, 
             helpdesk = category is not None and category["is_helpdesk"]
             actions.append(rate_form(ctx, post["id"], SOLUTION if helpdesk else "+",
                                      OFF_TOPIC if helpdesk else "-"))
+        if post["user"] != reader.id:
+            actions.append(link(url("forum_report_post.php", post=post["id"]), "Report"))
         if moderator:
             actions.append(moderation.moderation_links(ctx, reader, post, forum))
     content = bbcode.render(post["content"], images=not (rprefs and rprefs["images_as_links"]))

@@ -32,6 +32,8 @@ the project administrators' (and the moderators' with
 ``forum_banishment_vote.php``          ``userid``, ``action`` start (the form), yes /
                                        no (a button: BOINC counted a GET)
 ``forum_banishment_vote_action.php``   POST ``userid``, ``action`` start / yes / no
+``forum_report_post.php``              ``post``: a volunteer's report (the form; POST
+                                       ``post``, ``reason``) e-mailed to the moderators
 =====================================  ===============================================
 
 Each action notifies as forum_email.inc does: the author gets the moderation
@@ -323,20 +325,21 @@ def notify_user(ctx, user, subject, body):
 def report(ctx, forum, subject, body):
     """forum_email.inc's mail_report_list: the project's forums report to
     <post_report_emails> (addresses separated by |), a team's forum to the
-    team's founder and admins."""
+    team's founder and admins.  True if every e-mail went (False: none to
+    send to, or one failed)."""
     cfg, db = ctx.cfg, ctx.db
     if forum is None or forum["parent_type"] == 0:
-        for addr in (cfg.post_report_emails or "").split("|"):
-            if addr.strip():
-                _send(cfg, addr.strip(), "Admin", subject, body)
-        return
+        addrs = [a.strip() for a in (cfg.post_report_emails or "").split("|") if a.strip()]
+        sent = [_send(cfg, addr, "Admin", subject, body) for addr in addrs]
+        return bool(sent) and all(sent)
     if forum["parent_type"] == 1:
         rows = db.query("SELECT u.email_addr, u.name FROM user u JOIN team t ON t.userid = u.id "
                         "WHERE t.id = %s UNION SELECT u.email_addr, u.name FROM user u "
                         "JOIN team_admin a ON a.userid = u.id WHERE a.teamid = %s",
                         (forum["category"], forum["category"]))
-        for row in rows:
-            _send(cfg, row["email_addr"], row["name"], subject, body)
+        sent = [_send(cfg, row["email_addr"], row["name"], subject, body) for row in rows]
+        return bool(sent) and all(sent)
+    return False
 
 
 def post_moderation_notice(ctx, moderator, forum, post, thread, explanation, action_name):
@@ -855,7 +858,75 @@ def forum_banishment_vote_action(ctx):
     return _page(ctx, "Banishment Vote", [fmt("<p>{}</p>", message), _tally_html(ctx.db, vote)])
 
 
+# ---------------------------------------------------------------------------
+# forum_report_post.php
+
+def forum_report_post(ctx):
+    """forum_report_post.php?post=N: a volunteer reports a post to the
+    moderators (send_report_post_email: to <post_report_emails>; a team's
+    board to its founder and admins and to the project's list too).  The
+    form, then its POST (form token, ``post``, ``reason``); the reporter
+    needs the forum's rating credit (rate_min_total_credit and
+    rate_min_expavg_credit) and must not be banished."""
+    from boincpy.web.user.forum import check_visible
+    posted = ctx.req.method == "POST"
+    user = ctx.require_action() if posted else ctx.require_login()
+    post, thread, forum = _post_context(ctx, _id(ctx, "post", post=posted))
+    check_visible(ctx, forum, user)
+    if (post["hidden"] or thread["hidden"]) and not is_moderator(ctx.db, user, forum):
+        raise PageError("No such post", "404 Not Found", "No such post")
+    if accounts.forum_prefs(ctx.db, user.id)["banished_until"] > ctx.now:
+        raise PageError("You may not post or report posts while banished.", "403 Forbidden",
+                        "Banished")
+    if (user.total_credit < forum["rate_min_total_credit"]
+            or user.expavg_credit < forum["rate_min_expavg_credit"]):
+        raise PageError("You need more average or total credit to report a post.",
+                        "403 Forbidden", "Report a forum post")
+    back = link(url("forum_thread.php", id=thread["id"], postid=post["id"]), "Return to thread")
+    if not posted:
+        parts = []
+        if not ctx.cfg.no_forum_rating:
+            parts.append(fmt("<p>Before reporting this post, consider using the +/- rating "
+                             "system instead. If enough users rate a post negatively it will "
+                             "eventually be hidden.</p>"))
+        parts += [_post_summary(post, thread), _form(ctx, "forum_report_post.php",
+                                                     {"post": post["id"]}, [
+            hidden("post", post["id"]),
+            _reason_box("Why do you find the post offensive? Please include enough "
+                        "information so that a person who has not yet read the thread will "
+                        "quickly be able to identify the issue.")])]
+        return _page(ctx, "Report a forum post", parts)
+    reason = _reason(ctx)
+    if not reason:
+        raise PageError("parameter reason: say why you report the post")
+    cfg = ctx.cfg
+    owner = accounts.lookup_user_by_id(ctx.db, post["user"])
+    subject = "%s post in '%s' reported as offensive" % (cfg.long_name, thread["title"])
+    body = ("%s notification:\n\nA post in the %s forums was reported as offensive.\n"
+            "    Thread:         %s\n    Post:           %d by %s (%s)\n"
+            "    Reporting User: %d (%s)\n    Link:           %sforum_thread.php?id=%d#%d\n\n"
+            "Comments from reporting user:\n%s\n\nContents of the post:\n%s\n\n"
+            "For assistance with %s go to %s"
+            % (cfg.long_name, cfg.long_name, thread["title"], post["id"],
+               owner.id if owner else post["user"], owner.name if owner else "deleted user",
+               user.id, user.name, _site(cfg), thread["id"], post["id"], reason,
+               post["content"], cfg.long_name, cfg.master_url))
+    sent = report(ctx, forum, subject, body)
+    if forum["parent_type"] != 0:       # a team's board: the project's moderators too
+        sent = report(ctx, None, subject, body) and sent
+    if not sent:
+        raise PageError(fmt("Your report could not be recorded. Please wait a while and try "
+                            "again; if this is not a temporary error, please report it to the "
+                            "project. {}", back), "503 Service Unavailable",
+                        "Report not registered")
+    return _page(ctx, "Report registered", [fmt(
+        "<p>Your report has been recorded. Thanks for your input.</p><p>A moderator will now "
+        "look at your report and decide what will happen - this may take a little while, so "
+        "please be patient.</p><p>{}</p>", back)])
+
+
 PAGES = {
+    "forum_report_post.php": forum_report_post,
     "forum_moderate_post.php": forum_moderate_post,
     "forum_moderate_post_action.php": forum_moderate_post_action,
     "forum_moderate_thread.php": forum_moderate_thread,
