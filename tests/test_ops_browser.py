@@ -19,6 +19,8 @@ import MySQLdb
 import pytest
 
 from ops_fixtures import XSS, populate
+from site_util import rows as db_query
+from site_util import with_credentials
 from webdriver import Browser
 
 pytestmark = pytest.mark.slow
@@ -44,16 +46,6 @@ def site(apache, db_root_params):
     return apache
 
 
-def db_query(site, sql, params=()):
-    conn = MySQLdb.connect(db=site.project.db_name, **site.project.db_root_params)
-    try:
-        cur = conn.cursor(MySQLdb.cursors.DictCursor)
-        cur.execute(sql, params)
-        return list(cur.fetchall())
-    finally:
-        conn.close()
-
-
 def state(site):
     """Everything a cancel could change."""
     return (db_query(site, "SELECT id, error_mask, transition_time FROM workunit ORDER BY id"),
@@ -76,10 +68,7 @@ def http(site, page, data=None, auth=True, query=None, headers=None):
 
 
 def authed_url(site, page=""):
-    parts = urllib.parse.urlsplit(site.ops_url)
-    netloc = "%s:%s@%s" % (urllib.parse.quote(site.ops_user, safe=""),
-                           urllib.parse.quote(site.ops_passwd, safe=""), parts.netloc)
-    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path + page, "", ""))
+    return with_credentials(site.ops_url + page, site.ops_user, site.ops_passwd)
 
 
 def shot(browser, name):
