@@ -14,12 +14,9 @@ server's answer, a timeout, a command's exit status), never a traceback: the
 pages log it and tell the user.
 """
 
-import email.message
-import email.utils
-import shlex
-import smtplib
-import ssl
-import subprocess
+# email, smtplib, ssl and subprocess are imported where a message is made or
+# sent: every page that may send imports this module, and a classic CGI pays
+# some 20 ms for them though most requests send nothing.
 import time
 from urllib.parse import urlsplit
 
@@ -41,6 +38,7 @@ def sender(cfg):
     """The From: address: config.xml's email_from, else noreply@ the project's host."""
     if cfg.email_from:
         return cfg.email_from
+    import email.utils
     host = urlsplit(cfg.master_url).hostname or "localhost"
     return email.utils.formataddr((cfg.long_name or "BOINC project", "noreply@" + host))
 
@@ -51,6 +49,8 @@ def _one_line(text):
 
 def make_message(cfg, to, subject, body, to_name="", now=None, id_tag="boincpy"):
     """A plain-text message (UTF-8) to ``to``; names and subjects are kept on one line."""
+    import email.message
+    import email.utils
     msg = email.message.EmailMessage()
     msg["From"] = sender(cfg)
     msg["To"] = email.utils.formataddr((_one_line(to_name), _one_line(to)))
@@ -63,6 +63,8 @@ def make_message(cfg, to, subject, body, to_name="", now=None, id_tag="boincpy")
 
 def _smtp(cfg):
     """An open, logged-in SMTP connection as config.xml says."""
+    import smtplib
+    import ssl
     port = cfg.smtp_port or (587 if cfg.smtp_starttls else 25)
     try:
         conn = smtplib.SMTP(cfg.smtp_host, port, timeout=TIMEOUT)
@@ -87,6 +89,7 @@ def _smtp(cfg):
 
 
 def _close(conn):
+    import smtplib
     try:
         conn.quit()
     except (OSError, smtplib.SMTPException):
@@ -94,6 +97,8 @@ def _close(conn):
 
 
 def _run_command(cfg, msg):
+    import shlex
+    import subprocess
     argv = shlex.split(cfg.email_command)
     try:
         proc = subprocess.run(argv, input=bytes(msg), capture_output=True, timeout=TIMEOUT)
@@ -109,6 +114,7 @@ def deliver(cfg, messages):
     """Send each message (one SMTP connection for all); return (number sent,
     [one text per failed message]).  MailError if nothing can be sent at all
     (no way configured, the server unreachable or refusing the login)."""
+    import smtplib
     messages = list(messages)
     failures = []
     sent = 0

@@ -16,9 +16,7 @@ only; every other page allows no script).
 
 import json
 import sys
-import urllib.error
 import urllib.parse
-import urllib.request
 
 from boincpy.web.markup import Markup, fmt
 
@@ -46,6 +44,10 @@ def recaptcha_html(cfg):
 
 def verify(cfg, response, remote_addr):
     """Ask the verifier about one response; True if it says ``success``."""
+    # imported here: the sign-up page imports this module on every request,
+    # and urllib.request brings http.client, email and ssl (~30 ms for a CGI)
+    import urllib.error
+    import urllib.request
     if not response:
         return False            # the verifier's "missing-input-response"
     query = urllib.parse.urlencode({"secret": cfg.recaptcha_private_key,

@@ -2,4 +2,4 @@
 """create_account_action.php, a page of the project's web site (see boincpy.web.user.main)."""
 from boincpy.web.user.main import run
 
-run(__file__)
+run(__file__, "account")

@@ -18,34 +18,59 @@ Each family of pages is one module with its own ``PAGES`` (script name ->
 its family lives.
 """
 
+import importlib
 import os
 
 from boincpy.web.page import PageError, handle_in_project, run_page, serve
 from boincpy.web.rpc_xml import ERR_PROJECT_DOWN, XmlError, error_response
-from boincpy.web.submitter import batches
-from boincpy.web.user import (account, badges, forum, forum_post, lists, messages, moderation,
-                              news, prefs, profile, session, tasks, teams)
+from boincpy.web.user import session
 
-FAMILIES = (session, account, prefs, tasks, teams, news, profile, badges, messages, forum, lists,
-            moderation, forum_post)
+# The families, by module: a classic CGI imports only its page's family (its
+# entry file names it), a persistent process and the tests all of them.
+FAMILIES = ("session", "account", "prefs", "tasks", "teams", "news", "profile", "badges",
+            "messages", "forum", "lists", "moderation", "forum_post")
+_PAGES = None
 
-PAGES = {"submit.php": batches.page}
-for _family in FAMILIES:
-    PAGES.update(_family.PAGES)
+
+def family_pages(family):
+    """The PAGES of one family module of boincpy.web.user (``submitter``:
+    submit.php)."""
+    if family == "submitter":
+        from boincpy.web.submitter import batches
+        return {"submit.php": batches.page}
+    return importlib.import_module("boincpy.web.user." + family).PAGES
+
+
+def all_pages():
+    """Every page of the site: script name -> page function."""
+    global _PAGES
+    if _PAGES is None:
+        pages = dict(family_pages("submitter"))
+        for family in FAMILIES:
+            pages.update(family_pages(family))
+        _PAGES = pages
+    return _PAGES
+
+
+def __getattr__(name):
+    # main.PAGES: every page, imported on first use (PEP 562)
+    if name == "PAGES":
+        return all_pages()
+    raise AttributeError(name)
 
 # Pages of the submitters, framed by their own navigation.
 SUBMIT_PAGES = frozenset({"submit.php"})
 
 
-def xml_reply(page_name, req):
+def xml_reply(page_name, req, pages=None):
     """Whether this request of the page is answered in XML for a program: the
     page function's ``xml_reply`` attribute, True or a predicate on the
     Request (show_user.php's ``format=xml``, apps.php's ``xml``...)."""
-    mode = getattr(PAGES.get(page_name), "xml_reply", False)
+    mode = getattr((pages or all_pages()).get(page_name), "xml_reply", False)
     return bool(mode(req) if callable(mode) else mode)
 
 
-def down_reply(page_name, req):
+def down_reply(page_name, req, pages=None):
     """The answer while PROJECT/stop_web exists to an XML request:
     xml_error(ERR_PROJECT_DOWN), -183 "Project is temporarily offline" after
     the XML declaration, as BOINC's db_init_xml pages answer (its apps.php
@@ -53,16 +78,18 @@ def down_reply(page_name, req):
     page; a program gets XML from every one of ours).  None for the HTML
     pages and the RSS feeds, which answer the 503 page as BOINC's
     show_project_down (its feeds never set $generating_xml)."""
-    if xml_reply(page_name, req):
+    if xml_reply(page_name, req, pages):
         return error_response(XmlError(ERR_PROJECT_DOWN))
     return None
 
 
-def respond(page_name, cfg, req, now=None):
-    """Run one page for a Request with the project's config; always a Response."""
+def respond(page_name, cfg, req, now=None, pages=None):
+    """Run one page for a Request with the project's config; always a Response.
+    ``pages``: the page's family (a CGI's), else every page."""
+    pages = pages or all_pages()
     site = session.SUBMIT_SITE if page_name in SUBMIT_PAGES else session.USER_SITE
     if os.path.exists(cfg.project_path("stop_web")):
-        down = down_reply(page_name, req)
+        down = down_reply(page_name, req, pages)
         if down is not None:
             return down
 
@@ -71,7 +98,7 @@ def respond(page_name, cfg, req, now=None):
             raise PageError("The project's web site is down for maintenance; please try "
                             "again later.", "503 Service Unavailable", "Project down")
         return session.UserContext(req, cfg, now, page_name, site)
-    return serve(PAGES, page_name, context, site)
+    return serve(pages, page_name, context, site)
 
 
 def handle(page_name, req, project_dir, now=None):
@@ -79,15 +106,22 @@ def handle(page_name, req, project_dir, now=None):
     return handle_in_project(respond, page_name, req, project_dir, now)
 
 
-def takes_uploads(page_name):
+def takes_uploads(page_name, pages=None):
     """Whether a page reads multipart file uploads (its function's ``uploads``
     attribute, e.g. create_profile.php's picture)."""
-    return bool(getattr(PAGES.get(page_name), "uploads", False))
+    return bool(getattr((pages or all_pages()).get(page_name), "uploads", False))
 
 
 respond.takes_uploads = takes_uploads
 
 
-def run(script_file):
-    """CGI main of an html/user page script."""
-    run_page(respond, script_file, takes_uploads(os.path.basename(script_file)))
+def run(script_file, family=None):
+    """CGI main of an html/user page script; ``family``: the module of
+    boincpy.web.user that has the page (only it is imported: a CGI pays for
+    every import), else every family."""
+    pages = family_pages(family) if family else all_pages()
+    page = os.path.basename(script_file)
+
+    def family_respond(page_name, cfg, req, now=None):
+        return respond(page_name, cfg, req, now, pages)
+    run_page(family_respond, script_file, takes_uploads(page, pages))

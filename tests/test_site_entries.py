@@ -1,0 +1,43 @@
+"""The site's entry files (html/user/NAME.php): each runs its page through
+boincpy.web.user.main naming the family module that has it, so a classic CGI
+imports that family only (every module a CGI imports is paid on every
+request), and nothing a page only sometimes needs (e-mail, TLS) is imported
+before it is needed."""
+
+import os
+import re
+import subprocess
+import sys
+
+from boincpy.web.user import main
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+USER = os.path.join(REPO, "html", "user")
+_RUN = re.compile(r'^run\(__file__, "([a-z_]+)"\)$', re.M)
+
+
+def test_every_site_page_has_an_entry_naming_its_family():
+    families = {}
+    for family in ("submitter",) + main.FAMILIES:
+        for page in main.family_pages(family):
+            families[page] = family
+    assert set(families) == set(main.PAGES)
+    for page, family in sorted(families.items()):
+        path = os.path.join(USER, page)
+        assert os.access(path, os.X_OK), page
+        text = open(path).read()
+        assert "from boincpy.web.user.main import run" in text, page
+        m = _RUN.search(text)
+        assert m and m.group(1) == family, (page, family)
+
+
+def test_a_page_imports_its_family_only():
+    code = ("import sys; from boincpy.web.user import main; "
+            "pages = main.family_pages('account'); "
+            "print(sorted(m for m in sys.modules if m.startswith('boincpy.web.user.')) ); "
+            "print([m for m in ('smtplib', 'ssl', 'email.message', 'subprocess', "
+            "'boincpy.web.user.forum', 'boincpy.web.user.teams') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=REPO, check=True).stdout.splitlines()
+    assert "home.php" in main.family_pages("account")
+    assert out[1] == "[]", out
