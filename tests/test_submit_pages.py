@@ -16,12 +16,12 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
-from http.cookies import SimpleCookie
 
 import pytest
 
 from boincpy import passwords
 from boincpy.states import BatchState, Outcome, ServerState, WuError
+from site_util import Session, token_of
 from submit_util import make_submit_site, post, run_bin, run_jobs, transition
 from webdriver import Browser
 
@@ -43,68 +43,6 @@ UNSENT = {
     "to_abort": ("submitter", ["abort 1\n", "abort 2\n"]),
     "ops_abort": ("second", ["ops abort\n"]),
 }
-
-
-class Session:
-    """A browser's side of HTTP: cookies kept, redirects not followed."""
-
-    class _NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args, **kwargs):
-            return None
-
-    def __init__(self, base, basic_auth=None):
-        self.base = base
-        self.cookies = {}
-        self.basic_auth = basic_auth
-        self.opener = urllib.request.build_opener(urllib.request.ProxyHandler({}),
-                                                  self._NoRedirect())
-
-    def request(self, page, query=None, form=None, headers=None):
-        """(status, headers, body bytes); Set-Cookie headers update the cookies."""
-        target = self.base + page
-        if query:
-            target += ("&" if "?" in page else "?") + urllib.parse.urlencode(query)
-        data = urllib.parse.urlencode(form, doseq=True).encode() if form is not None else None
-        req = urllib.request.Request(target, data=data, headers=dict(headers or {}))
-        if self.cookies:
-            req.add_header("Cookie", "; ".join("%s=%s" % kv for kv in self.cookies.items()))
-        if self.basic_auth:
-            import base64
-            req.add_header("Authorization", "Basic " + base64.b64encode(
-                ("%s:%s" % self.basic_auth).encode()).decode())
-        try:
-            with self.opener.open(req, timeout=120) as resp:
-                status, head, body = resp.status, resp.headers, resp.read()
-        except urllib.error.HTTPError as exc:
-            status, head, body = exc.code, exc.headers, exc.read()
-        for line in head.get_all("Set-Cookie") or []:
-            jar = SimpleCookie()
-            jar.load(line)
-            for name, morsel in jar.items():
-                if morsel["max-age"] == "0":
-                    self.cookies.pop(name, None)
-                else:
-                    self.cookies[name] = morsel.value
-        return status, head, body
-
-    def page(self, page, query=None, form=None, headers=None, status=200):
-        """The body text of a page that must answer ``status``."""
-        code, _, body = self.request(page, query, form, headers)
-        text = body.decode("utf-8", "replace")
-        assert code == status, (code, text[-3000:])
-        return text
-
-    def login(self, email, passwd):
-        code, head, _ = self.request("login_action.php", form={
-            "email_addr": email, "passwd": passwd, "next_url": "submit.php"})
-        assert code == 303 and "auth" in self.cookies, code
-        return self
-
-
-def token_of(text):
-    m = re.search(r'name="csrf_token" value="([^"]+)"', text)
-    assert m, "no form token in the page"
-    return m.group(1)
 
 
 @pytest.fixture(scope="module")
