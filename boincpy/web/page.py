@@ -20,7 +20,6 @@ import hashlib
 import os
 import sys
 import time
-import traceback
 from dataclasses import dataclass
 
 from boincpy.db.connection import connect, replica_state, web_replica_configured
@@ -308,6 +307,7 @@ def serve(pages, page_name, make_context, site=OPS):
     except BoincpyError as err:
         return error_page(ctx, PageError(err.message, "500 Internal Server Error", "Error"), site)
     except Exception:
+        import traceback          # (only a failing page pays for it)
         text = traceback.format_exc()
         sys.stderr.write(text)
         return render(ctx, "Internal error",

@@ -29,7 +29,6 @@ element order and layout of BOINC's PHP pages; every value is XML-escaped.
 
 import os
 import time
-import traceback
 from dataclasses import dataclass, field
 from urllib.parse import quote_plus
 
@@ -905,6 +904,7 @@ def handle(name, cfg, request):
     except BadRequest as exc:
         return error_response(exc)
     except Exception as exc:      # reported as an XML error, never a traceback page
+        import traceback          # (only a failing request pays for it)
         log_error("%s.php: %s\n%s" % (name, exc, traceback.format_exc()))
         resp = xml_response(error_xml(-1, "server error: %s" % (
             exc.message if isinstance(exc, BoincpyError) else "see the web server's error log")))
