@@ -22,6 +22,7 @@ import os
 import re
 import secrets
 import socket
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -229,6 +230,30 @@ def volunteer(db, cfg, name, **columns):
         from boincpy.db.user import update_user_columns
         update_user_columns(db, user.id, columns)
     return user, email_addr, passwd
+
+
+def numbered_user(site, n, prefix, passwd_prefix, name, create_time=None, columns=None,
+                  forum_prefs=None, keep_name=False):
+    """User number ``n`` of a test module (``site.db``, ``site.cfg``): named
+    ``name``, address PREFIXn_TIME@example.com, password hash
+    md5(PASSWD_PREFIXn + address), made at ``create_time`` (now if None);
+    then ``columns`` set (update_user_columns; with ``keep_name`` the name
+    too where make_user changed it, as BOINC's PHP may have stored it) and
+    ``forum_prefs`` {column: value} (set_forum_pref); the User read back."""
+    from boincpy import passwords
+    from boincpy.db.user import set_forum_pref, update_user_columns
+    from boincpy.web import accounts
+    addr = "%s%d_%d@example.com" % (prefix, n, int(time.time()))
+    user = accounts.make_user(site.db, site.cfg, addr, name,
+                              passwords.md5_hex("%s%d" % (passwd_prefix, n) + addr),
+                              now=create_time)
+    if keep_name and name != user.name:
+        columns = dict(columns or {}, name=name)
+    if columns:
+        update_user_columns(site.db, user.id, columns)
+    for column, value in (forum_prefs or {}).items():
+        set_forum_pref(site.db, user.id, column, value)
+    return accounts.lookup_user_by_id(site.db, user.id)
 
 
 # ---------------------------------------------------------------------------

@@ -14,12 +14,11 @@ import time
 
 import pytest
 
-from boincpy import passwords
 from boincpy.db import forum as fdb
 from boincpy.db import messages as mdb
-from boincpy.db.user import set_forum_pref, update_user_columns
+from boincpy.db.user import set_forum_pref
 from boincpy.web import accounts
-from site_util import call, mailing_project, make_token, ok, one
+from site_util import call, mailing_project, make_token, numbered_user, ok, one
 
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 _serial = itertools.count(1)
@@ -33,13 +32,8 @@ def site(db_root_params, smtp):
 
 def new_user(site, credit=100.0, name=None, **prefs):
     n = next(_serial)
-    addr = "f%d_%d@example.com" % (n, int(time.time()))
-    user = accounts.make_user(site.db, site.cfg, addr, name or "poster%d" % n,
-                              passwords.md5_hex("pw%d" % n + addr))
-    update_user_columns(site.db, user.id, {"total_credit": credit, "expavg_credit": credit})
-    for column, value in prefs.items():
-        set_forum_pref(site.db, user.id, column, value)
-    return accounts.lookup_user_by_id(site.db, user.id)
+    return numbered_user(site, n, "f", "pw", name or "poster%d" % n, None,
+                         {"total_credit": credit, "expavg_credit": credit}, prefs)
 
 
 def tok(site, user, page):

@@ -18,7 +18,7 @@ from boincpy import passwords
 from boincpy.db import messages as mdb
 from boincpy.web import accounts
 from boincpy.web.user import messages as pm
-from site_util import call, mailing_project, ok, q
+from site_util import call, mailing_project, numbered_user, ok, q
 from site_util import token_of as token
 
 HOSTILE = '<script>alert("x")</script><b>bold</b>'
@@ -35,22 +35,13 @@ def site(db_root_params, smtp):
 def new_user(site, name=None, pm_notification=None, send_email=1, create_time=None,
              total_credit=None):
     n = next(_serial)
-    name = name or "user%d" % n
-    addr = "u%d_%d@example.com" % (n, int(time.time()))
-    user = accounts.make_user(site.db, site.cfg, addr, name,
-                              passwords.md5_hex("secret%d" % n + addr), now=create_time)
     changes = {}
     if not send_email:
         changes["send_email"] = 0
     if total_credit is not None:
         changes["total_credit"] = total_credit
-    if changes:
-        from boincpy.db.user import update_user_columns
-        update_user_columns(site.db, user.id, changes)
-    if pm_notification is not None:
-        from boincpy.db.user import set_forum_pref
-        set_forum_pref(site.db, user.id, "pm_notification", pm_notification)
-    return accounts.lookup_user_by_id(site.db, user.id)
+    return numbered_user(site, n, "u", "secret", name or "user%d" % n, create_time, changes,
+                         None if pm_notification is None else {"pm_notification": pm_notification})
 
 
 def pm_token(site, user):

@@ -18,14 +18,13 @@ import urllib.parse
 
 import pytest
 
-from boincpy import passwords
 from boincpy.config import load_config
 from boincpy.db import forum as forum_db
 from boincpy.web import accounts, recaptcha
 from boincpy.web.http import Request
 from boincpy.web.user import moderation
 from site_util import add_config as _set_config
-from site_util import call, mailing_project, ok, one, q
+from site_util import call, mailing_project, numbered_user, ok, one, q
 from site_util import free_port as _free_port
 from site_util import token_of as token
 
@@ -71,20 +70,13 @@ def site(db_root_params, smtp):
 
 def new_user(site, name=None, special=None, send_email=1, create_time=None, url=""):
     n = next(_serial)
-    name = name or "user%d" % n
-    addr = "m%d_%d@example.com" % (n, int(time.time()))
-    user = accounts.make_user(site.db, site.cfg, addr, name,
-                              passwords.md5_hex("secret%d" % n + addr), now=create_time)
     changes = {}
     if not send_email:
         changes["send_email"] = 0
     if url:
         changes["url"] = url
-    if name != user.name:
-        changes["name"] = name          # as BOINC's PHP may have stored it
-    if changes:
-        from boincpy.db.user import update_user_columns
-        update_user_columns(site.db, user.id, changes)
+    user = numbered_user(site, n, "m", "secret", name or "user%d" % n, create_time, changes,
+                         keep_name=True)
     if special is not None:
         accounts.set_special_user(site.db, user.id, special)
     return accounts.lookup_user_by_id(site.db, user.id)
