@@ -12,8 +12,9 @@ import urllib.request
 import pytest
 
 import webdriver
+from site_util import Session, token_of
+from site_util import form_fields as _form_fields
 from test_stock_client_accounts import running_feeder
-from test_submit_pages import Session, token_of
 
 pytestmark = pytest.mark.slow
 
@@ -60,15 +61,6 @@ def _edit_in_chromium(base, screenshot=None):
         _set_field(b, "resource_share", "250")
         b.find('button[name="action"]').follow()
         assert "250" in b.body_text()
-
-
-def _form_fields(text, action):
-    """The fields a browser submits from the form posting to ``action``."""
-    from test_site_prefs import forms_of
-    fields = {}
-    for name, value in forms_of(text, action)[0]["fields"]:
-        fields.setdefault(name, []).append(value)
-    return fields
 
 
 def _edit_over_http(session, page, get, changes):
