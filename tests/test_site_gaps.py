@@ -335,3 +335,79 @@ def test_quote_style_and_csp_hash(site):
     csp = dict(resp.headers)["Content-Security-Policy"]
     digest = base64.b64encode(hashlib.sha256(style.encode()).digest()).decode()
     assert "style-src 'sha256-%s'" % digest in csp
+
+
+# ---------------------------------------------------------------------------
+# team_forum.php: the founder makes the team's message board, members use it
+
+def _board(site):
+    return site.db.query_one("SELECT * FROM forum WHERE parent_type = 1 AND category = %s",
+                             (site.team,))
+
+
+def test_team_forum(site):
+    team = {"teamid": site.team}
+    manage = {"teamid": site.team, "cmd": "manage"}
+    code, text, _ = call(site.p, "team_forum.php", team)
+    assert code == 404 and "Team has no forum" in text
+    assert call(site.p, "team_forum.php", manage, auth=site.bob_auth)[0] == 403
+    tok = form_token(site.p, "team_forum.php", manage, site.alice_auth, "team_forum.php")
+    # without the token, or not the founder: nothing made
+    assert call(site.p, "team_forum.php", post={"teamid": site.team, "cmd": "create"},
+                auth=site.alice_auth)[0] == 403
+    assert call(site.p, "team_forum.php", post={"teamid": site.team, "cmd": "create",
+                                                "csrf_token": tok}, auth=site.bob_auth)[0] == 403
+    assert _board(site) is None
+    code, _, resp = call(site.p, "team_forum.php", post={"teamid": site.team, "cmd": "create",
+                                                          "csrf_token": tok}, auth=site.alice_auth)
+    assert code == 303 and "cmd=manage" in dict(resp.headers)["Location"]
+    board = _board(site)
+    assert board is not None
+    assert call(site.p, "team_forum.php", post={"teamid": site.team, "cmd": "create",
+                                                "csrf_token": tok}, auth=site.alice_auth)[0] == 409
+    # the edit form: the team's name by default (escaped), the posting limits
+    page = ok(site.p, "team_forum.php", manage, auth=site.alice_auth)
+    assert 'value="Team &lt;script&gt;' in page and "<script>" not in page
+    edit = {"teamid": site.team, "cmd": "edit_action", "csrf_token": tok,
+            "title": "Our <b>board</b>", "description": "talk " + EVIL,
+            "post_min_interval": "0", "post_min_total_credit": "0",
+            "post_min_expavg_credit": "0"}
+    for field, bad in (("post_min_interval", "soon"), ("title", ""), ("title", "x" * 200),
+                       ("post_min_total_credit", "-1")):
+        code, text, _ = call(site.p, "team_forum.php", post=dict(edit, **{field: bad}),
+                             auth=site.alice_auth)
+        assert code == 400 and field in text, (field, bad)
+    code, text, _ = call(site.p, "team_forum.php", post=edit, auth=site.alice_auth)
+    assert code == 200 and "Update successful" in text
+    board = _board(site)
+    assert board["title"] == "Our board" and board["description"].startswith("talk alert")
+    # the team's page links the board; team_forum.php leads there
+    link = 'href="forum_forum.php?id=%d"' % board["id"]
+    assert link in ok(site.p, "team_display.php", team, auth=site.bob_auth)
+    code, _, resp = call(site.p, "team_forum.php", team)
+    assert code == 303 and dict(resp.headers)["Location"].endswith("forum_forum.php?id=%d"
+                                                                    % board["id"])
+    # a member posts a thread; someone outside the team may not
+    fid = {"id": board["id"]}
+    page = ok(site.p, "forum_post.php", fid, auth=site.bob_auth)
+    ptok = re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+    code, _, resp = call(site.p, "forum_post.php", fid, auth=site.bob_auth,
+                         post={"title": "hello team", "content": "first", "csrf_token": ptok})
+    assert code == 303, resp.text[-500:]
+    assert site.db.query_value("SELECT COUNT(*) FROM thread WHERE forum = %s",
+                               (board["id"],)) == 1
+    outsider, outsider_auth = add_user(site.db, "Outsider")
+    assert call(site.p, "forum_post.php", fid, auth=outsider_auth)[0] == 403
+    assert "hello team" in ok(site.p, "forum_forum.php", fid, auth=site.bob_auth)
+    # the founder removes it: threads and posts go too
+    assert call(site.p, "team_forum.php", post={"teamid": site.team, "cmd": "remove",
+                                                "csrf_token": tok}, auth=site.bob_auth)[0] == 403
+    code, text, _ = call(site.p, "team_forum.php", post={"teamid": site.team, "cmd": "remove",
+                                                          "csrf_token": tok},
+                         auth=site.alice_auth)
+    assert code == 200 and "has been removed" in text
+    assert _board(site) is None
+    assert not site.db.query_value("SELECT COUNT(*) FROM thread WHERE forum = %s",
+                                   (board["id"],))
+    assert not site.db.query_value("SELECT COUNT(*) FROM post p JOIN thread t ON t.id = p.thread"
+                                   " WHERE t.forum = %s", (board["id"],))

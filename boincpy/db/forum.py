@@ -50,6 +50,42 @@ def insert_forum(db, category, order_id, title, description, is_dev_blog=0, pare
                      (category, order_id, title, description, is_dev_blog, parent_type))
 
 
+def insert_team_forum(db, team_id):
+    """team_forum.php's create: the team's message board (parent_type 1,
+    category the team's id; title and description set by its edit form);
+    None if the team has one already."""
+    if db.query_one("SELECT id FROM forum WHERE parent_type = 1 AND category = %s FOR UPDATE",
+                    (team_id,)):
+        return None
+    return db.insert("INSERT INTO forum (category, parent_type) VALUES (%s, 1)", (team_id,))
+
+
+def update_team_forum(db, forum_id, team_id, title, description, post_min_interval,
+                      post_min_total_credit, post_min_expavg_credit):
+    """team_forum.php's edit_action on the team's forum (the team in the
+    query); return the rowcount."""
+    return db.execute(
+        "UPDATE forum SET title = %s, description = %s, post_min_interval = %s, "
+        "post_min_total_credit = %s, post_min_expavg_credit = %s "
+        "WHERE id = %s AND parent_type = 1 AND category = %s",
+        (title, description, post_min_interval, post_min_total_credit,
+         post_min_expavg_credit, forum_id, team_id))
+
+
+def delete_team_forum(db, team_id):
+    """team_forum.php's remove: the team's forum with its threads and posts;
+    return 1 if it was there."""
+    forum = db.query_one("SELECT id FROM forum WHERE parent_type = 1 AND category = %s "
+                         "FOR UPDATE", (team_id,))
+    if forum is None:
+        return 0
+    db.execute("DELETE post FROM post JOIN thread ON thread.id = post.thread "
+               "WHERE thread.forum = %s", (forum["id"],))
+    db.execute("DELETE FROM thread WHERE forum = %s", (forum["id"],))
+    db.execute("DELETE FROM forum WHERE id = %s", (forum["id"],))
+    return 1
+
+
 def insert_post(db, thread_id, forum_id, user_id, content, now, parent_post=0, signature=0):
     """A post in a thread (BOINC's create_post); the thread's and the forum's
     counters and timestamps follow.  Return the post's id."""

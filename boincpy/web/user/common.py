@@ -1,6 +1,7 @@
 """BOINC's display formats and the small page helpers every family of the
 volunteer site uses (util_basic.inc's time_str/date_str, a user's name
-linking show_user.php, a required id parameter, forum.inc's moderator check).
+linking show_user.php, a required id parameter, forum.inc's moderator check,
+a team board's visibility).
 
 One of each, here: the families import these rather than keep their own.
 """
@@ -70,3 +71,12 @@ def is_moderator(prefs, forum=None, team_admin=False):
     if forum is not None and forum["parent_type"] != 0:
         return False
     return has_privilege(prefs, MODERATOR_FLAGS)
+
+
+def check_visible(ctx, forum, user):
+    """A team's forum with team_forums_members_only: its members only (the
+    boards' pages and forum_report_post.php)."""
+    if forum["parent_type"] == 1 and ctx.cfg.team_forums_members_only:
+        if user is None or user.teamid != forum["category"]:
+            raise PageError("This forum is not visible to you.", "403 Forbidden",
+                            "Not visible")

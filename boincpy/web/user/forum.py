@@ -37,8 +37,8 @@ from boincpy.db import messages as mdb
 from boincpy.web import bbcode
 from boincpy.web.markup import Markup, esc, fmt, join, link, url
 from boincpy.web.user import moderation
-from boincpy.web.user.common import (ID_MAX, S_ADMIN, S_MODERATOR, has_privilege, is_moderator,
-                                     required_id, time_str, user_link)
+from boincpy.web.user.common import (ID_MAX, S_ADMIN, S_MODERATOR, check_visible, has_privilege,
+                                     is_moderator, required_id, time_str, user_link)
 from boincpy.web.page import (PageError, Redirect, hidden, notice, num, paging, render, select,
                               table)
 
@@ -135,14 +135,6 @@ def get_category(db, forum):
     if forum["parent_type"] != 0:
         return None
     return db.query_one("SELECT * FROM category WHERE id = %s", (forum["category"],))
-
-
-def check_visible(ctx, forum, user):
-    """A team's forum with team_forums_members_only: its members only."""
-    if forum["parent_type"] == 1 and ctx.cfg.team_forums_members_only:
-        if user is None or user.teamid != forum["category"]:
-            raise PageError("This forum is not visible to you.", "403 Forbidden",
-                            "Not visible")
 
 
 def forum_title(category, forum, thread=None, link_thread=False):

@@ -868,11 +868,10 @@ def forum_report_post(ctx):
     form, then its POST (form token, ``post``, ``reason``); the reporter
     needs the forum's rating credit (rate_min_total_credit and
     rate_min_expavg_credit) and must not be banished."""
-    from boincpy.web.user.forum import check_visible
     posted = ctx.req.method == "POST"
     user = ctx.require_action() if posted else ctx.require_login()
     post, thread, forum = _post_context(ctx, _id(ctx, "post", post=posted))
-    check_visible(ctx, forum, user)
+    common.check_visible(ctx, forum, user)
     if (post["hidden"] or thread["hidden"]) and not is_moderator(ctx.db, user, forum):
         raise PageError("No such post", "404 Not Found", "No such post")
     if accounts.forum_prefs(ctx.db, user.id)["banished_until"] > ctx.now:

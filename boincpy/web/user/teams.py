@@ -45,6 +45,7 @@ the query, so another team's ids are refused.
 
 from boincpy import mail, passwords
 from boincpy.cnum import php_truthy
+from boincpy.db import forum as forum_table
 from boincpy.db import team as team_table
 from boincpy.errors import DatabaseError
 from boincpy.web import accounts
@@ -527,6 +528,11 @@ def team_display(ctx):
             actions.append(link(url("team_manage.php", teamid=team.id), "Administer team"))
             actions.append(link(url("pm.php", action="new", teamid=team.id),
                                 "Send message to team"))
+    board = _team_forum(db, team.id)
+    if board is not None and (not ctx.cfg.team_forums_members_only
+                              or (user is not None and user.teamid == team.id)):
+        info.append(("Message board", link(url("forum_forum.php", id=board["id"]),
+                                           board["title"] or team.name)))
     held = team_badges_html(db, team.id)
     if held:
         info.append(("Badges", held))
@@ -671,6 +677,8 @@ def team_manage(ctx):
                               "Remove members")),
             fmt("<li>{}<br><small>Hand the team over to another member</small></li>",
                 link(url("team_change_founder_form.php", teamid=team.id), "Change founder")),
+            fmt("<li>{}<br><small>Create or edit the team's message board</small></li>",
+                link(url("team_forum.php", teamid=team.id, cmd="manage"), "Message board")),
             fmt("<li>{}<br><small>Members who may edit the team with you</small></li>", link(url("team_admins.php", teamid=team.id),
                               "Add/remove Team Admins")),
             fmt("<li>{} <small>(allowed only if the team has no members)</small></li>",
@@ -1078,6 +1086,109 @@ def team_delta(ctx):
         empty="no history"))
 
 
+# ---------------------------------------------------------------------------
+# team_forum.php
+
+def _team_forum(db, team_id):
+    return db.query_one("SELECT * FROM forum WHERE parent_type = 1 AND category = %s",
+                        (team_id,))
+
+
+def _team_forum_form(ctx, team, forum):
+    """edit_form: title, description and the posting limits; remove."""
+    title = forum["title"] or team.name
+    description = forum["description"] or "Discussion among members of %s" % team.name
+    rows = [("Title", fmt('<input name="title" id="title" size="50" maxlength="175" '
+                          'value="{}">', title)),
+            ("Description", fmt('<textarea name="description" id="description" rows="3" '
+                                'cols="50">{}</textarea>', description))]
+    for name, label in (("post_min_interval", "Minimum time between posts (seconds)"),
+                        ("post_min_total_credit", "Minimum total credit to post"),
+                        ("post_min_expavg_credit", "Minimum average credit to post")):
+        rows.append((label, fmt('<input type="number" name="{}" id="{}" min="0" value="{}">',
+                                name, name, forum[name])))
+    return join([
+        fmt('<form method="post" action="team_forum.php">{}{}{}{}<p><button type="submit">'
+            'Submit</button></p></form>', ctx.token_field("team_forum.php"),
+            hidden("teamid", team.id), hidden("cmd", "edit_action"), kv_table(rows)),
+        fmt("<p>{} Remove your team's message board: all its threads and posts are "
+            "permanently removed (you may create a new one later).</p>",
+            _post_form(ctx, "team_forum.php", [("teamid", team.id), ("cmd", "remove")],
+                       "Remove message board", "danger")),
+        fmt("<p>{}</p>", link(url("forum_forum.php", id=forum["id"]), "Go to the board"))])
+
+
+def team_forum(ctx):
+    """team_forum.php?teamid=N: the team's message board (BOINC's forum with
+    parent_type 1, its category the team's id; forum.py shows it, members
+    post, the founder and admins moderate).  ``cmd=manage``: the founder's
+    create button or edit form; POSTs (form token) ``cmd`` create,
+    edit_action (title, description, post_min_interval,
+    post_min_total_credit, post_min_expavg_credit) and remove."""
+    req = ctx.req
+    db = ctx.db
+    if req.method == "POST":
+        user = ctx.require_action()
+        team = _team(ctx, _teamid(ctx, post=True))
+        _require_founder(ctx, user, team)
+        cmd = req.post("cmd")
+        if cmd == "create":
+            with db.transaction():
+                created = forum_table.insert_team_forum(db, team.id)
+            if created is None:
+                raise PageError("Team already has a message board", "409 Conflict")
+            raise Redirect(url("team_forum.php", teamid=team.id, cmd="manage"))
+        if cmd == "edit_action":
+            title = accounts.strip_tags(req.post("title")).strip()
+            description = accounts.strip_tags(req.post("description")).strip()
+            if not title or len(title) > 175:
+                raise PageError("parameter title: 1 to 175 characters")
+            if len(description) > 254:
+                raise PageError("parameter description: at most 254 characters")
+            limits = [ctx.int_arg(n, 0, post=True, minimum=0, maximum=2 ** 31 - 1)
+                      for n in ("post_min_interval", "post_min_total_credit",
+                                "post_min_expavg_credit")]
+            forum = _team_forum(db, team.id)
+            if forum is None:
+                raise PageError("no such forum", "404 Not Found")
+            if db.query_value("SELECT COUNT(*) FROM forum WHERE parent_type = 1 AND "
+                              "category = %s AND title = %s AND id <> %s",
+                              (team.id, title, forum["id"])):
+                raise PageError("parameter title: the team has a board of that title")
+            forum_table.update_team_forum(db, forum["id"], team.id, title, description, *limits)
+            return render(ctx, "Team Message Board Updated", fmt(
+                "<p>Update successful.</p><p>{}</p>",
+                link(url("forum_forum.php", id=forum["id"]), "Go to the board")))
+        if cmd == "remove":
+            with db.transaction():
+                removed = forum_table.delete_team_forum(db, team.id)
+            if not removed:
+                raise PageError("message board not found", "404 Not Found")
+            return render(ctx, "Message board removed", fmt(
+                "<p>Your team's message board has been removed. You may now {}.</p>",
+                link(url("team_forum.php", teamid=team.id, cmd="manage"),
+                     "create a new one")))
+        raise PageError("parameter cmd: create, edit_action or remove")
+    team = _team(ctx, _teamid(ctx))
+    if req.get("cmd") == "manage":
+        user = ctx.require_login()
+        _require_founder(ctx, user, team)
+        forum = _team_forum(db, team.id)
+        if forum is None:
+            return render(ctx, "Create Message Board", join([
+                fmt("<p>You may create a message board for use by {}.</p><ul><li>Only team "
+                    "members will be able to post.</li><li>At your option, only members will "
+                    "be able to read.</li><li>You and your Team Admins will have moderator "
+                    "privileges.</li></ul>", team.name),
+                _post_form(ctx, "team_forum.php", [("teamid", team.id), ("cmd", "create")],
+                           "Create Message Board")]))
+        return render(ctx, "Team Message Board", _team_forum_form(ctx, team, forum))
+    forum = _team_forum(db, team.id)
+    if forum is None:
+        raise PageError("Team has no forum", "404 Not Found")
+    raise Redirect(url("forum_forum.php", id=forum["id"]))
+
+
 # pages answering XML to programs (main.down_reply while the site is stopped)
 team_search.xml_reply = lambda req: bool(req.get("xml"))
 team_email_list.xml_reply = lambda req: php_truthy(req.get("xml"))
@@ -1106,4 +1217,5 @@ PAGES = {
     "team_founder_transfer_action.php": team_founder_transfer_action,
     "team_email_list.php": team_email_list,
     "team_delta.php": team_delta,
+    "team_forum.php": team_forum,
 }
