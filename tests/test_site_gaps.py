@@ -130,12 +130,14 @@ def test_common_formats():
     assert str(common.user_link(3, EVIL)) == (
         '<a href="show_user.php?userid=3">&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;&amp;</a>')
     assert str(common.user_link(3, None)) == "(deleted user)"
-    forum, team_forum = {"parent_type": 0}, {"parent_type": 1}
+    forum, team_forum = {"parent_type": 0}, {"parent_type": 1, "category": 5}
     moderator, admin = {"special_user": "1"}, {"special_user": "01"}
     assert common.is_moderator(moderator) and common.is_moderator(moderator, forum)
     assert not common.is_moderator(moderator, team_forum)
     assert common.is_moderator(admin, team_forum)
     assert common.is_moderator(None, team_forum, team_admin=True)
+    assert common.is_moderator({"special_user": "", "team_admin_of": 5}, team_forum)
+    assert not common.is_moderator({"special_user": "", "team_admin_of": 6}, team_forum)
     assert not common.is_moderator(None) and not common.is_moderator({"special_user": "0000"})
     # no family keeps its own copy
     import boincpy.web.user as pkg
@@ -411,3 +413,23 @@ def test_team_forum(site):
                                    (board["id"],))
     assert not site.db.query_value("SELECT COUNT(*) FROM post p JOIN thread t ON t.id = p.thread"
                                    " WHERE t.forum = %s", (board["id"],))
+
+
+def test_team_board_founder_moderates_on_the_boards_pages(site):
+    from boincpy.db import forum as forum_db
+    team2 = site.db.insert("INSERT INTO team (create_time, userid, name, name_lc, url, type, "
+                           "name_html, description, nusers, country, total_credit, "
+                           "expavg_credit) VALUES (0, %s, 'Team two', 'team two', '', 2, '', '',"
+                           " 1, 'None', 0, 0)", (site.bob,))
+    frank, frank_auth = add_user(site.db, "Frank", teamid=team2)
+    with site.db.transaction():
+        fid = forum_db.insert_team_forum(site.db, team2)
+        tid = forum_db.insert_thread(site.db, fid, frank, "team talk", "hello", NOW - 10)
+    # Bob founded team two: its board's pages give him the moderator's links
+    founder = ok(site.p, "forum_thread.php", {"id": tid}, auth=site.bob_auth)
+    assert "forum_moderate_post.php" in founder
+    member = ok(site.p, "forum_thread.php", {"id": tid}, auth=frank_auth)
+    assert "forum_moderate_post.php" not in member
+    # Alice founded another team: no say here
+    assert "forum_moderate_post.php" not in ok(site.p, "forum_thread.php", {"id": tid},
+                                               auth=site.alice_auth)

@@ -64,9 +64,11 @@ def is_moderator(prefs, forum=None, team_admin=False):
     """forum.inc's is_moderator for a user's forum_preferences row (a dict
     with special_user, or None): on the project's boards a moderator,
     administrator, developer or scientist; on a team's board (parent_type 1)
-    the project's administrators and (``team_admin``) the team's founder and
-    admins."""
+    the project's administrators and (``team_admin``, or the row's
+    ``team_admin_of`` the board's team: forum.board sets it) the team's
+    founder and admins."""
     if forum is not None and forum["parent_type"] == 1:
+        team_admin = team_admin or (prefs or {}).get("team_admin_of") == forum["category"]
         return bool(team_admin) or has_privilege(prefs, (S_ADMIN,))
     if forum is not None and forum["parent_type"] != 0:
         return False

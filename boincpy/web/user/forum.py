@@ -128,6 +128,9 @@ def board(ctx, user, forum_id=None, thread_id=None, post_id=None):
     forum = get_row(db, "forum", thread["forum"] if thread else forum_id)
     check_visible(ctx, forum, user)
     prefs = prefs_of(db, user.id) if user else None
+    if prefs is not None and forum["parent_type"] == 1 and moderation.is_team_admin(
+            db, user.id, forum["category"]):
+        prefs["team_admin_of"] = forum["category"]      # moderates the team's board
     return post, thread, forum, get_category(db, forum), prefs
 
 

@@ -108,11 +108,17 @@ def is_moderator(db, user, forum=None):
     project's forums), a team's founder and admins on its board."""
     if user is None:
         return False
-    team_admin = forum is not None and forum["parent_type"] == 1 and bool(db.query_value(
+    team_admin = forum is not None and forum["parent_type"] == 1 and is_team_admin(
+        db, user.id, forum["category"])
+    return common.is_moderator(_flags(db, user), forum, team_admin)
+
+
+def is_team_admin(db, user_id, team_id):
+    """The team's founder or one of its admins (is_team_admin)."""
+    return bool(db.query_value(
         "SELECT COUNT(*) FROM team t WHERE t.id = %s AND (t.userid = %s OR EXISTS "
         "(SELECT 1 FROM team_admin a WHERE a.teamid = t.id AND a.userid = %s))",
-        (forum["category"], user.id, user.id)))
-    return common.is_moderator(_flags(db, user), forum, team_admin)
+        (team_id, user_id, user_id)))
 
 
 def may_banish(ctx, user):
