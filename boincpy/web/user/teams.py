@@ -118,6 +118,14 @@ def _require_founder(ctx, user, team):
         raise _refuse("This page requires being the founder of %s." % team.name)
 
 
+def _founder_post(ctx):
+    """A founder's POST (form token, ``teamid`` in the form): (user, team)."""
+    user = ctx.require_action()
+    team = _team(ctx, _teamid(ctx, post=True))
+    _require_founder(ctx, user, team)
+    return user, team
+
+
 def _locked_user(db, userid):
     """The user's row, locked for this transaction (None if gone)."""
     row = db.query_one("SELECT * FROM user WHERE id = %s FOR UPDATE", (userid,))
@@ -754,9 +762,7 @@ def team_admins(ctx):
     req = ctx.req
     db = ctx.db
     if req.method == "POST":
-        user = ctx.require_action()
-        team = _team(ctx, _teamid(ctx, post=True))
-        _require_founder(ctx, user, team)
+        _, team = _founder_post(ctx)
         action = req.post("action")
         with db.transaction():
             if action == "remove":
@@ -1128,9 +1134,7 @@ def team_forum(ctx):
     req = ctx.req
     db = ctx.db
     if req.method == "POST":
-        user = ctx.require_action()
-        team = _team(ctx, _teamid(ctx, post=True))
-        _require_founder(ctx, user, team)
+        _, team = _founder_post(ctx)
         cmd = req.post("cmd")
         if cmd == "create":
             with db.transaction():
