@@ -3,16 +3,14 @@ row the pages show, including hostile text (HTML in a host name and in a
 stderr_out), and a way to call a page in-process as Apache would run it.
 """
 
-import io
 import time
-from urllib.parse import urlencode
 
 import MySQLdb
 import pytest
 
-from boincpy.web.http import read_request
 from boincpy.web.ops.main import handle
 from site_util import db_rows  # noqa: F401  (the ops tests import it from here)
+from site_util import wire_request
 
 XSS = "<script>alert(1)</script>"
 ADMIN = "admin"
@@ -112,15 +110,7 @@ def ops_project(mini_project, db_root_params):
 def call(project, page, method="GET", query=None, form=None, user=ADMIN, headers=None,
          now=None):
     """Run an ops page in-process; returns the Response."""
-    body = urlencode(form or {}, doseq=True).encode()
-    environ = {"REQUEST_METHOD": method, "QUERY_STRING": urlencode(query or {}, doseq=True),
-               "HTTP_HOST": "127.0.0.1", "SCRIPT_NAME": "/test_ops/" + page}
-    if user:
-        environ["REMOTE_USER"] = user
-        environ["AUTH_TYPE"] = "Basic"
-    if method == "POST":
-        environ["CONTENT_TYPE"] = "application/x-www-form-urlencoded"
-        environ["CONTENT_LENGTH"] = str(len(body))
-    environ.update(headers or {})
-    req = read_request(environ, io.BytesIO(body))
+    auth = {"REMOTE_USER": user, "AUTH_TYPE": "Basic"} if user else {}
+    req = wire_request(page, method, query, form, "/test_ops/", None,
+                       headers=dict(auth, **(headers or {})))
     return handle(page, req, str(project), now)

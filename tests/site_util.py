@@ -4,12 +4,13 @@ options (set_options, add_config), a real SMTP server (Mailbox: aiosmtpd on
 127.0.0.1) and its messages, a made project for a module (module_project;
 mailing_project with its e-mail to a Mailbox), the in-process page call (a
 Request for a page with a user's auth cookie, GET or POST, the form token
-read from a page or made for the user, other headers such as Origin: call,
-Site.call, token_of, make_token, status, ok), volunteers made in a project's
-database (volunteer, Site.user), a page's forms as a browser submits them
-(forms_of, form_fields), a made project under a private Apache for a browser
-module (served_project, browser_site), the site over HTTP (Session) and
-Chromium's login and logout (browser_login, login_as, browser_logout).
+read from a page or made for the user, other headers such as Origin:
+wire_request, call, Site.call, token_of, make_token, status, ok), volunteers
+made in a project's database (volunteer, numbered_user, Site.user), a
+page's forms as a browser submits them (forms_of, form_fields), a made
+project under a private Apache for a browser module (served_project,
+browser_site), the site over HTTP (Session) and Chromium's login and logout
+(browser_login, login_as, browser_logout).
 
 Plain functions and classes, imported by the tests; the fixtures over them
 (``smtp``, ``inbox``) are in conftest.py.
@@ -197,6 +198,28 @@ def ok(resp, status="200"):
     """A Response's body, asserted to have this status."""
     assert resp.status.startswith(status), (resp.status, resp.body[-2000:])
     return resp.body
+
+
+def wire_request(page, method="GET", query=None, form=None, script="/test/", addr="127.0.0.1",
+                 cookies=None, headers=None):
+    """A Request for ``page`` as Apache hands one over, through the real
+    reader: ``query`` and ``form`` (a POST's body) URL-encoded, the
+    ``cookies`` {name: value}, REMOTE_ADDR ``addr`` (none if None), then
+    ``headers`` (CGI names: HTTP_ORIGIN, REMOTE_USER ...) over them."""
+    from boincpy.web.http import read_request
+    body = urllib.parse.urlencode(form or {}, doseq=True).encode()
+    environ = {"REQUEST_METHOD": method,
+               "QUERY_STRING": urllib.parse.urlencode(query or {}, doseq=True),
+               "HTTP_HOST": "127.0.0.1", "SCRIPT_NAME": script + page}
+    if addr is not None:
+        environ["REMOTE_ADDR"] = addr
+    if cookies:
+        environ["HTTP_COOKIE"] = "; ".join("%s=%s" % kv for kv in cookies.items())
+    if method == "POST":
+        environ["CONTENT_TYPE"] = "application/x-www-form-urlencoded"
+        environ["CONTENT_LENGTH"] = str(len(body))
+    environ.update(headers or {})
+    return read_request(environ, io.BytesIO(body))
 
 
 def call(site, page, user=None, get=None, post=None, now=None, environ=None):
@@ -430,24 +453,15 @@ class Site:
         """Run a page; a POST carries ``user``'s token for ``page`` unless
         ``token`` is False or a string (that token)."""
         from boincpy.web import csrf
-        from boincpy.web.http import read_request
         from boincpy.web.user.main import handle
         method = "POST" if post is not None else "GET"
         form = dict(post or {})
         if method == "POST" and user is not None and token:
             form[csrf.FIELD] = token if isinstance(token, str) else self.token(user, page, now)
-        body = urllib.parse.urlencode(form, doseq=True).encode()
-        environ = {"REQUEST_METHOD": method,
-                   "QUERY_STRING": urllib.parse.urlencode(get or {}, doseq=True),
-                   "HTTP_HOST": "127.0.0.1", "SCRIPT_NAME": "/test/" + page,
-                   "REMOTE_ADDR": "127.0.0.1"}
-        if user is not None:
-            environ["HTTP_COOKIE"] = "auth=" + user.authenticator
-        if method == "POST":
-            environ["CONTENT_TYPE"] = "application/x-www-form-urlencoded"
-            environ["CONTENT_LENGTH"] = str(len(body))
-        environ.update(headers or {})
-        resp = handle(page, read_request(environ, io.BytesIO(body)), self.project.root, now)
+        req = wire_request(page, method, get, form,
+                           cookies={"auth": user.authenticator} if user is not None else None,
+                           headers=headers)
+        resp = handle(page, req, self.project.root, now)
         assert "Traceback" not in resp.text, resp.text[-3000:]
         return resp
 

@@ -7,19 +7,17 @@ account, and what hostile input gets (escaped markup, missing or wrong form
 tokens, another site's POST, odd values: a clear page, nothing changed).
 The user row BOINC's own PHP sign-up wrote logs in here with its password."""
 
-import io
 import re
 import time
-from urllib.parse import parse_qs, urlencode, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from boincpy import mail, passwords
 from boincpy.config import load_config
-from boincpy.web.http import read_request
 from boincpy.web.user.main import handle
 from shared_fixtures import fixture_path
-from site_util import execute, rows, set_options, token_of, user_row
+from site_util import execute, rows, set_options, token_of, user_row, wire_request
 
 XSS = '<script>alert("x")</script>'
 PASSWORD = "correct horse battery staple"
@@ -55,17 +53,8 @@ class Web:
         if "?" in page:
             page, qs = page.split("?", 1)
             query = dict(parse_qs(qs), **(query or {}))
-        body = urlencode(form or {}, doseq=True).encode()
-        environ = {"REQUEST_METHOD": method, "QUERY_STRING": urlencode(query or {}, doseq=True),
-                   "HTTP_HOST": "127.0.0.1", "SCRIPT_NAME": "/proj/" + page,
-                   "REMOTE_ADDR": self.addr}
-        if self.cookies:
-            environ["HTTP_COOKIE"] = "; ".join("%s=%s" % kv for kv in self.cookies.items())
-        if method == "POST":
-            environ["CONTENT_TYPE"] = "application/x-www-form-urlencoded"
-            environ["CONTENT_LENGTH"] = str(len(body))
-        environ.update(headers or {})
-        resp = handle(page, read_request(environ, io.BytesIO(body)), self.site.root, now)
+        req = wire_request(page, method, query, form, "/proj/", self.addr, self.cookies, headers)
+        resp = handle(page, req, self.site.root, now)
         assert "Traceback" not in resp.body, resp.body[-3000:]
         for name, value in resp.headers:
             if name.lower() == "set-cookie":
