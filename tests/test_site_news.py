@@ -19,7 +19,6 @@ import io
 import os
 import secrets
 import time
-from urllib.parse import urlencode
 
 import pytest
 from lxml import etree
@@ -27,7 +26,7 @@ from lxml import etree
 from boincpy import passwords
 from boincpy.web import csrf
 from boincpy.web.http import Request, read_request
-from site_util import Site, fixture, module_project, status
+from site_util import Site, fixture, module_project, status, wire_request
 from test_site_teams import HOSTILE
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
@@ -46,14 +45,9 @@ def ops(site, post=None, get=None, token=True, user="admin", now=None):
     if post is not None and token:
         form[csrf.FIELD] = token if isinstance(token, str) else csrf.make_token(
             site.secret, user, "news.php", now)
-    body = urlencode(form).encode()
-    environ = {"REQUEST_METHOD": "POST" if post is not None else "GET",
-               "QUERY_STRING": urlencode(get or {}), "HTTP_HOST": "127.0.0.1",
-               "SCRIPT_NAME": "/ops/news.php", "REMOTE_USER": user, "AUTH_TYPE": "Basic"}
-    if post is not None:
-        environ.update(CONTENT_TYPE="application/x-www-form-urlencoded",
-                       CONTENT_LENGTH=str(len(body)))
-    resp = handle("news.php", read_request(environ, io.BytesIO(body)), site.project.root, now)
+    req = wire_request("news.php", "POST" if post is not None else "GET", get, form, "/ops/",
+                       None, headers={"REMOTE_USER": user, "AUTH_TYPE": "Basic"})
+    resp = handle("news.php", req, site.project.root, now)
     assert "Traceback" not in resp.text, resp.text[-3000:]
     return resp
 
