@@ -182,6 +182,14 @@ def token_of(text):
     return m.group(1)
 
 
+def action_token(text, action):
+    """The form token of the page's form posting to ``action``."""
+    m = re.search(r'<form[^>]*action="%s".*?name="csrf_token" value="([^"]+)"'
+                  % re.escape(action), text, re.S)
+    assert m, "no form posting to %s" % action
+    return m.group(1)
+
+
 def make_token(cfg, user, page, now=None):
     """A form token for ``user`` (a User row) and ``page``, as the site makes it."""
     from boincpy.web import csrf

@@ -19,7 +19,7 @@ from boincpy import passwords
 from boincpy.web import rpc
 from boincpy.web.http import Request
 from boincpy.web.user import main
-from site_util import module_project
+from site_util import action_token, module_project
 from site_util import status as status_code
 
 EVIL = '<script>alert("x")</script>&'
@@ -49,11 +49,7 @@ def ok(project, page, get=None, auth=None):
 
 
 def token(project, page, get, auth, action):
-    text = ok(project, page, get, auth)
-    m = re.search(r'<form[^>]*action="%s".*?name="csrf_token" value="([^"]+)"'
-                  % re.escape(action), text, re.S)
-    assert m, "no form posting to %s" % action
-    return m.group(1)
+    return action_token(ok(project, page, get, auth), action)
 
 
 class Site:
