@@ -2,4 +2,4 @@
 """team_forum.php, a page of the project's web site (see boincpy.web.user.main)."""
 from boincpy.web.user.main import run
 
-run(__file__, "account")
+run(__file__, "teams")
