@@ -190,3 +190,39 @@ def test_stock_client_shows_news_as_notice(web, news_client):
         client.wait_for(shown, 120, "the news item among the client's notices", interval=2)
     log = client.log_text()
     assert "[notice] start fetch from %snotices.php?userid=%d&auth=" % (url, founder.id) in log
+
+
+def test_team_message_board(web):
+    """The founder makes the team's message board through team_manage.php's
+    link (team_forum.php), names it, and posts the first thread on it."""
+    founder = web.users["founder"][0]
+    teamid = teamid_of(web, founder)
+    assert teamid, "the first test made the founder's team"
+    board = "Board %s" % WORD
+    # a founder who has computed (forum_need_credit_to_post)
+    web.db.execute("UPDATE user SET total_credit = 10, expavg_credit = 1 WHERE id = %s",
+                   (founder.id,))
+    with Browser.start() as b:
+        login(b, web, "founder")
+        b.get(web.master_url + "team_display.php?teamid=%d" % teamid)
+        b.link("Administer team").follow()
+        b.link("Team message board").follow()
+        assert "Create Message Board" in b.title, (b.url, b.body_text()[:500])
+        b.find('form[action="team_forum.php"] button').follow()
+        assert "Team Message Board" in b.title
+        b.find("#title").clear()
+        b.find("#title").send_keys(board)
+        b.find('form[action="team_forum.php"] button[type="submit"]:not(.danger)').follow()
+        assert "Update successful" in b.body_text()
+        b.link("Go to the board").follow()
+        assert board in b.body_text()
+        b.link("New thread").follow()
+        assert b.find_all("#title"), b.body_text()[-600:]
+        b.find("#title").send_keys("Welcome " + WORD)
+        b.find("#content").send_keys("Our own [b]board[/b]")
+        b.find("#post").follow()
+        assert "Welcome " + WORD in b.title or "Welcome " + WORD in b.body_text()
+        shot(b, "12-team-board-thread")
+        b.get(web.master_url + "team_display.php?teamid=%d" % teamid)
+        b.link(board).follow()
+        assert "Welcome " + WORD in b.body_text()

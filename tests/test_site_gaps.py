@@ -11,10 +11,9 @@ import time
 
 import pytest
 
-from boincpy import passwords
 from boincpy.web.user import common
 from site_util import call as site_call
-from site_util import status
+from site_util import status, volunteer
 
 EVIL = '<script>alert("x")</script>&'
 NOW = int(time.time())
@@ -47,16 +46,14 @@ def form_token(project, page, get, auth, action):
     return m.group(1)
 
 
-def add_user(db, name, teamid=0):
-    auth = passwords.random_string()
-    email = re.sub(r"[^a-z0-9]", "", name.lower())[:20] + "%d@example.com" % len(name)
-    uid = db.insert(
-        "INSERT INTO user (create_time, email_addr, name, authenticator, country, postal_code,"
-        " total_credit, expavg_credit, global_prefs, project_prefs, teamid, venue, url,"
-        " signature, cross_project_id, passwd_hash, send_email, show_hosts) VALUES (%s, %s,"
-        " %s, %s, 'Germany', '', 10, 1, '', '', %s, '', '', '', '0', '', 1, 0)",
-        (NOW - 86400, email, name, auth, teamid))
-    return uid, auth
+def add_user(site, name, teamid=0):
+    """A volunteer (site_util.volunteer) of exactly this name, with some
+    credit: (id, authenticator)."""
+    from boincpy.db.user import update_user_columns
+    user, _, _ = volunteer(site.db, site.p.cfg, re.sub(r"\W", "", name)[:12], teamid=teamid,
+                           total_credit=10, expavg_credit=1)
+    update_user_columns(site.db, user.id, {"name": name})
+    return user.id, user.authenticator
 
 
 class Site:
@@ -71,8 +68,8 @@ def site(db_root_params):
         s = Site()
         s.p = project
         s.db = db = project.connect()
-        s.alice, s.alice_auth = add_user(db, "Alice " + EVIL)
-        s.bob, s.bob_auth = add_user(db, "Bob")
+        s.alice, s.alice_auth = add_user(s, "Alice " + EVIL)
+        s.bob, s.bob_auth = add_user(s, "Bob")
         s.team = db.insert("INSERT INTO team (create_time, userid, name, name_lc, url, type, "
                            "name_html, description, nusers, country, total_credit, "
                            "expavg_credit) VALUES (0, %s, %s, 'x', '', 2, '', '', 2, 'None', "
@@ -164,7 +161,7 @@ def _badge(db, title, holder_table, column, holder, image=None):
 
 def test_show_user_badges_friends_profile(site):
     db = site.db
-    carol, carol_auth = add_user(db, "Carol")
+    carol, carol_auth = add_user(site, "Carol")
     _badge(db, "gold" + EVIL, "badge_user", "user_id", carol, "img/gold.png")
     db.execute("INSERT INTO friend (user_src, user_dest, message, create_time, reciprocated) "
                "VALUES (%s, %s, '', 0, 1), (%s, %s, '', 0, 1)",
@@ -251,8 +248,8 @@ def _send_email(site, uid):
 
 
 def test_opt_out_link_of_the_reminder(site):
-    dave, dave_auth = add_user(site.db, "Dave")
-    erin, _ = add_user(site.db, "Erin")
+    dave, dave_auth = add_user(site, "Dave")
+    erin, _ = add_user(site, "Erin")
     args = _query(_remind_link(site, dave))
     assert set(args) == {"userid", "code"} and args["userid"] == str(dave)
     # BOINC's code (email.inc salted_key): links its PHP sent work here too
@@ -274,7 +271,8 @@ def test_opt_out_link_of_the_reminder(site):
     assert _send_email(site, dave) == 1 and _send_email(site, erin) == 1
     # the button's POST (no login needed) turns the e-mails off, only Dave's
     code, text, _ = call(site.p, "opt_out.php", post=args)
-    assert code == 200 and "No further emails will be sent to dave" in text
+    dave_addr = site.db.query_value("SELECT email_addr FROM user WHERE id = %s", (dave,))
+    assert code == 200 and "No further emails will be sent to %s." % dave_addr in text
     assert 'href="prefs.php?subset=project"' in text
     assert _send_email(site, dave) == 0 and _send_email(site, erin) == 1
 
@@ -399,7 +397,7 @@ def test_team_forum(site):
     assert code == 303, resp.text[-500:]
     assert site.db.query_value("SELECT COUNT(*) FROM thread WHERE forum = %s",
                                (board["id"],)) == 1
-    outsider, outsider_auth = add_user(site.db, "Outsider")
+    outsider, outsider_auth = add_user(site, "Outsider")
     assert call(site.p, "forum_post.php", fid, auth=outsider_auth)[0] == 403
     assert "hello team" in ok(site.p, "forum_forum.php", fid, auth=site.bob_auth)
     # the founder removes it: threads and posts go too
@@ -422,7 +420,7 @@ def test_team_board_founder_moderates_on_the_boards_pages(site):
                            "name_html, description, nusers, country, total_credit, "
                            "expavg_credit) VALUES (0, %s, 'Team two', 'team two', '', 2, '', '',"
                            " 1, 'None', 0, 0)", (site.bob,))
-    frank, frank_auth = add_user(site.db, "Frank", teamid=team2)
+    frank, frank_auth = add_user(site, "Frank", teamid=team2)
     with site.db.transaction():
         fid = forum_db.insert_team_forum(site.db, team2)
         tid = forum_db.insert_thread(site.db, fid, frank, "team talk", "hello", NOW - 10)

@@ -686,7 +686,7 @@ def team_manage(ctx):
             fmt("<li>{}<br><small>Hand the team over to another member</small></li>",
                 link(url("team_change_founder_form.php", teamid=team.id), "Change founder")),
             fmt("<li>{}<br><small>Create or edit the team's message board</small></li>",
-                link(url("team_forum.php", teamid=team.id, cmd="manage"), "Message board")),
+                link(url("team_forum.php", teamid=team.id, cmd="manage"), "Team message board")),
             fmt("<li>{}<br><small>Members who may edit the team with you</small></li>", link(url("team_admins.php", teamid=team.id),
                               "Add/remove Team Admins")),
             fmt("<li>{} <small>(allowed only if the team has no members)</small></li>",
