@@ -146,6 +146,20 @@ Chooses the project's user of the day (a daily task).
 """
 
 
+def _run_task(project_dir, work):
+    """A task's run: the project's config and database, ``work(cfg, db,
+    log)`` between BOINC's "Starting" and "Finished" lines; exit status 0."""
+    log = MessageLog(sys.stdout)
+    cfg, db = _connect(project_dir)
+    try:
+        log.normal("Starting")
+        work(cfg, db, log)
+        log.normal("Finished")
+    finally:
+        db.close()
+    return 0
+
+
 @click.command(add_help_option=False)
 @click.option("-h", "--help", "-help", "show_help", is_flag=True)
 @click.option("-f", "--force", "force", is_flag=True)
@@ -155,15 +169,8 @@ def update_uotd_cmd(show_help, force, dry_run, project_dir):
     if show_help:
         sys.stdout.write(UOTD_USAGE)
         return 0
-    log = MessageLog(sys.stdout)
-    cfg, db = _connect(project_dir)
-    try:
-        log.normal("Starting")
-        select_uotd(cfg, db, log, force=force, dry_run=dry_run)
-        log.normal("Finished")
-    finally:
-        db.close()
-    return 0
+    return _run_task(project_dir, lambda cfg, db, log: select_uotd(cfg, db, log, force=force,
+                                                                   dry_run=dry_run))
 
 
 def update_uotd_main(argv=None):
@@ -367,18 +374,13 @@ def update_profile_pages_cmd(show_help, debug, dry_run, project_dir):
     if show_help:
         sys.stdout.write(PAGES_USAGE)
         return 0
-    log = MessageLog(sys.stdout)
-    cfg, db = _connect(project_dir)
-    try:
-        log.normal("Starting")
+
+    def work(cfg, db, log):
         names = build_profile_pages(cfg, db, log, dry_run=dry_run)
         if dry_run:
             for name in names:
                 log.normal("dry run: would write %s" % name)
-        log.normal("Finished")
-    finally:
-        db.close()
-    return 0
+    return _run_task(project_dir, work)
 
 
 def update_profile_pages_main(argv=None):
@@ -474,16 +476,11 @@ def badge_assign_cmd(show_help, dry_run, project_dir):
     if show_help:
         sys.stdout.write(BADGE_USAGE)
         return 0
-    log = MessageLog(sys.stdout)
-    cfg, db = _connect(project_dir)
-    try:
-        log.normal("Starting")
+
+    def work(cfg, db, log):
         assign_badges(db, "user", log, dry_run=dry_run)
         assign_badges(db, "team", log, dry_run=dry_run)
-        log.normal("Finished")
-    finally:
-        db.close()
-    return 0
+    return _run_task(project_dir, work)
 
 
 def badge_assign_main(argv=None):
