@@ -41,3 +41,22 @@ def test_a_page_imports_its_family_only():
                          cwd=REPO, check=True).stdout.splitlines()
     assert "home.php" in main.family_pages("account")
     assert out[1] == "[]", out
+
+
+def test_a_picture_page_spools_no_more_than_its_limit(tmp_path):
+    import io
+    from boincpy.web.http import read_request
+    from boincpy.web.user import profile
+    limit = main.takes_uploads("create_profile.php")
+    assert limit == 20 * profile.MAX_PICTURE_BYTES
+    assert main.takes_uploads("home.php") is False
+    body = (b"--XyZ\r\nContent-Disposition: form-data; name=\"picture\"; filename=\"a.jpg\"\r\n"
+            b"\r\n" + b"x" * 100 + b"\r\n--XyZ--\r\n")
+    env = {"REQUEST_METHOD": "POST", "CONTENT_TYPE": "multipart/form-data; boundary=XyZ",
+           "CONTENT_LENGTH": str(len(body))}
+    req = read_request(env, io.BytesIO(body), upload_dir=str(tmp_path), max_file_bytes=50)
+    assert "larger than 50 bytes" in req.body_error and req.files == []
+    assert os.listdir(tmp_path) == []          # nothing left spooled
+    req = read_request(env, io.BytesIO(body), upload_dir=str(tmp_path), max_file_bytes=100)
+    assert req.body_error == "" and req.files[0].size == 100
+    req.remove_files()

@@ -186,13 +186,15 @@ class Request:
             multipart.remove(self.files)
 
 
-def read_request(environ, stdin=None, max_post_bytes=MAX_POST_BYTES, upload_dir=None):
+def read_request(environ, stdin=None, max_post_bytes=MAX_POST_BYTES, upload_dir=None,
+                 max_file_bytes=None):
     """A Request from a CGI environment and, for a POST, its body on ``stdin``.
 
     An urlencoded body of at most ``max_post_bytes`` fills ``form``; with
     ``upload_dir``, a multipart/form-data body fills ``form`` and ``files``.
     A body that can't be read leaves ``form`` empty and says why in
-    ``body_error`` (the page decides how to answer)."""
+    ``body_error`` (the page decides how to answer); ``max_file_bytes``: the
+    most one file part may hold (None: no limit but the web server's)."""
     method = (environ.get("REQUEST_METHOD") or "GET").upper()
     req = Request(method=method, environ=dict(environ))
     try:
@@ -229,7 +231,8 @@ def read_request(environ, stdin=None, max_post_bytes=MAX_POST_BYTES, upload_dir=
         else:
             try:
                 fields, req.files = multipart.parse(stdin, length, boundary, upload_dir,
-                                                    max_field_bytes=max_post_bytes)
+                                                    max_field_bytes=max_post_bytes,
+                                                    max_file_bytes=max_file_bytes)
             except multipart.MultipartError as exc:
                 req.body_error = str(exc)
             else:
@@ -369,7 +372,8 @@ def serve(handler, environ, stream, resident, script=""):
     (:class:`boincpy.resident.Resident`) keeps the configuration and the
     database connection between requests (``request.resident``).  A handler
     may say how its body is read: ``handler.max_post_bytes`` (a larger form),
-    ``handler.uploads`` (multipart file parts spooled in the project's tmp
+    ``handler.uploads`` (True, or the most bytes one file part may have:
+    multipart file parts spooled in the project's tmp
     directory); ``handler.config_failure(exc)`` answers a config.xml that
     can't be read in the page's own format.
     """
@@ -381,9 +385,11 @@ def serve(handler, environ, stream, resident, script=""):
         log_error("%s: %s" % (script, exc))
         answer = getattr(handler, "config_failure", config_failure)
         return answer(exc).cgi_bytes()
+    uploads = getattr(handler, "uploads", False)
     request = read_request(environ, stream,
                            getattr(handler, "max_post_bytes", MAX_POST_BYTES),
-                           cfg.tmp_dir if getattr(handler, "uploads", False) else None)
+                           cfg.tmp_dir if uploads else None,
+                           uploads if uploads is not True and uploads else None)
     request.resident = resident
     try:
         return handler(cfg, request).cgi_bytes()

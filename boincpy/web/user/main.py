@@ -107,9 +107,10 @@ def handle(page_name, req, project_dir, now=None):
 
 
 def takes_uploads(page_name, pages=None):
-    """Whether a page reads multipart file uploads (its function's ``uploads``
-    attribute, e.g. create_profile.php's picture)."""
-    return bool(getattr((pages or all_pages()).get(page_name), "uploads", False))
+    """Whether a page reads multipart file uploads: its function's ``uploads``
+    attribute (False; True; or the most bytes one file may have, e.g.
+    create_profile.php's picture)."""
+    return getattr((pages or all_pages()).get(page_name), "uploads", False)
 
 
 respond.takes_uploads = takes_uploads

@@ -340,7 +340,9 @@ def create_profile(ctx):
     return render(ctx, "Profile saved", join(body))
 
 
-create_profile.uploads = True
+# a file part larger than this is not even spooled (the page refuses over
+# MAX_PICTURE_BYTES with its own message; anything far larger is cut off here)
+create_profile.uploads = 20 * MAX_PICTURE_BYTES
 
 
 # ---------------------------------------------------------------------------
