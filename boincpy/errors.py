@@ -38,6 +38,11 @@ class DatabaseError(BoincpyError):
     """The database is unreachable, lacks the schema, or refused a write."""
 
 
+class MissingTableError(DatabaseError):
+    """A statement names a table the database lacks: a project made before
+    boincpy (or BOINC) had that table (the community's, login_failure...)."""
+
+
 class KeyFileError(BoincpyError):
     """A key or signature file is missing or not in BOINC's format."""
 

@@ -160,3 +160,18 @@ def test_one_reader_of_database_hosts():
         "user": "u", "passwd": "p", "charset": "utf8mb4", "use_unicode": True,
         "autocommit": True, "db": "d", "port": 3307, "host": "localhost"}
     assert server_params("10.0.0.1:3310", "/s", "u", "p")["host"] == "10.0.0.1"
+
+
+def test_a_missing_table_is_its_own_error_and_query_if_table_reads_nothing(db):
+    # a project made before a table existed (the community's, login_failure):
+    # pages read nothing from it, every other database error still raises
+    from boincpy.errors import DatabaseError, MissingTableError
+    db.execute("DROP TABLE notify")
+    with pytest.raises(MissingTableError, match="notify"):
+        db.query("SELECT * FROM notify")
+    assert issubclass(MissingTableError, DatabaseError)
+    assert db.query_if_table("SELECT * FROM notify WHERE userid = %s", (1,)) == []
+    assert db.query_if_table("SELECT COUNT(*) AS n FROM user")[0]["n"] == 0
+    with pytest.raises(DatabaseError) as err:
+        db.query_if_table("SELECT no_such_column FROM user")
+    assert not isinstance(err.value, MissingTableError)

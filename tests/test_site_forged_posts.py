@@ -18,6 +18,7 @@ import pytest
 
 from boincpy.web.http import read_request
 from boincpy.web.user.main import PAGES, handle
+from site_util import execute
 
 AUTH_A = "forgedpostsvolunteeraaaaaaaaaaaa"
 AUTH_B = "forgedpostsvolunteerbbbbbbbbbbbb"
@@ -42,17 +43,6 @@ ACTIONS = ("", "send", "delete", "delete_selected", "add", "add_confirm", "accep
 
 def _db(site):
     return MySQLdb.connect(db=site.db_name, **site.db_root_params)
-
-
-def _execute(site, sql, params=()):
-    conn = _db(site)
-    try:
-        cur = conn.cursor()
-        cur.execute(sql, params)
-        conn.commit()
-        return cur.lastrowid
-    finally:
-        conn.close()
 
 
 def _checksums(site):
@@ -90,14 +80,14 @@ def _populate(site):
             ids[key] = user.id
     finally:
         db.close()
-    ids["team"] = _execute(
+    ids["team"] = execute(
         site, "INSERT INTO team (create_time, userid, name, name_lc, url, type, name_html, "
         "description, nusers, country, total_credit, expavg_credit, expavg_time, seti_id, "
         "ping_user, ping_time, joinable, mod_time) VALUES (%s, %s, 'Team A', 'team a', '', 1, "
         "'', '', 2, 'None', 0, 0, 0, 0, 0, 0, 1, NOW())", (now, ids["a"]))
-    _execute(site, "UPDATE user SET teamid = %s WHERE id IN (%s, %s)",
+    execute(site, "UPDATE user SET teamid = %s WHERE id IN (%s, %s)",
              (ids["team"], ids["a"], ids["b"]))
-    ids["host"] = _execute(
+    ids["host"] = execute(
         site, "INSERT INTO host (create_time, userid, domain_name, last_ip_addr, "
         "external_ip_addr, os_name, p_ncpus, misc, venue) VALUES (%s, %s, 'hostA', "
         "'192.0.2.1', '', 'Linux', 2, '', '')", (now, ids["a"]))
@@ -109,19 +99,19 @@ def _populate(site):
     finally:
         conn.close()
     ids["forum"] = forum
-    ids["thread"] = _execute(
+    ids["thread"] = execute(
         site, "INSERT INTO thread (forum, owner, status, title, timestamp, views, replies, "
         "activity, sufferers, score, votes, create_time, hidden, sticky, locked) VALUES "
         "(%s, %s, 0, 'A thread', %s, 0, 0, 0, 0, 0, 0, %s, 0, 0, 0)",
         (forum, ids["a"], now, now))
-    ids["post"] = _execute(
+    ids["post"] = execute(
         site, "INSERT INTO post (thread, user, timestamp, content, modified, parent_post, "
         "score, votes, signature, hidden) VALUES (%s, %s, %s, 'first post', 0, 0, 0, 0, 0, 0)",
         (ids["thread"], ids["a"], now))
-    ids["pm"] = _execute(
+    ids["pm"] = execute(
         site, "INSERT INTO private_messages (userid, senderid, date, opened, subject, content) "
         "VALUES (%s, %s, %s, 0, 'hi', 'hello')", (ids["a"], ids["b"], now))
-    _execute(site, "INSERT INTO friend (user_src, user_dest, message, create_time, reciprocated) "
+    execute(site, "INSERT INTO friend (user_src, user_dest, message, create_time, reciprocated) "
              "VALUES (%s, %s, 'be my friend', %s, 0)", (ids["b"], ids["a"], now))
     return ids
 
@@ -252,7 +242,7 @@ def test_every_page_escapes_what_the_database_holds(site, ids):
                            ("friend", ("message",)), ("forum", ("title", "description")),
                            ("category", ("name",))):
         key = "id" if table != "friend" else "user_src"
-        _execute(site, "UPDATE `%s` SET %s" % (table, ", ".join(
+        execute(site, "UPDATE `%s` SET %s" % (table, ", ".join(
             "%s = CONCAT(%%s, %s)" % (c, key) for c in columns)), (XSS,) * len(columns))
     failures, shown = [], set()
     for page in sorted(PAGES):

@@ -8,7 +8,7 @@ carrying a sentence an operator can act on (which server, which database).
 import sys
 
 from boincpy.cnum import php_truthy
-from boincpy.errors import DatabaseError
+from boincpy.errors import DatabaseError, MissingTableError
 
 # MySQL error codes worth a specific message.
 _ER_CON_COUNT = 1040
@@ -304,6 +304,14 @@ class Database:
         finally:
             cur.close()
 
+    def query_if_table(self, sql, params=None):
+        """:meth:`query`, or no rows when a table it reads is missing (a
+        project made before the table existed: its pages show nothing)."""
+        try:
+            return self.query(sql, params)
+        except MissingTableError:
+            return []
+
     def stream(self, sql, params=None):
         """Run a SELECT and yield its rows (dicts) as the server sends them,
         without holding the whole result in memory (for tables of millions of
@@ -389,7 +397,7 @@ class Database:
         code = exc.args[0] if exc.args else 0
         text = exc.args[-1] if exc.args else str(exc)
         if code == _ER_NO_SUCH_TABLE:
-            err = DatabaseError("%s (the BOINC schema is missing or incomplete in "
+            err = MissingTableError("%s (the BOINC schema is missing or incomplete in "
                                 "%s: was the database made with make_project?)"
                                 % (text, _describe(self.params)))
             err.mysql_code = code

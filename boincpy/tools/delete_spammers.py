@@ -43,14 +43,12 @@ import os
 import sys
 import time
 
-from boincpy.errors import BoincpyError, DatabaseError
-from boincpy.web.user.moderation import query_rows
+from boincpy.errors import BoincpyError, MissingTableError
 
 USAGE = ("Usage: delete_spammers [--test|--dry_run] [--min_days N] [--max_days N] "
          "[--project_dir DIR] COMMAND...\n\nDeletes spammers' accounts (BOINC's "
          "delete_spammers.php); run with --test first.\n\n"
          + __doc__[__doc__.index("``--test``"):])
-_ER_NO_SUCH_TABLE = 1146
 DAY = 86400
 
 
@@ -68,9 +66,7 @@ def _tolerant(fn, *args):
     """A statement on a table the project may not have (made before it existed)."""
     try:
         return fn(*args)
-    except DatabaseError as exc:
-        if getattr(exc, "mysql_code", 0) != _ER_NO_SUCH_TABLE:
-            raise
+    except MissingTableError:
         return 0
 
 
@@ -81,7 +77,7 @@ def delete_user(db, user, now=None):
     from boincpy.db import messages as mdb
     from boincpy.web import accounts
     with db.transaction():
-        for post in query_rows(db, "SELECT p.id, p.thread, t.forum FROM post p JOIN thread t "
+        for post in db.query_if_table("SELECT p.id, p.thread, t.forum FROM post p JOIN thread t "
                               "ON t.id = p.thread WHERE p.user = %s", (user.id,)):
             forum_db.delete_post(db, post["id"], post["thread"], post["forum"])
         extra = getattr(forum_db, "delete_forum_rows_of_user", None)
@@ -89,7 +85,7 @@ def delete_user(db, user, now=None):
             _tolerant(extra, db, user.id)
         _tolerant(forum_db.delete_banishment_votes_of_user, db, user.id)
         _tolerant(mdb.delete_community_rows_of_user, db, user.id)
-        badges = [r["badge_id"] for r in query_rows(db, "SELECT badge_id FROM badge_user "
+        badges = [r["badge_id"] for r in db.query_if_table("SELECT badge_id FROM badge_user "
                                                    "WHERE user_id = %s", (user.id,))]
         if badges:
             badge_db.unassign(db, "user", user.id, badges)
@@ -130,7 +126,7 @@ class Spammers:
         return self.count("SELECT COUNT(*) FROM host WHERE userid = %s", user_id)
 
     def nposts(self, user_id):
-        return int((query_rows(self.db, "SELECT COUNT(*) AS n FROM post WHERE user = %s",
+        return int((self.db.query_if_table("SELECT COUNT(*) AS n FROM post WHERE user = %s",
                           (user_id,)) or [{"n": 0}])[0]["n"])
 
     def do_delete_user(self, user, reason):
@@ -169,7 +165,7 @@ class Spammers:
 
     def delete_profiles(self, strict=False):
         n = 0
-        for p in query_rows(self.db, "SELECT userid, response1, response2 FROM profile "
+        for p in self.db.query_if_table("SELECT userid, response1, response2 FROM profile "
                                 "ORDER BY userid"):
             if not strict and not (has_link(p["response1"]) or has_link(p["response2"])):
                 continue
@@ -191,7 +187,7 @@ class Spammers:
 
     def delete_forums(self):
         n = 0
-        for row in query_rows(self.db, "SELECT DISTINCT user FROM post ORDER BY user"):
+        for row in self.db.query_if_table("SELECT DISTINCT user FROM post ORDER BY user"):
             user = self.user(row["user"])
             if user is None:
                 self.say("missing user %d" % row["user"])
@@ -209,7 +205,7 @@ class Spammers:
         sql = ["SELECT a.id FROM user a WHERE 1"]
         if no_hosts:
             sql.append("AND NOT EXISTS (SELECT 1 FROM host c WHERE c.userid = a.id)")
-        if no_posts and query_rows(self.db, "SHOW TABLES LIKE 'post'"):
+        if no_posts and self.db.query_if_table("SHOW TABLES LIKE 'post'"):
             sql.append("AND NOT EXISTS (SELECT 1 FROM post b WHERE b.user = a.id)")
         if no_teams:
             sql.append("AND NOT EXISTS (SELECT 1 FROM team d WHERE d.userid = a.id)")
@@ -227,7 +223,7 @@ class Spammers:
         self.say("deleted %d users" % n)
 
     def delete_banished(self):
-        for row in query_rows(self.db, "SELECT userid FROM forum_preferences WHERE banished_until > 0 "
+        for row in self.db.query_if_table("SELECT userid FROM forum_preferences WHERE banished_until > 0 "
                                   "ORDER BY userid"):
             user = self.user(row["userid"])
             if user is not None and self.age_ok(user.create_time):

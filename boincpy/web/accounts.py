@@ -18,7 +18,7 @@ from boincpy import passwords
 from boincpy.cnum import php_numeric
 from boincpy.db import team as team_table, user as user_table
 from boincpy.db.rows import Team, User
-from boincpy.errors import DatabaseError
+from boincpy.errors import MissingTableError
 
 # user.email_addr and user.name are varchar(191) (unique indexes under utf8mb4).
 MAX_EMAIL_LENGTH = 191
@@ -301,9 +301,6 @@ LOGIN_FAIL_WINDOW = 600
 LOGIN_FAIL_MAX_ACCOUNT = 10
 LOGIN_FAIL_MAX_ADDR = 50
 
-_ER_NO_SUCH_TABLE = 1146
-
-
 def login_failure_keys(remote_addr, user=None):
     """The login_failure rows a login attempt counts against."""
     keys = {"addr:%s" % (remote_addr or "?")[:150]: LOGIN_FAIL_MAX_ADDR}
@@ -327,10 +324,8 @@ def logins_refused(db, keys, now=None):
         rows = db.query("SELECT name, nfail FROM login_failure WHERE first_time > %%s "
                         "AND name IN (%s)" % ", ".join(["%s"] * len(names)),
                         [now - LOGIN_FAIL_WINDOW] + names)
-    except DatabaseError as exc:
-        if getattr(exc, "mysql_code", None) == _ER_NO_SUCH_TABLE:
-            return False
-        raise
+    except MissingTableError:
+        return False
     return any(row["nfail"] >= keys[row["name"]] for row in rows)
 
 
@@ -343,8 +338,8 @@ def record_login_failure(db, keys, now=None):
             for name in keys:
                 user_table.count_login_failure(db, name, now, now - LOGIN_FAIL_WINDOW)
             return
-        except DatabaseError as exc:
-            if getattr(exc, "mysql_code", None) != _ER_NO_SUCH_TABLE or attempt == 2:
+        except MissingTableError:
+            if attempt == 2:
                 raise
             _create_login_failure_table(db)
 
@@ -358,12 +353,7 @@ SPECIAL_USER_FLAGS = ("Volunteer moderator", "Project administrator", "Project d
 
 def _forum_rows(db, sql, params):
     # A project made before boincpy had the table has no forum preferences.
-    try:
-        return db.query(sql, params)
-    except DatabaseError as exc:
-        if getattr(exc, "mysql_code", 0) != _ER_NO_SUCH_TABLE:
-            raise
-        return []
+    return db.query_if_table(sql, params)
 
 
 def forum_prefs_of(db, userids):
@@ -494,16 +484,14 @@ def delete_account(db, user, now=None):
         try:
             done["special-user flags and ban"] = user_table.delete_rows_of_user(
                 db, "forum_preferences", uid)
-        except DatabaseError as exc:
-            if getattr(exc, "mysql_code", 0) != _ER_NO_SUCH_TABLE:
-                raise
+        except MissingTableError:
+            pass
         try:
             from boincpy.db.messages import delete_community_rows_of_user
             for table, n in delete_community_rows_of_user(db, uid).items():
                 done[table] = n
-        except DatabaseError as exc:
-            if getattr(exc, "mysql_code", 0) != _ER_NO_SUCH_TABLE:
-                raise
+        except MissingTableError:
+            pass
         _forum_delete_user(db, uid, done)
         done["user"] = user_table.delete_user(db, uid)
     return done
@@ -533,9 +521,8 @@ def obfuscate_account(db, user, now=None):
         user_table.delete_rows_of_user(db, "token", user.id)
         try:
             user_table.delete_rows_of_user(db, "forum_preferences", user.id)
-        except DatabaseError as exc:
-            if getattr(exc, "mysql_code", 0) != _ER_NO_SUCH_TABLE:
-                raise
+        except MissingTableError:
+            pass
         _forum_delete_user(db, user.id, {})
 
 
@@ -545,9 +532,8 @@ def _forum_delete_user(db, uid, done):
     from boincpy.db.forum import forum_delete_user
     try:
         done.update(forum_delete_user(db, uid))
-    except DatabaseError as exc:
-        if getattr(exc, "mysql_code", 0) != _ER_NO_SUCH_TABLE:
-            raise
+    except MissingTableError:
+        pass
 
 
 # -- tokens e-mailed to a user (BOINC's html/inc/token.inc) ----------------------------

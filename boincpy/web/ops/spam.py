@@ -15,14 +15,12 @@ client address (login_failure rows ``addr:ADDRESS``):
   each linking its management page (manage_user.php: ban, delete).
 """
 
-from boincpy.errors import DatabaseError
 from boincpy.web.markup import fmt, link, url
 from boincpy.web.ops import names as N
 from boincpy.web.page import PageError, num, render, table, text_input
 
 LIMIT = 200
 ADDR_MAX = 256
-_ER_NO_SUCH_TABLE = 1146
 
 _ADDRESSES = ("SELECT addr, COUNT(DISTINCT userid) AS accounts, COUNT(DISTINCT id) AS hosts "
               "FROM (SELECT id, userid, last_ip_addr AS addr FROM host WHERE userid <> 0 "
@@ -34,13 +32,8 @@ _ADDRESSES = ("SELECT addr, COUNT(DISTINCT userid) AS accounts, COUNT(DISTINCT i
 def _login_failures(db, addrs):
     if not addrs:
         return {}
-    try:
-        rows = db.query("SELECT name, nfail FROM login_failure WHERE name IN (%s)"
-                        % ", ".join(["%s"] * len(addrs)), ["addr:" + a for a in addrs])
-    except DatabaseError as exc:
-        if getattr(exc, "mysql_code", 0) != _ER_NO_SUCH_TABLE:
-            raise
-        return {}
+    rows = db.query_if_table("SELECT name, nfail FROM login_failure WHERE name IN (%s)"
+                             % ", ".join(["%s"] * len(addrs)), ["addr:" + a for a in addrs])
     return {r["name"][5:]: r["nfail"] for r in rows}
 
 

@@ -48,7 +48,6 @@ import time
 
 from boincpy import mail, passwords
 from boincpy.db import messages as mdb
-from boincpy.errors import DatabaseError
 from boincpy.web import accounts, bbcode
 from boincpy.web.http import Response
 from boincpy.web.markup import Markup, fmt, join, link, url
@@ -56,7 +55,6 @@ from boincpy.web.page import PageError, Redirect, hidden, notice, render
 from boincpy.web.user.common import ID_MAX, is_moderator, required_id, time_str, user_link
 from boincpy.xml import xml_escape
 
-_ER_NO_SUCH_TABLE = 1146
 SUBJECT_MAX = 255                   # private_messages.subject varchar(255)
 CONTENT_MAX = 65535                 # private_messages.content text (bytes)
 FRIEND_MESSAGE_MAX = 250            # friend.php's text counter
@@ -67,20 +65,6 @@ MAX_RECIPIENTS = PM_RATE[-1][1]     # one message can't go to more than a day's 
 TEAM_SUBJECT = "Message from team"  # team messages don't count against the rate
 NOTIFY_KEEP_DAYS = 90               # notify.php deletes older notifications
 NOTICE_DAYS = 30                    # notices.php: the last 30 days
-
-
-def _missing_table(exc):
-    return getattr(exc, "mysql_code", None) == _ER_NO_SUCH_TABLE
-
-
-def _read(db, sql, params=(), default=None):
-    """A query on the community tables; ``default`` if the project lacks them."""
-    try:
-        return db.query(sql, params)
-    except DatabaseError as exc:
-        if _missing_table(exc):
-            return [] if default is None else default
-        raise
 
 
 def text_html(text):
@@ -95,9 +79,9 @@ def text_html(text):
 def community_prefs(db, user_id):
     """The user's pm_notification, ignorelist (ids), display_wrap_postcount,
     special_user and banished_until (defaults without a row)."""
-    rows = _read(db, "SELECT pm_notification, ignorelist, display_wrap_postcount, "
-                     "special_user, banished_until FROM forum_preferences WHERE userid = %s",
-                 (user_id,))
+    rows = db.query_if_table("SELECT pm_notification, ignorelist, display_wrap_postcount, "
+                             "special_user, banished_until FROM forum_preferences "
+                             "WHERE userid = %s", (user_id,))
     row = rows[0] if rows else {}
     return {
         "pm_notification": int(row.get("pm_notification") or 0),
@@ -130,8 +114,8 @@ def _set_ignorelist(db, user_id, ids):
 
 def unread_pm_count(db, user_id):
     """How many of the user's private messages are unread."""
-    rows = _read(db, "SELECT COUNT(*) AS n FROM private_messages WHERE userid = %s "
-                     "AND opened = 0", (user_id,))
+    rows = db.query_if_table("SELECT COUNT(*) AS n FROM private_messages WHERE userid = %s "
+                             "AND opened = 0", (user_id,))
     return int(rows[0]["n"]) if rows else 0
 
 
@@ -147,9 +131,9 @@ def pm_links_html(db, user_id):
 
 def friends_of(db, user_id):
     """(id, name) of the user's confirmed friends, by name."""
-    return [(r["id"], r["name"]) for r in _read(
-        db, "SELECT u.id, u.name FROM friend f JOIN user u ON u.id = f.user_dest "
-            "WHERE f.user_src = %s AND f.reciprocated = 1 ORDER BY u.name, u.id", (user_id,))]
+    return [(r["id"], r["name"]) for r in db.query_if_table(
+        "SELECT u.id, u.name FROM friend f JOIN user u ON u.id = f.user_dest "
+        "WHERE f.user_src = %s AND f.reciprocated = 1 ORDER BY u.name, u.id", (user_id,))]
 
 
 def friends_html(db, user_id, viewer=None):
@@ -161,8 +145,8 @@ def friends_html(db, user_id, viewer=None):
         rows.append(fmt("<tr><th>Contact</th><td>{}</td></tr>",
                         link(url("pm.php", action="new", userid=user_id),
                              "Send private message")))
-        mine = _read(db, "SELECT reciprocated FROM friend WHERE user_src = %s AND "
-                         "user_dest = %s", (viewer.id, user_id))
+        mine = db.query_if_table("SELECT reciprocated FROM friend WHERE user_src = %s AND "
+                                 "user_dest = %s", (viewer.id, user_id))
         if mine and mine[0]["reciprocated"]:
             rows.append(fmt("<tr><th>This person is a friend</th><td>{}</td></tr>",
                             link(url("friend.php", action="cancel_confirm", userid=user_id),
@@ -207,8 +191,8 @@ def _notifies(db, user_id, since=None):
     if since is not None:
         where += " AND create_time > %s"
         params.append(since)
-    return _read(db, "SELECT * FROM notify WHERE " + where + " ORDER BY create_time DESC, id DESC",
-                 params)
+    return db.query_if_table("SELECT * FROM notify WHERE " + where
+                             + " ORDER BY create_time DESC, id DESC", params)
 
 
 def describe_notifies(db, notifies):
@@ -228,9 +212,9 @@ def describe_notifies(db, notifies):
                                (mdb.NOTIFY_SUBSCRIBED_FORUM, "forum")):
         ids = sorted({n["opaque"] for n in notifies if n["type"] == notify_type})
         if ids:
-            titles[notify_type] = {r["id"]: r["title"] for r in _read(
-                db, "SELECT id, title FROM %s WHERE id IN (%s)"
-                    % (table, ", ".join(["%s"] * len(ids))), ids)}
+            titles[notify_type] = {r["id"]: r["title"] for r in db.query_if_table(
+                "SELECT id, title FROM %s WHERE id IN (%s)"
+                % (table, ", ".join(["%s"] * len(ids))), ids)}
     out = []
     for n in notifies:
         about = None
@@ -827,13 +811,14 @@ def pm_page(ctx):
 # friend.php
 
 def _friend_row(db, src, dest):
-    rows = _read(db, "SELECT * FROM friend WHERE user_src = %s AND user_dest = %s", (src, dest))
+    rows = db.query_if_table("SELECT * FROM friend WHERE user_src = %s AND user_dest = %s",
+                             (src, dest))
     return rows[0] if rows else None
 
 
 def _notify_row(db, userid, notify_type, opaque):
-    rows = _read(db, "SELECT * FROM notify WHERE userid = %s AND type = %s AND opaque = %s",
-                 (userid, notify_type, opaque))
+    rows = db.query_if_table("SELECT * FROM notify WHERE userid = %s AND type = %s "
+                             "AND opaque = %s", (userid, notify_type, opaque))
     return rows[0] if rows else None
 
 

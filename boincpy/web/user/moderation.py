@@ -58,7 +58,7 @@ import time as _time
 from boincpy import mail
 from boincpy.db import forum as forum_db
 from boincpy.db import messages as mdb
-from boincpy.errors import DatabaseError
+from boincpy.errors import MissingTableError
 from boincpy.web import accounts
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.page import PageError, Redirect, hidden, kv_table, notice, render, select
@@ -87,9 +87,6 @@ VOTE_LENGTH = 21600             # forum_banishment_vote.inc: a vote lasts 6 hour
 VOTE_BAN = 86400 * 14           # ... and asks for two weeks
 REASON_MAX = 65535
 TITLE_MAX = 254                 # thread.title varchar(254)
-
-_ER_NO_SUCH_TABLE = 1146
-
 
 # ---------------------------------------------------------------------------
 # who may do what (forum.inc)
@@ -191,18 +188,8 @@ def thread_moderation_links(ctx, user, thread, forum):
 # ---------------------------------------------------------------------------
 # rows
 
-def query_rows(db, sql, params=()):
-    """Rows of a query on tables a project made before them may lack (none then)."""
-    try:
-        return db.query(sql, params)
-    except DatabaseError as exc:
-        if getattr(exc, "mysql_code", 0) != _ER_NO_SUCH_TABLE:
-            raise
-        return []
-
-
 def _row(db, sql, ident):
-    rows = query_rows(db, sql, (ident,))
+    rows = db.query_if_table(sql, (ident,))
     return rows[0] if rows else None
 
 
@@ -319,9 +306,7 @@ def notify_user(ctx, user, subject, body):
         with db.transaction():
             mid = mdb.insert_pm(db, user.id, user.id, now, subject[:255], body)
             mdb.insert_notify(db, user.id, now, mdb.NOTIFY_PM, mid)
-    except DatabaseError as exc:
-        if getattr(exc, "mysql_code", 0) != _ER_NO_SUCH_TABLE:
-            raise
+    except MissingTableError:
         mdb.ensure_tables(db)
         return notify_user(ctx, user, subject, body)
     if user.send_email:
@@ -430,7 +415,7 @@ def _ensure_vote_tables(db):
 
 def current_vote(db, userid, now):
     """The vote in progress about ``userid`` (a banishment_vote row) or None."""
-    rows = query_rows(db, "SELECT * FROM banishment_vote WHERE userid = %s AND end_time > %s "
+    rows = db.query_if_table("SELECT * FROM banishment_vote WHERE userid = %s AND end_time > %s "
                           "ORDER BY id DESC LIMIT 1", (userid, int(now)))
     return rows[0] if rows else None
 
@@ -441,7 +426,7 @@ def vote_in_progress(db, userid, now):
 
 def tally(db, voteid):
     """(ayes, nays) of a vote (current_tally)."""
-    rows = query_rows(db, "SELECT COALESCE(SUM(yes), 0) AS ayes, COUNT(id) - COALESCE(SUM(yes), 0)"
+    rows = db.query_if_table("SELECT COALESCE(SUM(yes), 0) AS ayes, COUNT(id) - COALESCE(SUM(yes), 0)"
                           " AS nays FROM banishment_votes WHERE voteid = %s", (voteid,))
     return (int(rows[0]["ayes"]), int(rows[0]["nays"])) if rows else (0, 0)
 
@@ -480,7 +465,7 @@ def settle_votes(db, now):
     """Votes that ran out since the last look: one with more ayes than nays
     banishes for two weeks from its start (once: the interim ban, which
     equals the vote's end, is still in place)."""
-    rows = query_rows(db, "SELECT v.* FROM banishment_vote v JOIN forum_preferences p "
+    rows = db.query_if_table("SELECT v.* FROM banishment_vote v JOIN forum_preferences p "
                           "ON p.userid = v.userid WHERE v.end_time <= %s AND "
                           "p.banished_until = v.end_time", (int(now),))
     for vote in rows:

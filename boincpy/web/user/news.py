@@ -28,7 +28,7 @@ import time
 
 from boincpy import passwords
 from boincpy.db.forum import NEWS_FORUM
-from boincpy.errors import DatabaseError
+from boincpy.errors import MissingTableError
 from boincpy.web import accounts, bbcode
 from boincpy.web.http import Response
 from boincpy.web.markup import esc, fmt, join, link, url
@@ -39,7 +39,6 @@ from boincpy.xml import xml_escape
 NEWS_PER_PAGE = 20
 NOTICE_DAYS = 30                    # notices.php: items of the last 30 days
 RSS_CONTENT_TYPE = "application/xml; charset=utf-8"
-_ER_NO_SUCH_TABLE = 1146
 
 def plain_title(title):
     """A thread title for a feed: tags stripped, as BOINC's sanitize_tags."""
@@ -54,10 +53,8 @@ def news_forum(db):
             "SELECT f.* FROM forum f JOIN category c ON c.id = f.category "
             "WHERE f.parent_type = 0 AND f.title = %s AND c.is_helpdesk = 0 ORDER BY f.id "
             "LIMIT 1", (NEWS_FORUM,))
-    except DatabaseError as exc:
-        if getattr(exc, "mysql_code", None) == _ER_NO_SUCH_TABLE:
-            return None
-        raise
+    except MissingTableError:
+        return None
 
 
 def news_items(db, forum, where="", params=(), order="t.create_time DESC, t.id DESC",
@@ -148,10 +145,8 @@ def _notifications(ctx, user, since):
     try:
         items = messages.notices_of(ctx.rdb, user.id, site_url(ctx.cfg), since=since,
                                     now=ctx.now)
-    except DatabaseError as exc:            # a project without the notify table
-        if getattr(exc, "mysql_code", None) == _ER_NO_SUCH_TABLE:
-            return []
-        raise
+    except MissingTableError:               # a project without the notify table
+        return []
     return [(item["time"], messages.rss_item_xml(item)) for item in items]
 
 
