@@ -60,3 +60,20 @@ def test_a_picture_page_spools_no_more_than_its_limit(tmp_path):
     req = read_request(env, io.BytesIO(body), upload_dir=str(tmp_path), max_file_bytes=100)
     assert req.body_error == "" and req.files[0].size == 100
     req.remove_files()
+
+
+def test_a_failing_page_shows_visitors_no_traceback(capsys):
+    # the public site tells a visitor only that the page failed (the
+    # traceback goes to the web server's log); the admins' pages show it
+    from boincpy.web import page
+    from boincpy.web.user import session
+
+    def broken(ctx):
+        raise RuntimeError("secret detail of the failure")
+    for site, shown in ((session.USER_SITE, False), (session.SUBMIT_SITE, False),
+                        (page.OPS, True)):
+        resp = page.serve({"broken.php": broken}, "broken.php", lambda: None, site)
+        assert resp.status.startswith("500")
+        assert ("secret detail" in resp.text) == shown
+        assert ("Traceback" in resp.text) == shown
+        assert "secret detail of the failure" in capsys.readouterr().err

@@ -53,10 +53,13 @@ class Redirect(Signal):
 @dataclass(frozen=True)
 class Site:
     """What frames a family of pages: its navigation links (the first is its
-    main page) and the name in the footer."""
+    main page), the name in the footer, and whether a failing page shows its
+    traceback (the admins' pages) or only says it failed (public pages: the
+    traceback goes to the web server's log, never to a visitor)."""
 
     nav: tuple
     name: str
+    show_tracebacks: bool = True
 
 
 NAV = (("index.php", "Main"), ("server_status.php", "Server status"),
@@ -310,9 +313,12 @@ def serve(pages, page_name, make_context, site=OPS):
         import traceback          # (only a failing page pays for it)
         text = traceback.format_exc()
         sys.stderr.write(text)
-        return render(ctx, "Internal error",
-                      fmt('<div class="notice bad">The page failed:</div><pre>{}</pre>', text),
-                      "500 Internal Server Error", site)
+        if (site or OPS).show_tracebacks:
+            body = fmt('<div class="notice bad">The page failed:</div><pre>{}</pre>', text)
+        else:
+            body = notice("bad", "The page failed; the project's administrators can find "
+                                 "why in the web server's error log.")
+        return render(ctx, "Internal error", body, "500 Internal Server Error", site)
     finally:
         if ctx is not None:
             ctx.close()

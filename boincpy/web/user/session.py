@@ -46,10 +46,10 @@ USER_SITE = Site((("index.php", "Project"), ("home.php", "Your account"),
                   ("hosts_user.php", "Computers"), ("team.php", "Teams"),
                   ("top_users.php", "Statistics"), ("forum_index.php", "Message boards"),
                   ("old_news.php", "News")),
-                 "BOINC project")
+                 "BOINC project", show_tracebacks=False)
 SUBMIT_SITE = Site((("submit.php", "Your batches"), ("submit.php?action=admin", "Manage apps"),
                     ("home.php", "Your account")),
-                   "boincpy job submission")
+                   "boincpy job submission", show_tracebacks=False)
 
 # A next_url is one of these pages, with its query: never another site.
 _LOCAL_URL = re.compile(r"^[A-Za-z0-9_]+\.php(\?[\x21-\x5b\x5d-\x7e]*)?$")
