@@ -790,3 +790,13 @@ def test_update_profile_pages_removes_pictures_of_deleted_profiles(site):
     assert {"999002.jpg", "notes.txt", "%d.jpg" % alice.id} <= left
     for name in ("999002.jpg", "notes.txt"):
         os.unlink(os.path.join(folder, name))
+
+
+def test_profile_page_names_from_countries_stay_in_their_folder():
+    # a country is free text in boincpy's forms: its page's name passes the
+    # one name check, whatever the text holds
+    from boincpy.files import check_file_name
+    from boincpy.tools.community import legal_filename
+    for country in ("../../etc", "St. Lucia", "..", "a/b\\c", "x..y", "\x00", "Côte d'Ivoire"):
+        name = "profile_country_%s_1.html" % legal_filename(country)
+        assert check_file_name(name, "test") == name and "/" not in name

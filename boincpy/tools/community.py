@@ -185,7 +185,10 @@ def legal_filename(name):
     """A country as part of a file name (util.inc's get_legal_filename: no
     commas, spaces as underscores), and nothing that leaves the folder."""
     name = name.replace(",", "").replace(" ", "_")
-    return "".join(c if c.isalnum() or c in "_-.()'" else "_" for c in name).lstrip(".") or "_"
+    name = "".join(c if c.isalnum() or c in "_-.()'" else "_" for c in name).lstrip(".")
+    while ".." in name:                     # (files.check_file_name refuses "..")
+        name = name.replace("..", ".")
+    return name or "_"
 
 
 class _Pages:
@@ -203,18 +206,17 @@ class _Pages:
         self.written = []
 
     def write(self, name, title, body):
-        from boincpy.files import atomic_write
         from boincpy.web.markup import fmt
         from boincpy.web.page import render
         stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.now))
         html = render(self.ctx, title, fmt("<p>Last updated {}</p>{}", stamp, body)).body
-        self.written.append(name)
-        if not self.dry_run:
-            os.makedirs(self.folder, exist_ok=True)
-            atomic_write(os.path.join(self.folder, name), html.encode("utf-8"))
+        self.write_fragment(name, html)
 
     def write_fragment(self, name, html):
-        from boincpy.files import atomic_write
+        """Write one file of the folder; its name (made from countries and
+        letters users chose) passes the one name check first."""
+        from boincpy.files import atomic_write, check_file_name
+        check_file_name(name, "profile page")
         self.written.append(name)
         if not self.dry_run:
             os.makedirs(self.folder, exist_ok=True)
