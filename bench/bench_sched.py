@@ -742,7 +742,7 @@ rq.parse_request(data)
 t3 = time.perf_counter()
 for name in ('execute', 'query', 'insert', 'query_value'):
     timed(lite.LiteDatabase, name, 'queries')
-timed(lite, 'connect', 'connect')
+timed(lite, 'open_database', 'connect')
 timed(handler, 'attach_job_array', 'attach')
 timed(rp, 'write_reply', 'reply')
 timed(handler, 'parse_request', 'parse')

@@ -120,8 +120,7 @@ class Resident:
         it again and goes on, writing "lost connection to database - trying
         to reconnect" to ``log``.  Raises DatabaseError if it can't be
         opened."""
-        from boincpy.db import lite
-        from boincpy.db.connection import connect_params
+        from boincpy.db import connect, connect_params
         db = self._db
         if cfg is not self._db_cfg:         # config.xml read again: the same database?
             key = repr(sorted(connect_params(cfg).items()))
@@ -132,7 +131,7 @@ class Resident:
         if db is None:
             # a CGI's one request: no client library to load (boincpy.db.wire);
             # a persistent process: libmariadb's C parsing, loaded once
-            db = self._db = lite.connect(cfg, wire=not self.persistent)
+            db = self._db = connect(cfg, driver="mysql_c" if self.persistent else "wire")
         db.on_reconnect = None if log is None else (
             lambda: log.critical("lost connection to database - trying to reconnect"))
         return db

@@ -24,7 +24,7 @@ def proj(mini_project, request):
     slow check's read and the claim then go in one round trip)."""
     cfg = project_config(mini_project, one_result_per_user_per_wu=True,
                          daily_result_quota=500, report_grace_period=3600)
-    db = connect(cfg) if request.param == "full" else lite.connect(cfg, wire=False)
+    db = connect(cfg) if request.param == "full" else connect(cfg, driver="mysql_c")
     feed = Feeding(cfg)
     yield cfg, db, feed
     feed.close()

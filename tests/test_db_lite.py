@@ -15,7 +15,7 @@ from jobs_helpers import count_round_trips
 def dbs(mini_project):
     from boincpy.config import load_config
     cfg = load_config(str(mini_project))
-    full, light = connect(cfg), lite.connect(cfg)
+    full, light = connect(cfg), connect(cfg, driver="wire")
     yield full, light
     full.close()
     light.close()
@@ -41,7 +41,7 @@ def test_rows_and_types_are_those_of_the_full_layer(dbs):
 @pytest.mark.parametrize("wire", [True, False], ids=["wire", "_mysql"])
 def test_a_joined_row_keeps_each_tables_columns_apart(mini_project, wire):
     from boincpy.config import load_config
-    db = lite.connect(load_config(str(mini_project)), wire=wire)
+    db = connect(load_config(str(mini_project)), driver="wire" if wire else "mysql_c")
     try:
         uid = db.insert("INSERT INTO user (create_time, email_addr, name, authenticator, "
                         "total_credit, cross_project_id) VALUES (5, 'u@x', 'u', 'k', 7.5, '')")
@@ -97,7 +97,7 @@ def batching(mini_project):
     """The light layer on _mysql, which holds BEGIN, SAVEPOINT and deferred
     writes back to send them with the next statement."""
     from boincpy.config import load_config
-    db = lite.connect(load_config(str(mini_project)), wire=False)
+    db = connect(load_config(str(mini_project)), driver="mysql_c")
     yield db
     db.close()
 
@@ -156,7 +156,7 @@ def test_a_dropped_connection_is_opened_again_for_a_read_not_inside_a_transactio
     gone with the old connection)."""
     import MySQLdb
     from boincpy.config import load_config
-    db = lite.connect(load_config(str(mini_project)), wire=wire)
+    db = connect(load_config(str(mini_project)), driver="wire" if wire else "mysql_c")
     db.execute("INSERT INTO platform (create_time, name) VALUES (1, 'p')")
     heard = []
     db.on_reconnect = lambda: heard.append(1)
@@ -193,7 +193,7 @@ def counted(mini_project, wire):
     to look with, the list of what the first sends: one entry a round trip)."""
     from boincpy.config import load_config
     cfg = load_config(str(mini_project))
-    db, other = lite.connect(cfg, wire=wire), lite.connect(cfg)
+    db, other = connect(cfg, driver="wire" if wire else "mysql_c"), connect(cfg, driver="wire")
     yield db, other, count_round_trips(db)
     db.close()
     other.close()
@@ -319,7 +319,7 @@ def test_connect_errors_name_the_database(mini_project):
     cfg = load_config(str(mini_project))
     cfg.db_name = "bpt_does_not_exist"
     with pytest.raises(DatabaseError) as err:
-        lite.connect(cfg)
+        connect(cfg, driver="wire")
     assert "bpt_does_not_exist" in str(err.value)
 
 
@@ -340,9 +340,9 @@ def test_a_connection_limit_is_named_with_what_to_raise(mini_project, db_root_pa
     cfg.db_user, cfg.db_passwd, cfg.db_host = user, "pw", "localhost"
     first = None
     try:
-        first = lite.connect(cfg, wire=wire)
+        first = connect(cfg, driver="wire" if wire else "mysql_c")
         with pytest.raises(DatabaseError) as err:
-            lite.connect(cfg, wire=wire)
+            connect(cfg, driver="wire" if wire else "mysql_c")
         assert "max_user_connections" in str(err.value)
         assert "MaxRequestWorkers" in str(err.value) and cfg.db_name in str(err.value)
     finally:
@@ -358,8 +358,8 @@ def test_a_connection_limit_is_named_with_what_to_raise(mini_project, db_root_pa
 
 
 def test_light_layer_imports_none_of_the_heavy_modules(mini_project):
-    code = ("import sys; from boincpy.config import load_config; from boincpy.db import lite; "
-            "db = lite.connect(load_config(%r)); db.query('SELECT * FROM platform'); "
+    code = ("import sys; from boincpy.config import load_config; from boincpy.db import connect; "
+            "db = connect(load_config(%r), driver='wire'); db.query('SELECT * FROM platform'); "
             "print(' '.join(m for m in ('re', 'enum', 'decimal', 'datetime', 'contextlib', "
             "'MySQLdb.connections') if m in sys.modules)); import MySQLdb; "
             "print(MySQLdb.connect is not None)" % str(mini_project))

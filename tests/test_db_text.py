@@ -15,7 +15,7 @@ BAD_TEXT = "<stderr_txt>\ufffd\ufffd ok \ufffd</stderr_txt>"
 def db(request, mini_project):
     from boincpy.config import load_config
     cfg = load_config(str(mini_project))
-    d = connect(cfg) if request.param == "full" else lite.connect(cfg)
+    d = connect(cfg) if request.param == "full" else connect(cfg, driver="wire")
     yield d
     d.close()
 

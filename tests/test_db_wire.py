@@ -18,7 +18,7 @@ import MySQLdb
 import pytest
 
 from boincpy.config import load_config
-from boincpy.db import lite, wire
+from boincpy.db import connect, lite, wire
 from boincpy.errors import DatabaseError
 
 SOCKET = "/run/mysqld/mysqld.sock"
@@ -56,7 +56,7 @@ def _cfg(mini_project, account, tcp=False, **changes):
 def pair(mini_project):
     """The lite layer twice on one database: over wire and over _mysql."""
     cfg = load_config(str(mini_project))
-    over_wire, over_mysql = lite.connect(cfg), lite.connect(cfg, wire=False)
+    over_wire, over_mysql = connect(cfg, driver="wire"), connect(cfg, driver="mysql_c")
     assert isinstance(over_wire.conn, wire.Connection)
     assert not isinstance(over_mysql.conn, wire.Connection)
     yield over_wire, over_mysql
@@ -76,7 +76,7 @@ def _raised(call):
 
 @pytest.mark.parametrize("tcp", [False, True])
 def test_a_password_user_connects_over_the_socket_and_tcp(mini_project, account, tcp):
-    db = lite.connect(_cfg(mini_project, account, tcp))
+    db = connect(_cfg(mini_project, account, tcp), driver="wire")
     assert isinstance(db.conn, wire.Connection)
     assert db.query_value("SELECT CURRENT_USER()") == "%s@%s" % (
         account["user"], "127.0.0.1" if tcp else "localhost")
@@ -97,8 +97,8 @@ def test_connect_failures_read_as_mysqldb_s(mini_project, account, tcp):
         cases.append({"db_socket": "/tmp/bpt-no-such.sock"})
     for change in cases:
         cfg = _cfg(mini_project, account, tcp, **change)
-        over_wire = _raised(lambda: lite.connect(cfg))
-        over_mysql = _raised(lambda: lite.connect(cfg, wire=False))
+        over_wire = _raised(lambda: connect(cfg, driver="wire"))
+        over_mysql = _raised(lambda: connect(cfg, driver="mysql_c"))
         assert isinstance(over_wire, DatabaseError) and str(over_wire) == str(over_mysql)
     params = dict(user=account["user"], password="wrong", database=account["database"])
     params.update(host="127.0.0.1", port=3306) if tcp else params.update(unix_socket=SOCKET)
@@ -422,7 +422,7 @@ def test_unsupported_falls_back_to_mysqldb(mini_project, account, monkeypatch):
     def refuse(self, *args):
         raise wire.Unsupported("as a server wanting client_ed25519 would")
     monkeypatch.setattr(wire.Connection, "_handshake", refuse)
-    db = lite.connect(_cfg(mini_project, account))
+    db = connect(_cfg(mini_project, account), driver="wire")
     assert not isinstance(db.conn, wire.Connection)
     assert db.query_value("SELECT CURRENT_USER()").startswith(account["user"] + "@")
     db.close()
@@ -433,8 +433,8 @@ def test_unsupported_falls_back_to_mysqldb(mini_project, account, monkeypatch):
 def test_a_query_over_wire_loads_no_heavy_module(mini_project):
     """As the CGI starts (python -S): connecting through lite and running a
     query loads neither MySQLdb nor what wire avoids."""
-    code = ("import sys; from boincpy.config import load_config; from boincpy.db import lite; "
-            "db = lite.connect(load_config(%r)); print(db.query('SELECT * FROM platform')[0]"
+    code = ("import sys; from boincpy.config import load_config; from boincpy.db import connect; "
+            "db = connect(load_config(%r), driver='wire'); print(db.query('SELECT * FROM platform')[0]"
             "['name']); print(' '.join(sorted(m for m in ('socket', 'hashlib', 'ssl', 'MySQLdb', "
             "'MySQLdb._mysql', 'enum', 'selectors', 're', '_ssl', '_hashlib') "
             "if m in sys.modules)))" % str(mini_project))

@@ -6,6 +6,33 @@ a table (UPDATE, INSERT, DELETE) lives in that table's module here
 has the map); queries that only read live next to the code that runs them.
 """
 
-from boincpy.db.connection import Database, connect, connect_params
+from boincpy.db.connection import Database, connect_params, open_connection
+from boincpy.db.lite import open_database
 
 __all__ = ["Database", "connect", "connect_params"]
+
+# The drivers connect() can use.  All three give a Database with the same
+# methods and the same conversions (text and BLOB columns as str):
+#   mysqlclient  MySQLdb's full layer: tools, daemons, web pages
+#   mysql_c      MySQLdb's C layer alone, batching round trips: the
+#                scheduler and upload handler in a persistent process
+#   wire         boincpy.db.wire, no client library to load: a classic CGI
+#                (falls back to mysql_c when the server wants what it can't do)
+DRIVERS = ("mysqlclient", "mysql_c", "wire")
+
+
+def connect(cfg, replica=False, driver="mysqlclient"):
+    """Open the project's database as config.xml says (``db_host`` read by
+    :func:`connection.split_host`, the one ``host:port`` reader).
+
+    ``replica=True`` uses the ``replica_db_*`` settings (which default to the
+    main ones), as BOINC's read-only tools and web pages do.  ``driver`` is
+    one of :data:`DRIVERS`.  Raises DatabaseError with a sentence an operator
+    can act on if the server refuses.
+    """
+    params = connect_params(cfg, replica)
+    if driver == "mysqlclient":
+        return Database(open_connection(params), params)
+    if driver not in DRIVERS:
+        raise ValueError("unknown database driver %r (one of %s)" % (driver, ", ".join(DRIVERS)))
+    return open_database(params, wire=(driver == "wire"))

@@ -535,16 +535,6 @@ class _LostTransaction:
         raise self.error()
 
 
-def connect(cfg, replica=False):
-    """Open the project's database as configured in config.xml.
-
-    ``replica=True`` uses the ``replica_db_*`` settings (which default to the
-    main ones), as BOINC's read-only tools and web pages do.
-    """
-    params = connect_params(cfg, replica)
-    return Database(open_connection(params), params)
-
-
 _REPLICA_PARTS = ("host", "name", "user", "passwd")
 
 

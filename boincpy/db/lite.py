@@ -1,6 +1,6 @@
 """A Database on MySQLdb's C layer alone, or on no library at all, for the scheduler.
 
-``connect(cfg)`` in :mod:`boincpy.db.connection` goes through MySQLdb's
+:func:`boincpy.db.connect`'s default goes through MySQLdb's
 Python layer, whose first connection imports ``re``, ``enum``, ``decimal``
 and ``datetime``: about 15 ms, a third of what a scheduler request may cost.
 This module talks to ``MySQLdb._mysql`` directly (loaded without the
@@ -384,11 +384,11 @@ def _split_plan(keys):
     return [(table, tuple(columns), tuple(at)) for table, (columns, at) in tables.items()]
 
 
-def connect(cfg, replica=False, wire=True):
-    """The project's database (as :func:`boincpy.db.connect`), on the light
-    layer: over :mod:`boincpy.db.wire` (a CGI's choice: nothing to load), or
-    with ``wire=False`` over ``MySQLdb._mysql`` (a persistent process's)."""
-    params = connect_params(cfg, replica)
+def open_database(params, wire=True):
+    """A :class:`LiteDatabase` on ``params`` (:func:`connection.connect_params`):
+    over :mod:`boincpy.db.wire` if ``wire`` (a CGI's choice: nothing to load),
+    else over ``MySQLdb._mysql`` (a persistent process's).  Callers go through
+    :func:`boincpy.db.connect`."""
     return LiteDatabase(_open(params, wire), params)
 
 

@@ -487,12 +487,12 @@ def process_request(ctx, job_array):
 
 
 def _process_with_db(ctx, job_array, blocked, wants_work, have_no_work):
-    from boincpy.db import lite
+    from boincpy.db import connect
     from boincpy.sched import hosts
     cfg, req, reply, log = ctx.cfg, ctx.request, ctx.reply, ctx.log
     try:
         ctx.db = (ctx.resident.database(cfg, log) if ctx.resident is not None
-                  else lite.connect(cfg))
+                  else connect(cfg, driver="wire"))
     except Exception as exc:
         log.critical("can't open database: %s" % exc)
         reply.add_message("Server can't open database", "low")

@@ -22,7 +22,8 @@ import sys
 import time
 from dataclasses import dataclass
 
-from boincpy.db.connection import connect, replica_state, web_replica_configured
+from boincpy.db import connect
+from boincpy.db.connection import replica_state, web_replica_configured
 from boincpy.errors import BoincpyError, ConfigError, DatabaseError, Signal
 from boincpy.web.http import BadRequest, Response, config_failure, run_cgi
 from boincpy.web.markup import Markup, fmt, join, link, url
