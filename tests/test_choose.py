@@ -8,7 +8,7 @@ import time
 import pytest
 
 from boincpy import shmem
-from boincpy.db import connect, lite
+from boincpy.db import connect
 from boincpy.sched import send as sched_send
 from boincpy.sched.handler import write_transition_times
 from jobs_helpers import (Feeding, ClientAppVersion, add_app_version, add_jobs,
