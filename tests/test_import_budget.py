@@ -1,0 +1,147 @@
+"""The classic CGIs' import budget: what a scheduler request and an upload
+load when each is its own process.
+
+A CGI pays for every module it imports on every request, so the request
+path of cgi-bin/cgi and cgi-bin/file_upload_handler is held to the modules
+listed here (docs/design.md, "The hot path").  Each CGI is run as make_project
+installs it (``python -S``, site's paths given), with ``-X importtime``, on a
+real project and database, and every module it loaded must be in its budget.
+A module that is not fails the test with its import time: either keep it off
+the request path (import it where the rare case needs it) or, if every
+request needs it, add it here and say why in the commit.
+
+Everything outside these modules imports normally at the top of its module.
+"""
+
+import hashlib
+import os
+import subprocess
+import sys
+
+from boincpy import crypto
+from boincpy.testing.simclient import SchedulerRequest
+from boincpy.tools.server_mode import cgi_paths
+from tests.sched_env import CLIENT_AUTH, REPO, sched_env  # noqa: F401 (fixture)
+
+# What the interpreter loads before the CGI's first line (python -S).
+START_UP = {
+    "_io", "marshal", "posix", "_frozen_importlib_external", "time", "zipimport", "_codecs",
+    "codecs", "encodings.aliases", "encodings", "encodings.utf_8", "_signal", "_abc", "abc",
+    "io", "_stat", "stat", "_collections_abc", "genericpath", "posixpath", "os",
+}
+
+# Every request of the scheduler: read the request, the configuration, the
+# log, the job array, the database over boincpy's wire client.
+SCHEDULER = START_UP | {
+    "boincpy", "boincpy.sched", "boincpy.proc_types", "boincpy.xml", "boincpy.xml.scan",
+    "boincpy.cnum", "boincpy.errors", "boincpy.cli", "boincpy.config", "boincpy.files",
+    "boincpy.log", "boincpy.resident", "boincpy.shmem",
+    "boincpy.sched.reply", "boincpy.sched.record", "boincpy.sched.context",
+    "boincpy.sched.request", "boincpy.sched.handler",
+    "boincpy.db", "boincpy.db.connection", "boincpy.db.wire", "boincpy.db.lite",
+    "boincpy.db.bulk", "boincpy.db.columns", "boincpy.passwords",
+    "boincpy.db.host", "boincpy.db.user", "boincpy.db.host_app_version",
+    "boincpy.sched.hosts", "boincpy.sched.reports",
+    # config.py's reader (expat: line numbers in its errors), md5, the array
+    "xml", "xml.parsers", "pyexpat", "xml.parsers.expat", "_md5", "fcntl", "mmap",
+    "_struct", "struct", "zlib", "_collections", "itertools", "math",
+    # the wire client: a socket and the password scramble
+    "_socket", "_sha1", "_random",
+}
+
+# A request that asks for work also loads job choice.
+SCHEDULER_WORK = SCHEDULER | {
+    "boincpy.db.result", "boincpy.db.workunit", "boincpy.db.assignment",
+    "boincpy.sched.plan_class", "boincpy.hrclass", "boincpy.sched.hr", "boincpy.sched.limits",
+    "boincpy.sched.prefs", "boincpy.sched.choose", "boincpy.sched.version",
+    "boincpy.sched.assign", "boincpy.sched.check", "boincpy.sched.score",
+    "boincpy.sched.send", "boincpy.doorbell",
+    # random.Random(hostid) for the quota day (sched_shmem's rpc_day_offset)
+    "warnings", "_operator", "operator", "_bisect", "bisect", "_sha512", "random",
+    "errno", "select",
+}
+
+# The upload handler: a file's bytes in, its certificate checked.
+UPLOAD = START_UP | {
+    "boincpy", "boincpy.upload", "boincpy.cnum", "boincpy.errors", "boincpy.files",
+    "boincpy.xml", "boincpy.cli", "boincpy.config", "boincpy.log", "boincpy.resident",
+    "boincpy.proc_types", "xml", "xml.parsers", "pyexpat", "xml.parsers.expat",
+    "_md5", "errno", "fcntl",
+    # the upload certificate's signature, checked by default (boincpy.crypto's
+    # RSA verification needs no library; its hex and ASCII decoding)
+    "boincpy.crypto", "math", "encodings.ascii",
+}
+
+
+def _run(script, body, project, extra=None):
+    """Run cgi-bin/SCRIPT on ``body`` as Apache would; its reply and
+    {module: self import time in µs}."""
+    env = {"PATH": "/usr/bin:/bin", "BOINC_PROJECT_DIR": str(project),
+           "REQUEST_METHOD": "POST", "CONTENT_LENGTH": str(len(body)),
+           "PYTHONPATH": os.pathsep.join([REPO] + (cgi_paths(sys.executable) or []))}
+    env.update(extra or {})
+    proc = subprocess.run([sys.executable, "-S", "-X", "importtime",
+                           os.path.join(REPO, "cgi-bin", script)],
+                          input=body, env=env, capture_output=True, cwd=str(project),
+                          timeout=60)
+    loaded = {}
+    for line in proc.stderr.decode(errors="replace").splitlines():
+        if line.startswith("import time:") and "self [us]" not in line:
+            self_us, _, name = line[len("import time:"):].split("|")
+            loaded[name.strip()] = int(self_us)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+    return proc.stdout, loaded
+
+
+def _over(loaded, budget):
+    extra = {m: t for m, t in loaded.items() if m not in budget}
+    return "modules beyond the budget (self import time, µs): %s" % ", ".join(
+        "%s %d" % (m, t) for m, t in sorted(extra.items(), key=lambda kv: -kv[1]))
+
+
+def test_scheduler_request_without_work_stays_in_budget(sched_env):
+    sched_env.job_array(refill=True)
+    body = SchedulerRequest(CLIENT_AUTH).xml().encode()
+    reply, loaded = _run("cgi", body, sched_env.root)
+    assert b"<userid>" in reply           # it went through the database
+    assert set(loaded) <= SCHEDULER, _over(loaded, SCHEDULER)
+    # and the budget is not stale: the request path really is this
+    assert {"boincpy.db.wire", "boincpy.sched.hosts", "boincpy.shmem"} <= set(loaded)
+    assert "boincpy.sched.send" not in loaded
+
+
+def test_scheduler_request_that_gets_a_job_stays_in_budget(sched_env):
+    sched_env.add_job("budget_wu")
+    sched_env.job_array(refill=True)
+    body = SchedulerRequest(CLIENT_AUTH, work_req_seconds=3600).xml().encode()
+    reply, loaded = _run("cgi", body, sched_env.root)
+    assert b"<result>" in reply and b"budget_wu" in reply
+    assert set(loaded) <= SCHEDULER_WORK, _over(loaded, SCHEDULER_WORK)
+    for heavy in ("re", "dataclasses", "inspect", "enum", "lxml", "MySQLdb", "hashlib",
+                  "cryptography", "datetime", "decimal"):
+        assert heavy not in loaded
+
+
+def test_upload_stays_in_budget(sched_env):
+    sched_env.set_options(ignore_upload_certificates=0)    # the default: checked
+    root = sched_env.root
+    private, public = crypto.generate_key_pair()
+    (root / "keys" / "upload_private").write_text(private)
+    (root / "keys" / "upload_public").write_text(public)
+    name = "budget_wu_0_r1_0"
+    data = b"output bytes\n"
+    key = crypto.read_key(str(root / "keys" / "upload_private"))
+    sig = crypto.sign_upload_certificate(name, 100000, key).strip()
+    body = ("<data_server_request>\n<core_client_major_version>7</core_client_major_version>\n"
+            "<core_client_minor_version>20</core_client_minor_version>\n"
+            "<core_client_release>5</core_client_release>\n<file_upload>\n<file_info>\n"
+            "<name>%s</name>\n<xml_signature>\n%s</xml_signature>\n"
+            "<max_nbytes>100000</max_nbytes>\n</file_info>\n<nbytes>%d</nbytes>\n"
+            "<md5_cksum>%s</md5_cksum>\n<offset>0</offset>\n<data>\n"
+            % (name, sig, len(data), hashlib.md5(data).hexdigest())).encode() + data
+    reply, loaded = _run("file_upload_handler", body, root)
+    assert b"<status>0</status>" in reply
+    assert set(loaded) <= UPLOAD, _over(loaded, UPLOAD)
+    assert "boincpy.crypto" in loaded         # the certificate was checked
+    assert "boincpy.db" not in loaded and "boincpy.sched" not in loaded
+
