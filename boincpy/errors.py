@@ -38,6 +38,20 @@ class DatabaseError(BoincpyError):
     """The database is unreachable, lacks the schema, or refused a write."""
 
 
+class DatabaseLostError(DatabaseError):
+    """The database server went away: it stopped, crashed or dropped the
+    connection under a statement, or can't be reached at all (MySQL's 2002,
+    2003, 2006, 2013...).  An expected event, not a fault: a server program
+    logs one line (``boincpy.log.failure_text``), answers with its error
+    reply and opens a new connection for the next request; a daemon exits
+    and cron starts it again.  ``reason`` is the server's or the client
+    library's own words."""
+
+    def __init__(self, message="", *, reason="", exit_code=None):
+        super().__init__(message, exit_code=exit_code)
+        self.reason = reason or message
+
+
 class MissingTableError(DatabaseError):
     """A statement names a table the database lacks: a project made before
     boincpy (or BOINC) had that table (the community's, login_failure...)."""

@@ -256,12 +256,13 @@ def serve_connection(sock, respond):
                 out = respond(environ, io.BufferedReader(stdin, 65536))
             except ProtocolError:
                 raise
-            except Exception:
+            except Exception as exc:
                 # a fault of the application: the web server's error log gets
-                # the traceback, the client a 500, and the process lives on
-                import traceback
-                sys.stderr.write("fcgi: %s failed:\n%s" % (
-                    environ.get("SCRIPT_NAME", "?"), traceback.format_exc()))
+                # the traceback (one line for a lost database), the client a
+                # 500, and the process lives on
+                from boincpy.log import failure_text
+                script = environ.get("SCRIPT_NAME", "?")
+                sys.stderr.write("fcgi: %s\n" % failure_text(exc, "%s failed" % script, script))
                 sys.stderr.flush()
                 out = INTERNAL_ERROR
             stdin.drain()

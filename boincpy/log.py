@@ -37,6 +37,26 @@ def timestamp(now=None):
     return "%s.%04d UTC" % (text, frac)
 
 
+def failure_text(exc, headline, where=""):
+    """What a server program logs for a request (or a pass) that ended in
+    ``exc``, an exception nothing else handled.
+
+    A lost database (:class:`boincpy.errors.DatabaseLostError`: MariaDB
+    stopped, crashed or can't be reached) is an expected event: one line,
+    "lost connection to database" as BOINC's scheduler says it, with the
+    server's reason (``where``, e.g. a page's name, before it if given).
+    Anything else is a fault: ``headline`` ("Scheduler failed"), the
+    exception, then its traceback, one line each.
+    """
+    from boincpy.errors import DatabaseLostError
+    if isinstance(exc, DatabaseLostError):
+        return "%slost connection to database (%s)" % (
+            where + ": " if where else "", " ".join(str(exc.reason).split()))
+    import traceback            # (only a failing request pays for it)
+    trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return "%s: %s: %s\n%s" % (headline, exc.__class__.__name__, exc, trace.rstrip("\n"))
+
+
 class MessageLog:
     """A log file (or stream) with BOINC's line format and debug level."""
 

@@ -118,10 +118,14 @@ class Resident:
         for the process.  If the server dropped it since the last request
         (restart, wait_timeout, KILL), the request's first statement opens
         it again and goes on, writing "lost connection to database - trying
-        to reconnect" to ``log``.  Raises DatabaseError if it can't be
-        opened."""
+        to reconnect" to ``log``; one the last request lost
+        (``Database.lost``) is opened anew.  Raises DatabaseError if it
+        can't be opened."""
         from boincpy.db import connect, connect_params
         db = self._db
+        if db is not None and db.lost:      # the server went away under the last request
+            self.close_database()
+            db = None
         if cfg is not self._db_cfg:         # config.xml read again: the same database?
             key = repr(sorted(connect_params(cfg).items()))
             if db is not None and key != self._db_key:

@@ -382,10 +382,8 @@ def handle_request(cfg, stream, content_length, log, public_key=None, environ=No
         return reply_text(exc.status, exc.message)
     except Exception as exc:
         # never a traceback page: the client gets a reply it can act on (retry)
-        import traceback
-        log.critical("upload failed: %s: %s" % (exc.__class__.__name__, exc))
-        for line in traceback.format_exc().splitlines():
-            log.critical(line)
+        from boincpy.log import failure_text
+        log.critical(failure_text(exc, "upload failed"))
         return reply_text(TRANSIENT, "server error")
 
 

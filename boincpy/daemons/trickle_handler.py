@@ -53,6 +53,7 @@ from boincpy.daemons.base import Daemon
 from boincpy.db.msg import set_msg_from_host_handled
 from boincpy.db.rows import MsgFromHost
 from boincpy.error_numbers import exit_status_text
+from boincpy.errors import DatabaseLostError
 
 BATCH = 100             # messages read per query
 
@@ -122,6 +123,8 @@ class TrickleHandler(Daemon):
                     self.log.critical("handle_trickle(): %s" % exit_status_text(retval))
                 self._mark(msg_id, self.handled_error if retval else self.handled_set)
             return True
+        except DatabaseLostError:
+            raise                           # not the message's fault: exit, cron restarts
         except Exception as exc:            # the handler's writes are rolled back
             self.log.critical("handle_trickle() failed for message %d: %s: %s"
                               % (msg_id, exc.__class__.__name__, exc))

@@ -8,7 +8,7 @@ carrying a sentence an operator can act on (which server, which database).
 import sys
 
 from boincpy.cnum import php_truthy
-from boincpy.errors import DatabaseError, MissingTableError
+from boincpy.errors import DatabaseError, DatabaseLostError, MissingTableError
 
 # MySQL error codes worth a specific message.
 _ER_CON_COUNT = 1040
@@ -20,6 +20,14 @@ _CR_CONNECTION_ERROR = 2002
 _CR_CONN_HOST_ERROR = 2003
 _CR_SERVER_GONE = 2006
 _CR_SERVER_LOST = 2013
+_CR_SERVER_LOST_EXTENDED = 2055
+_ER_SERVER_SHUTDOWN = 1053
+_ER_CONNECTION_KILLED = 1927      # MariaDB's, to connections a shutdown ends
+# The database server is gone (stopped, crashed, dropped this connection,
+# unreachable): not a fault of the statement, so DatabaseLostError
+LOST_CODES = frozenset((_CR_CONNECTION_ERROR, _CR_CONN_HOST_ERROR, _CR_SERVER_GONE,
+                        _CR_SERVER_LOST, _CR_SERVER_LOST_EXTENDED, _ER_SERVER_SHUTDOWN,
+                        _ER_CONNECTION_KILLED))
 
 # Text columns come back as str, decoded once here rather than by each caller.
 # BOINC's schema keeps most text in BLOB columns (xml_doc, stderr_out,
@@ -150,9 +158,12 @@ def connect_error(exc, params):
         return DatabaseError("the database server refused %s: too many connections; raise "
                              "%s above the web server's MaxRequestWorkers plus the "
                              "project's daemons" % (what, limit))
-    if code in (_CR_CONNECTION_ERROR, _CR_CONN_HOST_ERROR):
-        return DatabaseError("cannot reach the database server for %s: is "
-                             "MariaDB/MySQL running? (%s)" % (what, exc.args[-1]))
+    if code in LOST_CODES:
+        err = DatabaseLostError("cannot reach the database server for %s: is "
+                                "MariaDB/MySQL running? (%s)" % (what, exc.args[-1]),
+                                reason=exc.args[-1])
+        err.mysql_code = code
+        return err
     return DatabaseError("cannot connect to %s: %s" % (what, exc.args[-1]))
 
 
@@ -162,6 +173,9 @@ class Database:
     # Several statements go to the server in one round trip (boincpy.db.lite
     # on a persistent connection): then a few things are worth doing otherwise.
     batching = False
+    # Set once a statement found the server gone (DatabaseLostError): a
+    # persistent process then opens a new connection for its next request
+    lost = False
 
     def __init__(self, conn, params=None):
         self.conn = read_text_as_str(conn)     # whoever opened it
@@ -402,8 +416,12 @@ class Database:
                                 % (text, _describe(self.params)))
             err.mysql_code = code
             return err
-        if code in (_CR_SERVER_GONE, _CR_SERVER_LOST):
-            return DatabaseError("lost the connection to the database server (%s)" % text)
+        if code in LOST_CODES:
+            self.lost = True
+            err = DatabaseLostError("lost the connection to the database server (%s)" % text,
+                                    reason=text)
+            err.mysql_code = code
+            return err
         first = " ".join(sql.split())[:80]
         err = DatabaseError("database error %s: %s [in: %s]" % (code, text, first))
         err.mysql_code = code
@@ -522,12 +540,17 @@ class _LostTransaction:
     def __init__(self, real, cause):
         self.real = real
         self.cause_code = getattr(cause, "mysql_code", None)
+        self.cause_reason = getattr(cause, "reason", str(cause))
         self.message = ("the database server rolled back the whole transaction (%s); "
                         "nothing of it was written" % cause)
 
     def error(self):
-        """The DatabaseError every use raises (with the cause's MySQL code)."""
-        err = DatabaseError(self.message)
+        """The DatabaseError every use raises (with the cause's MySQL code;
+        DatabaseLostError if the server went away)."""
+        if self.cause_code in LOST_CODES:
+            err = DatabaseLostError(self.message, reason=self.cause_reason)
+        else:
+            err = DatabaseError(self.message)
         err.mysql_code = self.cause_code
         return err
 

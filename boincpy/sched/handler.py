@@ -92,11 +92,11 @@ def handle_request(cfg, body, environ=None, job_array=None, log=None, now=None,
     try:
         return _handle(cfg, body, environ, job_array, log, now, start, resident)
     except Exception as exc:
-        import traceback
+        # a lost database: one line, and the next request opens a new
+        # connection (Resident); any other failure: its traceback
+        from boincpy.log import failure_text
         log.indent = 0
-        log.critical("Scheduler failed: %s: %s" % (exc.__class__.__name__, exc))
-        for line in traceback.format_exc().splitlines():
-            log.critical(line)
+        log.critical(failure_text(exc, "Scheduler failed"))
         return error_reply(cfg, "Server error: the scheduler could not handle this "
                            "request; please try again later")
     finally:

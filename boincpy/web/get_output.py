@@ -31,6 +31,7 @@ import tempfile
 import zipfile
 
 from boincpy.errors import BoincpyError
+from boincpy.log import failure_text
 from boincpy.web.http import HTML_CONTENT_TYPE, BadRequest, Response, log_error
 from boincpy.web.rpc import RpcContext
 
@@ -456,8 +457,7 @@ def handle(page, cfg, request):
     except Exception as exc:
         if isinstance(exc, BadRequest):
             return _text(error_format % exc.message)
-        import traceback
-        log_error("%s.php: %s\n%s" % (page, exc, traceback.format_exc()))
+        log_error(failure_text(exc, "%s.php failed" % page, "%s.php" % page))
         resp = _text(error_format % "server error")
         resp.status = "500 Internal Server Error"
         return resp

@@ -37,6 +37,7 @@ from boincpy.cnum import INT_MAX, INT_MIN, int64, php_numeric
 from boincpy.db import host as host_table
 from boincpy.db import user as user_table
 from boincpy.errors import BoincpyError, DatabaseError
+from boincpy.log import failure_text
 from boincpy.web import accounts
 from boincpy.web.rpc_xml import (
     ERR_ACCT_REQUIRE_CONSENT, ERR_BAD_EMAIL_ADDR, ERR_BAD_PASSWD, ERR_BAD_USER_NAME,
@@ -904,8 +905,7 @@ def handle(name, cfg, request):
     except BadRequest as exc:
         return error_response(exc)
     except Exception as exc:      # reported as an XML error, never a traceback page
-        import traceback          # (only a failing request pays for it)
-        log_error("%s.php: %s\n%s" % (name, exc, traceback.format_exc()))
+        log_error(failure_text(exc, "%s.php failed" % name, "%s.php" % name))
         resp = xml_response(error_xml(-1, "server error: %s" % (
             exc.message if isinstance(exc, BoincpyError) else "see the web server's error log")))
         resp.status = "500 Internal Server Error"

@@ -35,9 +35,9 @@ batches of that app; BOINC lets only the owner.
 import math
 import os
 import time
-import traceback
 
 from boincpy.errors import BoincpyError, SubmitError, TemplateError, ToolError
+from boincpy.log import failure_text
 from boincpy.states import BatchState, Outcome, ServerState, ValidateState, WuError
 from boincpy.web import accounts
 from boincpy.web.http import BadRequest, Response, log_error
@@ -778,7 +778,7 @@ def run(ctx, operations, page, req_text):
         log_error("%s.php: %s" % (page, exc.message))
         return Response(head + error_xml(-1, "server error: %s" % exc.message) + "</%s>\n" % op, XML_CONTENT_TYPE)
     except Exception as exc:
-        log_error("%s.php: %s\n%s" % (page, exc, traceback.format_exc()))
+        log_error(failure_text(exc, "%s.php failed" % page))
         resp = Response(head + error_xml(-1, "server error: see the web server's error log")
                         + "</%s>\n" % op, XML_CONTENT_TYPE)
         resp.status = "500 Internal Server Error"
