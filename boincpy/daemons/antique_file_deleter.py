@@ -36,6 +36,7 @@ import time
 
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon, progress
+from boincpy.db import connect
 from boincpy.db.bulk import select_in
 from boincpy.errors import ToolError
 
@@ -79,7 +80,6 @@ class AntiqueFileDeleter(Daemon):
                                   "(default %d)" % ANTIQUE_USLEEP))
 
     def initialise(self):
-        from boincpy.db import connect
         if self.args.usleep < 0:
             raise ToolError("--usleep must be 0 or more microseconds, not %d" % self.args.usleep)
         self.db = connect(self.cfg, replica=True)

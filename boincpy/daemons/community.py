@@ -23,8 +23,17 @@ import os
 import re
 import time
 
+from boincpy import mail, passwords
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon
+from boincpy.db import messages as mdb
+from boincpy.db.host import delete_expired_host_deleted
+from boincpy.db.messages import EMAIL_FAILED, EMAIL_LAPSED, record_sent_email
+from boincpy.db.schema import ensure_table
+from boincpy.db.user import delete_expired_tokens, delete_expired_user_deleted
+from boincpy.web import accounts
+from boincpy.web.markup import url
+from boincpy.web.user.messages import NOTIFY_KEEP_DAYS, describe_notifies, email_line
 
 DAY = 86400
 
@@ -37,7 +46,6 @@ class _Task(Daemon):
         return time.time()
 
     def mailer_ready(self):
-        from boincpy import mail
         if mail.configured(self.cfg):
             return True
         self.log.critical("config.xml sets neither <smtp_host> nor <email_command>: "
@@ -46,7 +54,6 @@ class _Task(Daemon):
 
     def mail(self, user, subject, body):
         """Send one e-mail to a user (not if send_email is 0); True if sent."""
-        from boincpy import mail
         if not user.send_email or not user.email_addr:
             return False
         try:
@@ -69,15 +76,10 @@ class Notify(_Task):
                    "notifications to users who asked for a daily digest.")
 
     def one_pass(self):
-        from boincpy.db import messages as mdb
-        from boincpy.web import accounts
-        from boincpy.web.user.messages import (NOTIFY_KEEP_DAYS, describe_notifies,
-                                               email_line)
         now = int(self.now())
         db = self.db
         self.log.normal("Starting at %s" % _time_str(now))
         mdb.ensure_tables(db)
-        from boincpy.db.schema import ensure_table
         ensure_table(db, "forum_preferences")
         gone = mdb.delete_old_notifies(db, now - NOTIFY_KEEP_DAYS * DAY)
         self.log.normal("deleted %d notifications older than %d days" % (gone, NOTIFY_KEEP_DAYS))
@@ -168,14 +170,11 @@ class Remind(_Task):
                                        (user_id,), 0) or 0)
 
     def last_reminder_time(self, user_id):
-        from boincpy.db.messages import EMAIL_FAILED, EMAIL_LAPSED
         return int(self.db.query_value(
             "SELECT MAX(time_sent) FROM sent_email WHERE userid = %s AND email_type IN (%s, %s)",
             (user_id, EMAIL_LAPSED, EMAIL_FAILED), 0) or 0)
 
     def fill(self, user, template, now):
-        from boincpy import passwords
-        from boincpy.web.markup import url
         base = self.cfg.secure_url_base or self.cfg.master_url
         values = {
             "name": user.name, "email": user.email_addr,
@@ -192,7 +191,6 @@ class Remind(_Task):
     def mail_type(self, user, kind, now):
         """remind.php's mail_type: show, send and record one reminder;
         False once --count is reached."""
-        from boincpy.db.messages import EMAIL_FAILED, EMAIL_LAPSED, record_sent_email
         subject = self.templates[kind]["subject"].strip()
         text = self.fill(user, self.templates[kind]["text"], now)
         if self.args.show_email:
@@ -228,7 +226,6 @@ class Remind(_Task):
         return self.mail_type(user, kind, now)
 
     def one_pass(self):
-        from boincpy.web import accounts
         now = self.now()
         self.sent = 0
         self.would = []
@@ -276,7 +273,6 @@ class DeleteExpiredTokens(_Task):
     description = "Delete the token rows whose expire time has passed."
 
     def one_pass(self):
-        from boincpy.db.user import delete_expired_tokens
         now = self.now()
         self.log.normal("Starting: %s" % _time_str(now))
         n = delete_expired_tokens(self.db, int(now))
@@ -294,8 +290,6 @@ class DeleteExpiredUsersAndHosts(_Task):
     KEEP = 60 * DAY
 
     def one_pass(self):
-        from boincpy.db.host import delete_expired_host_deleted
-        from boincpy.db.user import delete_expired_user_deleted
         now = self.now()
         self.log.normal("Starting: %s" % _time_str(now))
         users = delete_expired_user_deleted(self.db, now - self.KEEP)

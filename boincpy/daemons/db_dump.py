@@ -60,8 +60,9 @@ from dataclasses import dataclass, field
 
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon, progress
-from boincpy.xml import tree, xml_escape
+from boincpy.db import connect
 from boincpy.errors import BoincpyError, ToolError
+from boincpy.xml import tree, xml_escape
 
 CONSENT_TO_STATISTICS_EXPORT = "STATSEXPORT"
 LOCK_FILE = "db_dump.lock"
@@ -476,7 +477,6 @@ class DbDump(Daemon):
         return fd
 
     def _connect(self):
-        from boincpy.db import connect
         if self.args.db_host:
             self.cfg.replica_db_host = self.args.db_host
         while True:

@@ -73,9 +73,10 @@ part 0 of one) updates the app versions' credit scales
 import os
 import time
 
-from boincpy.credit import app_version_scales
+from boincpy import shmem
 from boincpy.cli import group_flag, option
-from boincpy.daemons.base import Daemon
+from boincpy.credit import app_version_scales
+from boincpy.daemons.base import Daemon, run_daemon
 from boincpy.db.app import set_min_avg_pfc
 from boincpy.db.app_version import set_pfc_scale
 from boincpy.db.host import ACTIVE_HOST_WHERE, host_fpops_percentile
@@ -84,7 +85,6 @@ from boincpy.db.workunit import release_hr_class
 from boincpy.errors import ToolError
 from boincpy.hrclass import HR_INFO_FILE, HR_NCLASSES, HR_NTYPES, HrInfo, HrInfoError
 from boincpy.sizeclass import CensusFileError, census_file_name, read_census
-from boincpy import shmem
 
 REREAD_DB_FILE = "reread_db"
 AV_UPDATE_PERIOD = 600          # seconds between credit-scale updates (feeder.cpp)
@@ -768,5 +768,4 @@ def shmem_default_slots():
 
 def main(argv=None):
     """bin/feeder."""
-    from boincpy.daemons.base import run_daemon
     return run_daemon(Feeder, argv)

@@ -51,9 +51,9 @@ from boincpy.db.result import set_results_file_delete_state
 from boincpy.db.workunit import set_workunits_file_delete_state
 from boincpy.errors import ToolError
 from boincpy.files import file_name_fault
-from boincpy.jobfiles import (ERR_NOT_FOUND, ERR_OPENDIR, ERR_UNLINK, file_infos,
-                              locate_in_hierarchy)
+from boincpy.jobfiles import ERR_NOT_FOUND, ERR_OPENDIR, ERR_UNLINK, file_infos, locate_in_hierarchy
 from boincpy.states import BatchState, FileDeleteState, Outcome
+from boincpy.submit.job_files import managed_names
 
 WUS_PER_ENUM = 500
 RESULTS_PER_ENUM = 1500
@@ -319,7 +319,6 @@ class FileDeleter(Daemon):
     def _job_files(self, rows):
         """Input files of these workunits that remote submission manages
         (job_file rows): shared by batches, deleted by delete_job_files."""
-        from boincpy.submit.job_files import managed_names
         names = {fi.name for w in rows for fi in file_infos(w["xml_doc"]) if fi.name}
         return managed_names(self.db, names) if names else set()
 

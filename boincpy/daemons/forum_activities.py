@@ -8,6 +8,7 @@ thread, which the message boards can sort by: a help-desk thread's is
 import time
 
 from boincpy.daemons.base import Daemon
+from boincpy.db.forum import update_activities
 
 
 class UpdateForumActivities(Daemon):
@@ -22,7 +23,6 @@ class UpdateForumActivities(Daemon):
         return time.time()
 
     def one_pass(self):
-        from boincpy.db.forum import update_activities
         now = int(self.now())
         self.log.normal("Starting: %s" % time.strftime("%d %b %Y %H:%M:%S UTC",
                                                        time.gmtime(now)))

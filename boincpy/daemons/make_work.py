@@ -29,6 +29,8 @@ import time
 
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon, run_daemon
+from boincpy.db.rows import Workunit
+from boincpy.db.workunit import insert_workunit
 from boincpy.errors import DatabaseError, ToolError
 from boincpy.states import ServerState
 
@@ -128,8 +130,6 @@ class MakeWork(Daemon):
 
     def make_new_wu(self, template):
         """Insert one clone of ``template``; return its id."""
-        from boincpy.db.rows import Workunit
-        from boincpy.db.workunit import insert_workunit
         xml = template["xml_doc"] or ""
 
         def new_file_name(old):

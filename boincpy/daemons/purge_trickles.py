@@ -9,6 +9,8 @@ Trickle-ups are handled once a trickle handler has run on them, trickle-downs
 once the scheduler has put them in a reply.  Run it as a task (e.g. daily).
 """
 
+import click
+
 from boincpy.daemons.base import Daemon
 from boincpy.db.msg import purge_handled
 from boincpy.errors import ToolError
@@ -28,7 +30,6 @@ class PurgeTrickles(Daemon):
 
     @classmethod
     def add_options(cls, params):
-        import click
         # TABLE N (BOINC's script takes both or neither)
         params.append(click.Argument(["table"], required=False,
                                      type=click.Choice(TABLES)))

@@ -17,6 +17,8 @@ import time
 
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon
+from boincpy.submit import batch as batches
+from boincpy.submit import job_files
 
 
 class ExpireBatches(Daemon):
@@ -28,7 +30,6 @@ class ExpireBatches(Daemon):
     description = "Abort and retire the batches whose expire time has passed."
 
     def one_pass(self):
-        from boincpy.submit import batch as batches
         expired = batches.expire(self.db, self.cfg.project_dir, time.time())
         for b in expired:
             self.log.normal("[BATCH#%d %s] expired: aborted and retired" % (b.id, b.name))
@@ -53,7 +54,6 @@ class DeleteJobFiles(Daemon):
                              help="say what would be deleted, delete nothing"))
 
     def one_pass(self):
-        from boincpy.submit import job_files
         names = job_files.delete_unused(self.db, self.cfg, time.time(), self.args.grace,
                                         self.log, dry_run=self.args.dry_run)
         if self.args.dry_run:
@@ -73,7 +73,6 @@ class DeleteBatches(Daemon):
     description = "Delete retired batches whose jobs have all been purged."
 
     def one_pass(self):
-        from boincpy.submit import batch as batches
         gone = batches.delete_empty_retired(self.db)
         for batch_id in gone:
             self.log.normal("[BATCH#%d] deleted (retired, no jobs left)" % batch_id)

@@ -56,10 +56,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from boincpy import doorbell
-from boincpy.cnum import atoi
-from boincpy.credit import (HAV_AVG_LIMIT, HAV_AVG_THRESH, HAV_AVG_WEIGHT,
-                            average_var_update)
 from boincpy.cli import option
+from boincpy.cnum import atoi
+from boincpy.credit import HAV_AVG_LIMIT, HAV_AVG_THRESH, HAV_AVG_WEIGHT, average_var_update
 from boincpy.daemons.base import Daemon, run_daemon
 from boincpy.db import host_app_version
 from boincpy.db.bulk import by_primary_key, placeholders
@@ -67,8 +66,9 @@ from boincpy.db.result import insert_results, update_result_if_unchanged
 from boincpy.db.workunit import apply_set_clause, set_transition_times, transition_set_clause
 from boincpy.errors import DatabaseError, TemplateError
 from boincpy.log import CRITICAL, DEBUG, NORMAL
-from boincpy.states import (INT_MAX, AssimilateState, FileDeleteState, Outcome,
-                            ServerState, TransitionerFlags, ValidateState, WuError)
+from boincpy.states import (INT_MAX, AssimilateState, FileDeleteState, Outcome, ServerState,
+                            TransitionerFlags, ValidateState, WuError)
+from boincpy.templates import process_result_template
 
 SELECT_LIMIT = 1000     # workunits per enumeration (BOINC: 1000 joined rows)
 GROUP_SIZE = 250        # workunits per transaction
@@ -616,7 +616,6 @@ class Transitioner(Daemon):
 
     def _new_result_rows(self, plan, now):
         """Rows (NEW_RESULT_COLUMNS) for the results the plan creates."""
-        from boincpy.templates import process_result_template
         wu = plan.wu
         template_file = wu["result_template_file"]
         text = self._result_template(wu, template_file)

@@ -35,9 +35,15 @@ import time
 import click
 
 from boincpy.cli import click_main
+from boincpy.config import load_config
 # modules, not names: this file's commands are called delete_app, update_app ...
-from boincpy.db import app as app_table, app_version as app_version_table
+from boincpy.db import app as app_table
+from boincpy.db import app_version as app_version_table
+from boincpy.db import connect
 from boincpy.errors import ToolError
+from boincpy.tools.apps import name_problem, parse_platform_dir, parse_version_dir, touch_reread_db
+from boincpy.web.ops.names import client_version_text
+from boincpy.xml.scan import blocks, leaf_text
 
 HR_TYPES = {"no": 0, "fine": 1, "coarse": 2}
 HR_WORDS = {0: "No", 1: "Fine-grained", 2: "Coarse"}
@@ -64,13 +70,10 @@ class Project:
     """config.xml and the database of the project appmgr works on."""
 
     def __init__(self, project_dir):
-        from boincpy.config import load_config
-        from boincpy.db import connect
         self.cfg = load_config(project_dir)
         self.db = connect(self.cfg)
 
     def changed(self):
-        from boincpy.tools.apps import touch_reread_db
         touch_reread_db(self.cfg)
 
     def app(self, name):
@@ -128,7 +131,6 @@ def client_version(text):
 
 
 def _check_name(kind, name):
-    from boincpy.tools.apps import name_problem
     problem = name_problem(kind, name)
     if problem:
         raise ToolError(problem)
@@ -154,7 +156,6 @@ def _version_text(p, av):
 
 def _version_dirs(cfg, app_name, av, platform_name):
     """The apps/APP/VERSION/PLATFORM[__PLAN] directories this version came from."""
-    from boincpy.tools.apps import parse_platform_dir, parse_version_dir
     top = os.path.join(cfg.app_dir, app_name)
     found = []
     for vdir in sorted(os.listdir(top)) if os.path.isdir(top) else []:
@@ -169,7 +170,6 @@ def _version_dirs(cfg, app_name, av, platform_name):
 
 
 def _file_names(xml_doc):
-    from boincpy.xml.scan import blocks, leaf_text
     names = (leaf_text(body, "name") for body in blocks(xml_doc or "", "file_info"))
     return {name for name in names if name}
 
@@ -322,7 +322,6 @@ def update_app(name, hr, beta, weight, target_nresults, user_friendly_name, min_
 @_project_dir
 def list_apps(no_versions, project_dir):
     """List all applications and application versions."""
-    from boincpy.web.ops.names import client_version_text
     p = Project(project_dir)
     platforms = {r["id"]: r["name"] for r in p.db.query("SELECT id, name FROM platform")}
     for app in p.db.query("SELECT * FROM app ORDER BY name"):

@@ -65,6 +65,7 @@ version.xml (optional; BOINC's elements, plus min/max_core_version)::
 """
 
 import gzip
+import hashlib
 import os
 import re
 import shutil
@@ -77,13 +78,14 @@ import click
 
 from boincpy import crypto
 from boincpy.cli import boinc_option, click_main, progress, usage_help_option
+from boincpy.config import load_config
 from boincpy.db import connect
 from boincpy.db.app import insert_app, insert_platform, update_app, update_platform
 from boincpy.db.app_version import insert_app_version
 from boincpy.db.rows import AppVersion
 from boincpy.errors import BoincpyError, KeyFileError, ToolError
 from boincpy.files import md5_file
-from boincpy.xml import xml_escape
+from boincpy.xml import tree, xml_escape
 
 # BOINC's C++ buffers hold app_version.xml_doc in 256 KiB with a terminating NUL.
 MAX_XML_DOC = 262143
@@ -107,7 +109,6 @@ download directory and add app_version rows.  Run it in the project directory.
 
 def _parse_xml_file(path):
     """The root element of an XML file; ToolError naming the file and line otherwise."""
-    from boincpy.xml import tree
     try:
         return tree.parse_file(path)
     except OSError as exc:
@@ -631,7 +632,6 @@ def check_wrapper_job(nv, warn):
     job = next((f for f in nv.files if f.logical_name == "job.xml"), None)
     if job is None:
         return
-    from boincpy.xml import tree
     try:
         root = tree.parse_file(job.path)
     except (OSError, tree.XmlError) as exc:
@@ -841,7 +841,6 @@ def _same_file(path, md5):
 
 
 def _gz_md5(path):
-    import hashlib
     h = hashlib.md5()
     try:
         with gzip.open(path, "rb") as g:
@@ -1138,7 +1137,6 @@ def _project_dir_option():
 
 def xadd_main(argv=None):
     """Entry point of bin/xadd."""
-    from boincpy.config import load_config
 
     @click.command(add_help_option=False)
     @usage_help_option(XADD_USAGE)
@@ -1153,7 +1151,6 @@ def xadd_main(argv=None):
 
 def update_versions_main(argv=None):
     """Entry point of bin/update_versions."""
-    from boincpy.config import load_config
 
     @click.command(add_help_option=False)
     @usage_help_option(UPDATE_VERSIONS_USAGE)

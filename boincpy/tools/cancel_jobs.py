@@ -12,9 +12,14 @@ did, and refuses (changing nothing) a range with no workunit or a name that
 is not one.
 """
 
+import time
+
 import click
 
 from boincpy.cli import click_main
+from boincpy.config import load_config
+from boincpy.db import connect
+from boincpy.db.workunit import cancel_workunits_by_id
 from boincpy.errors import ToolError
 
 USAGE = """Cancel jobs: cancel_jobs MIN_ID MAX_ID, or cancel_jobs --name WU_NAME.
@@ -31,10 +36,6 @@ abort them.  Run in the project directory (or give --project_dir)."""
 @click.option("--project_dir", default=None, metavar="DIR",
               help="project directory (default: found as BOINC finds it)")
 def cancel_jobs_cmd(ids, wu_name, project_dir):
-    import time
-    from boincpy.config import load_config
-    from boincpy.db import connect
-    from boincpy.db.workunit import cancel_workunits_by_id
     if wu_name is not None:
         if ids:
             raise click.UsageError("give either MIN_ID MAX_ID or --name WU_NAME")

@@ -30,13 +30,26 @@ Each takes ``--dry_run`` (say what would be done, change nothing) and
 
 import os
 import random
+import re
 import sys
 import time
 
 import click
 
+from boincpy import mail
 from boincpy.cli import click_main, project_dir_option
+from boincpy.config import load_config
+from boincpy.db import badge as badge_table
+from boincpy.db import connect
+from boincpy.db import profile as profile_table
+from boincpy.files import atomic_write, check_file_name
 from boincpy.log import MessageLog
+from boincpy.web.http import Request
+from boincpy.web.markup import Markup, fmt, join, link
+from boincpy.web.page import Context, Site, render, table
+from boincpy.web.user.profile import (ALPHABET, current_uotd, image_url, picture_shown,
+                                      profile_summary, visible_to_others)
+from boincpy.web.user.session import USER_SITE
 
 UOTD_THRESHOLD = 7              # uotd.inc: warn when fewer candidates are left
 GALLERY_WIDTH, GALLERY_HEIGHT = 7, 4
@@ -47,8 +60,6 @@ CHUNK = 1000
 
 
 def _connect(project_dir):
-    from boincpy.config import load_config
-    from boincpy.db import connect
     cfg = load_config(project_dir)
     return cfg, connect(cfg)
 
@@ -82,8 +93,6 @@ def _candidate_clause(cfg):
 
 def select_uotd(cfg, db, log, now=None, force=False, dry_run=False):
     """Choose the user of the day; return the chosen user id (None: none)."""
-    from boincpy.db import profile as profile_table
-    from boincpy.web.user.profile import current_uotd
     now = int(time.time() if now is None else now)
     current = current_uotd(db)
     if current and not force:
@@ -122,7 +131,6 @@ def select_uotd(cfg, db, log, now=None, force=False, dry_run=False):
 
 
 def _mail_uotd(cfg, user, log):
-    from boincpy import mail
     if not user["send_email"]:
         log.normal("user %d does not want e-mail from the project; not mailed" % user["id"])
         return
@@ -195,9 +203,6 @@ class _Pages:
     """Writes the static pages, framed like the site's pages with absolute links."""
 
     def __init__(self, cfg, now, dry_run, log):
-        from boincpy.web.http import Request
-        from boincpy.web.page import Context, Site
-        from boincpy.web.user.session import USER_SITE
         self.cfg, self.now, self.dry_run, self.log = cfg, now, dry_run, log
         self.folder = cfg.project_path("html", "user_profile")
         self.ctx = Context(Request(), cfg, now)
@@ -206,8 +211,6 @@ class _Pages:
         self.written = []
 
     def write(self, name, title, body):
-        from boincpy.web.markup import fmt
-        from boincpy.web.page import render
         stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.now))
         html = render(self.ctx, title, fmt("<p>Last updated {}</p>{}", stamp, body)).body
         self.write_fragment(name, html)
@@ -215,7 +218,6 @@ class _Pages:
     def write_fragment(self, name, html):
         """Write one file of the folder; its name (made from countries and
         letters users chose) passes the one name check first."""
-        from boincpy.files import atomic_write, check_file_name
         check_file_name(name, "profile page")
         self.written.append(name)
         if not self.dry_run:
@@ -224,7 +226,6 @@ class _Pages:
 
 
 def _page_links(base, page, npages):
-    from boincpy.web.markup import fmt, join, link
     nav = []
     if page > 1:
         nav.append(link("%s_%d.html" % (base, page - 1), "Previous page"))
@@ -237,8 +238,6 @@ def _page_links(base, page, npages):
 
 
 def _summary_table(cfg, members):
-    from boincpy.web.markup import Markup, fmt, join, link
-    from boincpy.web.user.profile import image_url, picture_shown, profile_summary
     rows = []
     for i in range(0, len(members), LIST_COLS):
         cells = []
@@ -255,7 +254,6 @@ def _summary_table(cfg, members):
 
 
 def _list_pages(pages, members, title, base):
-    from boincpy.web.markup import join
     per_page = LIST_ROWS * LIST_COLS
     npages = max(1, -(-len(members) // per_page))
     for page in range(1, npages + 1):
@@ -266,9 +264,6 @@ def _list_pages(pages, members, title, base):
 
 def build_profile_pages(cfg, db, log, now=None, dry_run=False):
     """Write every page; return the names written (or that would be)."""
-    from boincpy.web.markup import fmt, join, link
-    from boincpy.web.page import table
-    from boincpy.web.user.profile import ALPHABET, image_url, visible_to_others
     now = int(time.time() if now is None else now)
     pages = _Pages(cfg, now, dry_run, log)
     rows = [p for p in db.query(
@@ -337,7 +332,6 @@ def remove_orphan_pictures(cfg, db, log, now, dry_run=False):
     """Remove pictures of users without a profile with a picture (a deleted
     account's: BOINC's delete_account removes them, boincpy's account
     deletion knows no files); return the names removed."""
-    import re
     folder = cfg.project_path("html", "user_profile", "images")
     try:
         names = os.listdir(folder)
@@ -407,7 +401,6 @@ def percentile(db, table, pct):
 def pct_badges(db, kind, now, dry_run=False):
     """The ids of the three percentile badges of ``kind`` (user, team),
     created when missing (util_ops.inc's get_badge)."""
-    from boincpy.db import badge as badge_table
     ids = []
     for i, (pct, image) in enumerate(zip(BADGE_PCTILES, BADGE_IMAGES)):
         name = "%s_pct_%d" % (kind, i)
@@ -427,7 +420,6 @@ def pct_badges(db, kind, now, dry_run=False):
 def assign_badges(db, kind, log, now=None, dry_run=False):
     """Assign the percentile badges of users or teams; return {level: count}
     (level 0..2, or None for no badge)."""
-    from boincpy.db import badge as badge_table
     now = int(time.time() if now is None else now)
     table = "user" if kind == "user" else "team"
     badges = pct_badges(db, kind, now, dry_run)

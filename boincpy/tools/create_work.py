@@ -28,6 +28,8 @@ import click
 
 from boincpy.backend_lib import Creator, JobDesc, insert_jobs
 from boincpy.cli import LineParser, Placed, option, placed_option, resolve_groups
+from boincpy.config import load_config
+from boincpy.db import connect, queries
 from boincpy.errors import BoincpyError, DatabaseError, Signal, ToolError
 from boincpy.states import AssignType
 from boincpy.templates import InputFile
@@ -357,9 +359,6 @@ def run(argv, stdin=None, stdout=None, stderr=None):
     if not ro.appname:
         stderr.write(USAGE)
         return 1
-    from boincpy.config import load_config
-    from boincpy.db import connect
-    from boincpy.db import queries
 
     cfg = load_config(ro.config_dir or None)
     jd = ro.job

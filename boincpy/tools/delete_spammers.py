@@ -43,7 +43,14 @@ import os
 import sys
 import time
 
+from boincpy.config import load_config
+from boincpy.db import badge as badge_db
+from boincpy.db import connect
+from boincpy.db import forum as forum_db
+from boincpy.db import messages as mdb
+from boincpy.db import team as team_db
 from boincpy.errors import BoincpyError, MissingTableError
+from boincpy.web import accounts
 
 USAGE = ("Usage: delete_spammers [--test|--dry_run] [--min_days N] [--max_days N] "
          "[--project_dir DIR] COMMAND...\n\nDeletes spammers' accounts (BOINC's "
@@ -72,10 +79,6 @@ def _tolerant(fn, *args):
 
 def delete_user(db, user, now=None):
     """BOINC's delete_user, then the account's rows (accounts.delete_account)."""
-    from boincpy.db import badge as badge_db
-    from boincpy.db import forum as forum_db
-    from boincpy.db import messages as mdb
-    from boincpy.web import accounts
     with db.transaction():
         for post in db.query_if_table("SELECT p.id, p.thread, t.forum FROM post p JOIN thread t "
                               "ON t.id = p.thread WHERE p.user = %s", (user.id,)):
@@ -109,7 +112,6 @@ class Spammers:
         self.out.write(text + "\n")
 
     def user(self, user_id):
-        from boincpy.web import accounts
         return accounts.lookup_user_by_id(self.db, user_id)
 
     def age_ok(self, create_time):
@@ -259,7 +261,6 @@ class Spammers:
         self.say("deleted %d teams" % count)
 
     def delete_team(self, team, users):
-        from boincpy.db import team as team_db
         if self.test:
             self.say("would delete team:\n   ID: %d\n   name: %s\n   description: %s\n   URL: %s"
                      % (team["id"], team["name"], team["description"], team["url"]))
@@ -376,8 +377,6 @@ def run_commands(run, commands):
 
 def main(argv=None, out=None):
     """Entry point of bin/delete_spammers; the exit status."""
-    from boincpy.config import load_config
-    from boincpy.db import connect
     out = out or sys.stdout
     argv = sys.argv[1:] if argv is None else list(argv)
     if any(a in ("-h", "--help", "-help") for a in argv) or not argv:

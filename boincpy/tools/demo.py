@@ -36,8 +36,10 @@ Needs root on a Debian machine with MariaDB, Apache, boinc-client and
 libboinc-app-dev (``make demo`` installs what is missing first).
 """
 
+import grp
 import json
 import os
+import pwd
 import re
 import secrets
 import shutil
@@ -48,9 +50,16 @@ import time
 from dataclasses import dataclass, field
 
 import click
+import psutil
 
+from boincpy.config import load_config, write_config
+from boincpy.db import connect
+from boincpy.db.connection import open_server, server_params
 from boincpy.errors import BoincpyError
 from boincpy.states import AssimilateState, FileDeleteState, ServerState, ValidateState
+from boincpy.testing.client import ClientError, StockClient, project_dir_name
+from boincpy.tools.httpd import PrivateApache, free_port
+from boincpy.tools.make_project import plan
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLATFORM = "x86_64-pc-linux-gnu"
@@ -252,8 +261,6 @@ class Demo:
 
     def make_project(self):
         """bin/make_project, unless the project exists (then it is reused)."""
-        from boincpy.config import load_config
-        from boincpy.tools.httpd import free_port
         blocked = unreachable_dir(self.root)
         if blocked:
             raise DemoError("Apache's children (www-data) can't enter %s (mode %o), so they "
@@ -268,7 +275,6 @@ class Demo:
                 self.say("(--port %d ignored: the project's URLs keep their port)" % self.s.port)
             self._read_secrets()
             return self.cfg
-        from boincpy.tools.make_project import plan
         port = self.s.port or free_port()
         self.secrets = {"ops_passwd": secrets.token_urlsafe(9), "volunteers": {}}
         argv = ["--project_root", self.root, "--url_base", "http://127.0.0.1:%d/" % port,
@@ -316,7 +322,6 @@ class Demo:
 
     def start_apache(self):
         """A private Apache on the master URL's loopback port (kept if running)."""
-        from boincpy.tools.httpd import PrivateApache
         server = PrivateApache(self.root)
         if server.running():
             self.say("Apache for the project is running (pid %d)" % server.pid())
@@ -354,7 +359,6 @@ class Demo:
     def configure_daemons(self):
         """config.xml's <daemons> := the demo's (validator and assimilator for
         the app), rewritten in place only when they differ."""
-        from boincpy.config import load_config
         cfg = load_config(self.root)
         wanted = self.daemon_commands()
         if [d.cmd for d in cfg.daemons] == wanted:
@@ -408,7 +412,6 @@ class Demo:
     def make_volunteers(self):
         """The Volunteer records (clients not started): the wrong host first, so
         that it gets replicas the others then have to outvote."""
-        from boincpy.testing.client import StockClient
         people = []
         if self.s.wrong_host:
             people.append((self.s.volunteers + 1, True))
@@ -433,7 +436,6 @@ class Demo:
     def start_volunteers(self):
         """Start each volunteer's client; a new volunteer creates an account and
         attaches.  The wrong host goes first, the others once it holds replicas."""
-        from boincpy.testing.client import project_dir_name
         url = self.cfg.master_url
         for v in self.volunteers:
             c = v.client
@@ -494,7 +496,6 @@ class Demo:
     def settle_clients(self, timeout=30):
         """Wait (at most ``timeout`` s) until no client holds a task: every report
         acknowledged, nothing left to upload, before the clients are stopped."""
-        from boincpy.testing.client import ClientError
         deadline = time.monotonic() + timeout
         busy = list(self.volunteers)
         while busy and time.monotonic() < deadline:
@@ -511,7 +512,6 @@ class Demo:
         """``boinccmd --project URL update`` for clients holding no task while
         replicas wait to be sent: a "no work" reply made them back off work
         fetch for 5-10 minutes (each client at most every POKE_INTERVAL s)."""
-        from boincpy.testing.client import ClientError
         now = time.monotonic()
         for v in self.volunteers:
             if not v.client.running() or now - v.poked < POKE_INTERVAL:
@@ -526,7 +526,6 @@ class Demo:
     # -- 7. waiting and the summary ---------------------------------------------------
 
     def connect(self):
-        from boincpy.db import connect
         return connect(self.cfg)
 
     def userid(self, email):
@@ -701,8 +700,6 @@ class Demo:
         """Stop clients, daemons and Apache; drop the database and its user;
         remove the project directory.  Each step runs even if one before failed;
         returns the problems met."""
-        from boincpy.config import load_config
-        from boincpy.tools.httpd import PrivateApache
         problems = []
         self.say("Tearing down %s" % self.root)
         try:
@@ -815,8 +812,6 @@ def default_project_root():
 def unreachable_dir(path, user="www-data"):
     """The first existing ancestor of ``path`` that ``user`` (Apache's children)
     can't enter, or None."""
-    import grp
-    import pwd
     try:
         pw = pwd.getpwnam(user)
     except KeyError:
@@ -907,7 +902,6 @@ def build_example_app(target, demo=None):
 def rewrite_config(cfg, options=None, daemons=None):
     """Rewrite config.xml with ``options`` changed and/or ``daemons`` replaced,
     keeping its mode and group (the web server's group reads it)."""
-    from boincpy.config import write_config
     opts = cfg.as_options()
     opts.update(options or {})
     st = os.stat(cfg.path)
@@ -923,7 +917,6 @@ def stop_leftover_clients(clients_dir, timeout=20):
     """Stop clients a killed demo left running with their data directory in
     ``clients_dir`` (SIGTERM: the client exits cleanly; SIGKILL after
     ``timeout``).  Returns their pids."""
-    import psutil
     clients_dir = os.path.abspath(clients_dir) + os.sep
     found = []
     for proc in psutil.process_iter(["pid", "cmdline"]):
@@ -949,7 +942,6 @@ def stop_leftover_clients(clients_dir, timeout=20):
 
 def drop_database(settings, db_name, db_user):
     """Drop the demo's database and its database user (both hosts make_project grants)."""
-    from boincpy.db.connection import open_server, server_params
     conn = open_server(server_params(settings.db_host, settings.db_socket, settings.db_root_user,
                                      settings.db_root_passwd), settings.db_root_user)
     try:

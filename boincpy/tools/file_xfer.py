@@ -23,14 +23,21 @@ and a size, latency or URL that makes no sense.
 """
 
 import os
+import re
 import sys
 import time
 
 import click
 
+from boincpy import crypto
 from boincpy.cli import click_main
+from boincpy.config import load_config
+from boincpy.db import connect
 from boincpy.db.msg import insert_msg_to_host
-from boincpy.errors import ToolError
+from boincpy.errors import FileNameError, ToolError
+from boincpy.files import check_file_name as check
+from boincpy.files import dir_hier_path, dir_hier_url, md5_file
+from boincpy.templates import add_upload_certificates
 
 WEEK = 7 * 86400
 
@@ -42,8 +49,6 @@ def _opt(name, **kw):
 def check_file_name(name):
     """Refuse a name a client would not accept or that would break the XML
     (the project's one rule, ``files.check_file_name``), as a ToolError."""
-    from boincpy.errors import FileNameError
-    from boincpy.files import check_file_name as check
     try:
         return check(name, "bad file name")
     except FileNameError as exc:
@@ -66,8 +71,6 @@ class Session:
     """The project (config, database) and the host a message goes to."""
 
     def __init__(self, project_dir, host_id):
-        from boincpy.config import load_config
-        from boincpy.db import connect
         self.cfg = load_config(project_dir)
         if os.path.exists(self.cfg.project_path("stop_daemons")):
             sys.stderr.write("Found stop file; exiting\n")
@@ -104,7 +107,6 @@ def _xfer_app():
 def get_file_xml(file_name, urls, max_nbytes, report_deadline, key=None):
     """BOINC's get_file_xml(): a pseudo-job whose result uploads the file;
     with ``key`` (upload_private) the file_info gets its upload certificate."""
-    from boincpy.templates import add_upload_certificates
     xml = (_xfer_app() + "<file_info>\n    <name>%s</name>\n    <max_nbytes>%.0f</max_nbytes>\n"
            % (file_name, max_nbytes))
     xml += "".join("    <url>%s</url>\n" % u for u in urls)
@@ -157,7 +159,6 @@ def delete_file_cmd(host_id, file_name, project_dir):
 @_project_dir
 def get_file_cmd(host_id, file_name, url, max_latency, max_nbytes, project_dir):
     """Get a file from a host: its client uploads it to the project."""
-    from boincpy import crypto
     check_file_name(file_name)
     for u in url:
         check_url(u)
@@ -185,8 +186,6 @@ def get_file_cmd(host_id, file_name, url, max_latency, max_nbytes, project_dir):
 @_project_dir
 def put_file_cmd(host_id, file_name, url, md5, nbytes, max_latency, project_dir):
     """Send a file to a host: its client downloads it and keeps it."""
-    import re
-    from boincpy.files import dir_hier_path, dir_hier_url, md5_file
     check_file_name(file_name)
     for u in url:
         check_url(u)

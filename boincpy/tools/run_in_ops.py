@@ -21,6 +21,15 @@ import os
 import re
 import subprocess
 import sys
+from urllib.parse import urlencode
+
+import click
+
+from boincpy.cli import click_main, project_dir_option, usage_help_option
+from boincpy.config import find_project_dir
+from boincpy.errors import BoincpyError
+from boincpy.web.http import Request, parse_params
+from boincpy.web.ops.main import PAGES, handle
 
 USAGE = """Usage: run_in_ops SCRIPT [ARG...]
 
@@ -42,7 +51,6 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
 def run_in_ops(project_dir, script, args, out=None, err=None):
     """Run ``script`` of the project with ``args``; return the exit status."""
-    from boincpy.web.ops.main import PAGES
     out = out or sys.stdout
     err = err or sys.stderr
     if script.startswith("./"):
@@ -68,9 +76,6 @@ def run_in_ops(project_dir, script, args, out=None, err=None):
 
 
 def _show_page(project_dir, page, args, out, err):
-    from urllib.parse import urlencode
-    from boincpy.web.ops.main import handle
-    from boincpy.web.http import Request, parse_params
     pairs = []
     for arg in args:
         if "=" not in arg:
@@ -92,8 +97,6 @@ def _show_page(project_dir, page, args, out, err):
 
 def main(argv=None):
     """Entry point of bin/run_in_ops."""
-    import click
-    from boincpy.cli import click_main, project_dir_option, usage_help_option
 
     @click.command(add_help_option=False,
                    context_settings={"ignore_unknown_options": True,
@@ -103,8 +106,6 @@ def main(argv=None):
     @click.argument("script")
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
     def run_in_ops_cmd(project_dir, script, args):
-        from boincpy.config import find_project_dir
-        from boincpy.errors import BoincpyError
         try:
             project_dir = os.path.abspath(project_dir or find_project_dir())
         except BoincpyError as exc:

@@ -14,7 +14,9 @@ import time
 
 import click
 
+from boincpy import shmem
 from boincpy.cli import click_main, project_dir_option
+from boincpy.config import load_config
 from boincpy.errors import BoincpyError
 from boincpy.proc_types import PROC_TYPE_NAMES
 
@@ -28,7 +30,6 @@ def _when(t):
 
 def show(array, out):
     """Write the array's description to the stream ``out``."""
-    from boincpy import shmem
     h = array.header()
     w = out.write
     w("segment: %s\n" % array.path)
@@ -88,8 +89,6 @@ def show(array, out):
 @project_dir_option()
 def show_shmem_cmd(project_dir):
     """Attach the project's array and print it; exit status 1 if absent."""
-    from boincpy import shmem
-    from boincpy.config import load_config
     try:
         cfg = load_config(project_dir)
         array = shmem.open_segment(shmem.segment_path(cfg))

@@ -34,9 +34,16 @@ import uuid
 
 import click
 
+from boincpy import backend_lib, doorbell
+from boincpy.backend_lib import Creator, JobDesc
 from boincpy.cli import boinc_option, click_main, project_dir_option
+from boincpy.config import load_config
+from boincpy.db import connect, queries
+from boincpy.db.rows import App, Platform, Workunit
+from boincpy.db.workunit import cancel_workunits_by_id, delete_workunit, insert_workunit
 from boincpy.errors import ToolError
 from boincpy.files import dir_hier_path, md5_file
+from boincpy.states import INT_MAX
 from boincpy.xml import xml_escape
 
 APP_PREFIX = "single_job_"
@@ -80,8 +87,6 @@ def setup(cfg, db, wrapper_tree, platform, out):
     ``wrapper_tree``: BOINC's samples tree, holding wrapper/wrapper (a
     directory holding ``wrapper`` itself is taken too).  Says, on ``out``,
     what the operator still has to do, as BOINC's script does."""
-    from boincpy.db import queries
-    from boincpy.db.rows import App, Platform
     wrapper = os.path.join(wrapper_tree, "wrapper", "wrapper")
     if not os.path.isfile(wrapper) and os.path.isfile(os.path.join(wrapper_tree, "wrapper")):
         wrapper = os.path.join(wrapper_tree, "wrapper")
@@ -215,12 +220,6 @@ def submit(cfg, db, job_dir, program, args=(), infiles=(), outfiles=(), stdin_fi
     """Create the single job running ``program`` (a file in ``job_dir``)
     with ``args``; return its workunit id.  Everything is checked first;
     if making the job fails, what was written is removed."""
-    from boincpy import doorbell
-    from boincpy.backend_lib import Creator, JobDesc, insert_jobs
-    from boincpy.db import queries
-    from boincpy.db.rows import Workunit
-    from boincpy.db.workunit import delete_workunit, insert_workunit
-    from boincpy.states import INT_MAX
     platform = platform or server_platform()
     bounds = dict(dict(rsc_fpops_est=DEFAULT_FPOPS_EST, rsc_fpops_bound=DEFAULT_FPOPS_BOUND,
                        rsc_memory_bound=DEFAULT_MEMORY_BOUND, rsc_disk_bound=DEFAULT_DISK_BOUND,
@@ -279,7 +278,7 @@ def submit(cfg, db, job_dir, program, args=(), infiles=(), outfiles=(), stdin_fi
                      infiles=phys + [job_file, program_phys],
                      options={"min_quorum": 1, "target_nresults": 1}, wu_id=wuid)
         creator = Creator(cfg, app.id)
-        insert_jobs(db, [(jd, creator.row(jd))])
+        backend_lib.insert_jobs(db, [(jd, creator.row(jd))])
     except BaseException:
         delete_workunit(db, wuid)
         for path in written:
@@ -296,8 +295,6 @@ def submit(cfg, db, job_dir, program, args=(), infiles=(), outfiles=(), stdin_fi
 
 def single_job_of(db, wuid):
     """The workunit ``wuid`` if it is a single job (ToolError otherwise)."""
-    from boincpy.db import queries
-    from boincpy.db.rows import App, Workunit
     wu = queries.lookup(db, Workunit, "id = %s", (wuid,))
     if wu is None:
         raise ToolError("No such job: %s" % wuid)
@@ -311,7 +308,6 @@ def abort(db, wuid, out):
     """Cancel single job ``wuid`` as BOINC's boinc_submit --abort does (its
     unsent instance not needed, the workunit cancelled; a host running it is
     told to abort it)."""
-    from boincpy.db.workunit import cancel_workunits_by_id
     wu = single_job_of(db, wuid)
     if wu.error_mask:
         out.write("Job %d has already been aborted.\n" % wu.id)
@@ -374,8 +370,6 @@ def wait(db, wuid, out, poll=POLL_SECONDS):
 # The commands
 
 def _connect(project_dir):
-    from boincpy.config import load_config
-    from boincpy.db import connect
     cfg = load_config(project_dir or os.environ.get("BOINC_PROJECT_DIR") or None)
     return cfg, connect(cfg)
 

@@ -18,7 +18,8 @@ import sys
 
 import click
 
-from boincpy.cli import boinc_option, click_main, project_dir_option, usage_help_option
+from boincpy.cli import boinc_option, click_main, progress, project_dir_option, usage_help_option
+from boincpy.config import load_config
 from boincpy.errors import BoincpyError, ToolError
 from boincpy.files import check_download_file, check_file_name, dir_hier_path, write_md5_file
 
@@ -89,7 +90,6 @@ def stage_one(path, cfg, copy=False, gzip=False, verbose=False, out=None):
 
 
 def _load_cfg(project_dir):
-    from boincpy.config import load_config
     return load_config(project_dir)
 
 
@@ -183,7 +183,6 @@ def dir_hier_move(src_dir, dst_dir, fanout, out=None):
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             os.rename(src, dst)
 
-    from boincpy.cli import progress
     with progress(moves, "moving", out or sys.stderr) as todo:
         move(todo)
     return len(moves)

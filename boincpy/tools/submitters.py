@@ -28,18 +28,20 @@ allocation_priority gets as its logical end time).
 import click
 
 from boincpy.cli import click_main
+from boincpy.config import load_config
+from boincpy.db import connect
 from boincpy.errors import ToolError
+from boincpy.submit import privileges
+from boincpy.submit.privileges import submitters
+from boincpy.web.accounts import lookup_user_by_id
 
 
 def _project(project_dir):
-    from boincpy.config import load_config
-    from boincpy.db import connect
     cfg = load_config(project_dir)
     return connect(cfg)
 
 
 def _user(db, userid):
-    from boincpy.web.accounts import lookup_user_by_id
     user = lookup_user_by_id(db, userid)
     if user is None:
         raise ToolError("no such user: %d" % userid)
@@ -68,7 +70,6 @@ def cli():
 @project_dir_option
 def list_privileges(project_dir):
     """Every user with submission rights: quota, limits, apps."""
-    from boincpy.submit.privileges import submitters
     db = _project(project_dir)
     try:
         rows = submitters(db)
@@ -92,7 +93,6 @@ def list_privileges(project_dir):
 
 
 def _manage(userid, appname, project_dir, grant):
-    from boincpy.submit import privileges
     db = _project(project_dir)
     try:
         user = _user(db, userid)
@@ -136,7 +136,6 @@ def revoke(userid, appname, project_dir):
 @project_dir_option
 def grant_submit(userid, appname, quota, max_jobs_in_progress, project_dir):
     """Let USERID submit jobs of APPNAME (or of all apps)."""
-    from boincpy.submit import privileges
     db = _project(project_dir)
     try:
         user = _user(db, userid)
@@ -152,7 +151,6 @@ def grant_submit(userid, appname, quota, max_jobs_in_progress, project_dir):
 @project_dir_option
 def revoke_submit(userid, appname, project_dir):
     """Take back USERID's right to submit jobs of APPNAME (all: every right)."""
-    from boincpy.submit import privileges
     db = _project(project_dir)
     try:
         user = _user(db, userid)
@@ -177,7 +175,6 @@ def manage_privileges_main(argv=None):
 @project_dir_option
 def adjust_user_priority_cmd(userid, flops, appname, no_update, project_dir):
     """Advance a submitter's logical start time by FLOPs of work; print it."""
-    from boincpy.submit import privileges
     db = _project(project_dir)
     try:
         _user(db, userid)
