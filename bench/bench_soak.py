@@ -23,8 +23,10 @@ It prints the jobs per hour (from the daemons' start to the last job
 assimilated), the results lost (reported by a host and acknowledged by the
 server, but not recorded), the double assimilations (a job's handler run
 again without the assimilator that ran it having been killed), the peak
-memory of each daemon (RSS, sampled every second, over every restart), and
-the fault test's full verdict (check_outcome).  Run it niced, as root:
+memory of each daemon (RSS, sampled every second, over every restart), and,
+first, the fault test's verdict (check_outcome): "passed", or the assert that
+failed (file, line, statement) with its message's first line -- the message
+in full (the run's diagnosis) comes after the figures.  Run it niced, as root:
 
     nice -n 10 .venv/bin/python bench/bench_soak.py [--jobs 10000] [--users 10]
         [--hosts-per-user 4] [--minutes 120] [--seed N]
@@ -41,6 +43,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections import Counter, defaultdict
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -223,6 +226,18 @@ def double_assimilations(run):
     return doubles, reruns
 
 
+def failed_assertion(exc):
+    """The verdict of a failed check_outcome: the assert statement that
+    failed (file:line: source) first, then the first line of its message;
+    the rest of the message (the run's diagnosis) is printed after the
+    report by :func:`main`."""
+    frame = traceback.extract_tb(exc.__traceback__)[-1]
+    where = "%s:%d: %s" % (os.path.relpath(frame.filename, REPO), frame.lineno,
+                           (frame.line or "").strip())
+    first = str(exc).split("\n", 1)[0]
+    return "FAILED at %s\n    %s" % (where, first[:500] + (" ..." if len(first) > 500 else ""))
+
+
 def report(run, ok, verdict):
     t_end = run.t_assimilated or time.monotonic()
     seconds = t_end - run.t_start
@@ -233,6 +248,7 @@ def report(run, ok, verdict):
     print()
     print("soak: %d jobs, %d hosts of %d users, seed %d" % (
         tf.NJOBS, len(run.hosts), len(run.users), run.seed))
+    print("  fault test verdict (check_outcome): %s" % verdict)
     print("  %s: %d of %d jobs assimilated in %.0f s%s" % (
         "finished" if run.t_assimilated else "STOPPED AT THE TIME LIMIT", done, tf.NJOBS,
         seconds, "" if ok else " (run did not drain)"))
@@ -247,7 +263,6 @@ def report(run, ok, verdict):
         print("    %-28s %6.1f MB" % (name, rss / 1048576.0))
     for error in run.thread_errors:
         print("  thread error: %s" % error)
-    print("  fault test verdict (check_outcome): %s" % verdict)
 
 
 def main():
@@ -283,13 +298,17 @@ def main():
         run.setup()
         ok = run.run()
         run.stop_daemons()
+        diagnosis = None
         try:
             tf.check_outcome(run)
             verdict = "passed"
         except AssertionError as exc:
-            verdict = "FAILED: %s" % str(exc)[:3000]
+            verdict = failed_assertion(exc)
+            diagnosis = str(exc)
             tf.keep_logs(run)
         report(run, ok, verdict)
+        if diagnosis is not None:
+            print("  the failed assertion's message in full:\n" + diagnosis[:20000])
     finally:
         if run is not None:
             tf._cleanup(run)

@@ -212,12 +212,14 @@ class LiteDatabase(Database):
                 code == _CR_SERVER_GONE
                 or (code == _CR_SERVER_LOST and text.lstrip().startswith(_READS))):
             return False
-        if self.on_reconnect is not None:
-            self.on_reconnect()
         try:
             conn = _open(self.params, wire=isinstance(self.conn, _wire.Connection))
         except DatabaseError:
-            return False
+            return False            # the caller's DatabaseLostError says it all
+        # told only once a new connection is open: a server that is still
+        # down gives one line (the caller's error), not two
+        if self.on_reconnect is not None:
+            self.on_reconnect()
         try:
             self.conn.close()
         except Exception:
