@@ -12,6 +12,7 @@ here is byte for byte the one the C++ tools make with the same key.
 """
 
 import math
+import os
 
 from boincpy.errors import KeyFileError
 from boincpy.files import md5
@@ -412,3 +413,311 @@ def sign_upload_certificate(name, max_nbytes, key):
 def verify_upload_certificate(name, max_nbytes, signature_text, key):
     """True when the certificate was made by the project's upload key for this file."""
     return verify_string(upload_certificate_text(name, max_nbytes), signature_text, key)
+
+
+# -- X.509 certificate chains (crypt_prog -cert_verify) ----------------------------
+#
+# BOINC's check_validity (lib/crypt.cpp) verifies a code signature with any
+# certificate of a directory whose chain OpenSSL's X509_verify_cert accepts,
+# the trusted certificates being found by X509_LOOKUP_hash_dir: files named
+# after the subject hash, HASH.0, HASH.1, ... (as `openssl rehash` / c_rehash
+# leave a CA directory).  The functions below make the same decisions with
+# `cryptography` and default OpenSSL settings: the chain must reach a
+# self-signed certificate of the CA directory; every certificate must be in
+# its validity period, every issuer a CA (basic constraints, key usage, path
+# length) and its signature on the one below good; the root's own signature,
+# revocation and name constraints are not checked (nor does OpenSSL by
+# default).  cryptography is imported inside them, for the same reason as above.
+
+# ASN.1 string tags whose values OpenSSL folds (trimmed, runs of white space made
+# one space, ASCII lower-cased, as UTF-8) before hashing or comparing names
+# (ASN1_MASK_CANON), with the codec that reads each
+_CANON_STRINGS = {12: "utf-8", 19: "latin-1", 20: "latin-1", 22: "latin-1", 26: "latin-1",
+                  28: "utf-32-be", 30: "utf-16-be"}
+
+# critical extensions OpenSSL's verifier understands (X509_supported_extension)
+_KNOWN_CRITICAL = frozenset((
+    "2.5.29.15", "2.5.29.17", "2.5.29.19", "2.5.29.30", "2.5.29.32", "2.5.29.33",
+    "2.5.29.36", "2.5.29.37", "2.5.29.54", "2.16.840.1.113730.1.1",
+    "1.3.6.1.5.5.7.1.7", "1.3.6.1.5.5.7.1.8", "1.3.6.1.5.5.7.1.14"))
+
+_MAX_CHAIN = 100               # X509_VERIFY_PARAM's default depth
+
+
+def _der(tag, content):
+    n = len(content)
+    if n < 0x80:
+        return bytes((tag, n)) + content
+    size = n.to_bytes((n.bit_length() + 7) // 8, "big")
+    return bytes((tag, 0x80 | len(size))) + size + content
+
+
+def _der_items(data):
+    """(tag, whole element, content) of each DER element in ``data`` (well formed:
+    names re-encoded by cryptography)."""
+    i = 0
+    while i < len(data):
+        tag, n, j = data[i], data[i + 1], i + 2
+        if n & 0x80:
+            k = n & 0x7f
+            n, j = int.from_bytes(data[j:j + k], "big"), j + k
+        yield tag, data[i:j + n], data[j:j + n]
+        i = j + n
+
+
+def _canonical_name(name):
+    """OpenSSL's canonical encoding of an X.509 name (x509_name_canon): what its
+    subject hash is taken of and what it compares names by."""
+    (_, _, rdns), = _der_items(name.public_bytes())
+    out = []
+    for _, _, rdn in _der_items(rdns):
+        avas = []
+        for _, _, ava in _der_items(rdn):
+            (_, oid, _), (tag, whole, value) = _der_items(ava)
+            codec = _CANON_STRINGS.get(tag)
+            if codec is not None:
+                text = value.decode(codec, "replace").encode("utf-8")
+                whole = _der(12, b" ".join(text.split()).lower())
+            avas.append(_der(0x30, oid + whole))
+        out.append(_der(0x31, b"".join(sorted(avas))))
+    return b"".join(out)
+
+
+def name_hash(name):
+    """The 8 hex digits OpenSSL names a CA file by for this X.509 name
+    (``openssl x509 -subject_hash``, X509_NAME_hash)."""
+    import hashlib
+    digest = hashlib.sha1(_canonical_name(name)).digest()
+    return "%08x" % int.from_bytes(digest[:4], "little")
+
+
+def read_certificate(path):
+    """The first PEM certificate in the file ``path`` (other PEM blocks skipped, as
+    OpenSSL's PEM_read_X509), or None when the file holds none or is not a
+    regular readable file (BOINC passes over such files of a certificate directory)."""
+    from cryptography import x509
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, "rb") as f:
+            return x509.load_pem_x509_certificate(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def _describe(cert, path):
+    return "certificate '%s' (%s)" % (cert.subject.rfc4514_string(), path)
+
+
+def _utc(when):
+    return when.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _extension(cert, cls):
+    """The value of ``cert``'s extension of class ``cls``; None when absent or
+    malformed (the chain check then names the malformed one)."""
+    from cryptography import x509
+    try:
+        return cert.extensions.get_extension_for_class(cls).value
+    except (x509.ExtensionNotFound, ValueError):
+        return None
+
+
+def _key_ids_agree(cert, issuer):
+    """False when ``cert`` names its issuer's key id and ``issuer`` has another one."""
+    from cryptography import x509
+    akid = _extension(cert, x509.AuthorityKeyIdentifier)
+    skid = _extension(issuer, x509.SubjectKeyIdentifier)
+    return not (akid and akid.key_identifier and skid
+                and akid.key_identifier != skid.digest)
+
+
+def _ca_certificates(ca_dirs, name):
+    """(path, certificate) of each certificate filed under ``name``'s hash in the CA
+    directories: HASH.0, HASH.1, ... up to the first missing number."""
+    from cryptography import x509
+    h = name_hash(name)
+    for d in ca_dirs:
+        for n in range(1 << 16):
+            path = os.path.join(d, "%s.%d" % (h, n))
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+            except OSError:
+                break
+            try:
+                certs = x509.load_pem_x509_certificates(data)
+            except ValueError:
+                certs = []
+            for cert in certs:
+                yield path, cert
+
+
+def _in_period(cert, at):
+    return cert.not_valid_before_utc <= at <= cert.not_valid_after_utc
+
+
+def _find_issuer(cert, ca_dirs, at):
+    """The CA directory's issuer of ``cert`` as OpenSSL picks it: one whose name and key
+    id match, preferably one valid at ``at``; None when there is none."""
+    wanted = _canonical_name(cert.issuer)
+    found = None
+    for path, cand in _ca_certificates(ca_dirs, cert.issuer):
+        if _canonical_name(cand.subject) == wanted and _key_ids_agree(cert, cand):
+            found = (path, cand)
+            if _in_period(cand, at):
+                break
+    return found
+
+
+def _unfiled_hint(ca_dirs, name):
+    """Why an issuer may not have been found: a file of the CA directory holds it, but
+    not under the hash name OpenSSL's lookup reads."""
+    wanted = _canonical_name(name)
+    for d in ca_dirs:
+        try:
+            entries = sorted(os.listdir(d))
+        except OSError as exc:
+            return "; can't read CA directory %s: %s" % (d, exc.strerror)
+        for entry in entries:
+            cert = read_certificate(os.path.join(d, entry))
+            if cert is not None and _canonical_name(cert.subject) == wanted:
+                return ("; %s holds it, but the lookup reads only %s.0, %s.1, ... "
+                        "(run `openssl rehash %s`)" % (os.path.join(d, entry),
+                                                       name_hash(name), name_hash(name), d))
+    return ""
+
+
+def _check_ca(cert, path, below):
+    """None when ``cert`` may issue the chain's ``below`` non-self-issued CAs under it,
+    else why not (OpenSSL's check_chain_extensions)."""
+    from cryptography import x509
+    bc = _extension(cert, x509.BasicConstraints)
+    ku = _extension(cert, x509.KeyUsage)
+    if bc is not None and not bc.ca:
+        return "%s is not a CA certificate (basic constraints CA:FALSE)" % _describe(cert, path)
+    if ku is not None and not ku.key_cert_sign:
+        return "%s may not sign certificates (key usage lacks keyCertSign)" % _describe(cert, path)
+    if bc is None and ku is None and not (
+            cert.version == x509.Version.v1
+            and _canonical_name(cert.subject) == _canonical_name(cert.issuer)):
+        return "%s is not a CA certificate (no basic constraints)" % _describe(cert, path)
+    if bc is not None and bc.path_length is not None and below > bc.path_length:
+        return "%s allows %d CA certificates under it, the chain has %d" % (
+            _describe(cert, path), bc.path_length, below)
+    return None
+
+
+def verify_certificate_chain(cert, ca_dir, path="certificate", at=None):
+    """Check ``cert`` (from the file ``path``) as BOINC's check_validity_of_cert has
+    OpenSSL do it against the CA directory ``ca_dir`` (several may be given
+    ``:``-separated, as OpenSSL's hash-dir lookup takes them), at the time ``at``
+    (default now).  Return the chain, leaf first, as (path, certificate) pairs;
+    raise KeyFileError naming the certificate that fails and why."""
+    import datetime
+    from cryptography.exceptions import InvalidSignature
+    if at is None:
+        at = datetime.datetime.now(datetime.timezone.utc)
+    ca_dirs = [d for d in ca_dir.split(":") if d]
+    chain = [(path, cert)]
+    while True:
+        cpath, cur = chain[-1]
+        if _canonical_name(cur.subject) == _canonical_name(cur.issuer):
+            # a self-signed leaf is trusted only when the CA directory holds it
+            if len(chain) == 1 and not any(c == cur for _, c in
+                                           _ca_certificates(ca_dirs, cur.subject)):
+                raise KeyFileError("%s is self-signed and not in the CA directory %s"
+                                   % (_describe(cur, cpath), ca_dir))
+            break
+        if len(chain) > _MAX_CHAIN:
+            raise KeyFileError("certificate chain of %s is longer than %d"
+                               % (_describe(cert, path), _MAX_CHAIN))
+        issuer = _find_issuer(cur, ca_dirs, at)
+        if issuer is None:
+            raise KeyFileError("unable to get the issuer '%s' of %s from the CA directory %s%s"
+                               % (cur.issuer.rfc4514_string(), _describe(cur, cpath), ca_dir,
+                                  _unfiled_hint(ca_dirs, cur.issuer)))
+        chain.append(issuer)
+    below = 0
+    for i, (cpath, cur) in enumerate(chain):
+        if i > 0:
+            why = _check_ca(cur, cpath, below)
+            if why:
+                raise KeyFileError(why)
+            if _canonical_name(cur.subject) != _canonical_name(cur.issuer):
+                below += 1
+        try:
+            critical = [e.oid.dotted_string for e in cur.extensions if e.critical]
+        except ValueError as exc:
+            raise KeyFileError("%s has a malformed extension: %s" % (_describe(cur, cpath), exc))
+        unknown = [oid for oid in critical if oid not in _KNOWN_CRITICAL]
+        if unknown:
+            raise KeyFileError("%s has an unhandled critical extension %s"
+                               % (_describe(cur, cpath), unknown[0]))
+    for i in range(len(chain) - 1, -1, -1):          # from the root down, as OpenSSL
+        cpath, cur = chain[i]
+        if i + 1 < len(chain):
+            try:
+                cur.verify_directly_issued_by(chain[i + 1][1])
+            except (InvalidSignature, ValueError, TypeError):
+                raise KeyFileError("%s: the signature of its issuer %s does not verify"
+                                   % (_describe(cur, cpath), chain[i + 1][0])) from None
+        if at < cur.not_valid_before_utc:
+            raise KeyFileError("%s is not valid before %s"
+                               % (_describe(cur, cpath), _utc(cur.not_valid_before_utc)))
+        if at > cur.not_valid_after_utc:
+            raise KeyFileError("%s expired on %s"
+                               % (_describe(cur, cpath), _utc(cur.not_valid_after_utc)))
+    return chain
+
+
+def certificate_key(cert):
+    """The certificate's public key as an :class:`RsaKey` (KeyFileError when it is not
+    RSA: BOINC's signatures are RSA only)."""
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    key = cert.public_key()
+    if not isinstance(key, rsa.RSAPublicKey):
+        raise KeyFileError("only RSA keys are supported, the certificate has a %s key"
+                           % type(key).__name__.lstrip("_"))
+    numbers = key.public_numbers()
+    return RsaKey(key.key_size, numbers.n, numbers.e)
+
+
+def check_validity(certificate_dir, path, signature, ca_dir, at=None):
+    """The path of the first certificate of ``certificate_dir`` (in name order) whose
+    chain verifies against ``ca_dir`` and whose key made ``signature`` (bytes) of
+    the file ``path``: BOINC's check_validity.  Files that hold no PEM certificate
+    are passed over; KeyFileError lists why each certificate failed."""
+    if not os.path.isfile(path):
+        raise KeyFileError("%s is not a file" % path)
+    try:
+        md5_hex = md5_hex_of_file(path).encode("ascii")
+    except OSError as exc:
+        raise KeyFileError("can't read %s: %s" % (path, exc.strerror)) from None
+    try:
+        entries = sorted(os.listdir(certificate_dir))
+    except OSError as exc:
+        raise KeyFileError("can't read certificate directory %s: %s"
+                           % (certificate_dir, exc.strerror)) from None
+    failures = []
+    for entry in entries:
+        cpath = os.path.join(certificate_dir, entry)
+        cert = read_certificate(cpath)
+        if cert is None:
+            continue
+        try:
+            verify_certificate_chain(cert, ca_dir, cpath, at)
+            recovered = public_decrypt(signature, certificate_key(cert))
+        except KeyFileError as exc:
+            failures.append("%s: %s" % (cpath, exc.message))
+            continue
+        if recovered == md5_hex:
+            return cpath
+        failures.append("%s: %s" % (cpath, "the signature is of other data (%s changed?)" % path
+                                    if recovered else
+                                    "the signature was not made with this certificate's key "
+                                    "(or is damaged)"))
+    if not failures:
+        raise KeyFileError("no PEM certificate in %s" % certificate_dir)
+    raise KeyFileError("no certificate in %s verifies the signature of %s:\n  %s"
+                       % (certificate_dir, path, "\n  ".join(failures)))

@@ -8,6 +8,7 @@
     crypt_prog -test_crypt private_keyfile public_keyfile
     crypt_prog -convkey o2b|b2o priv|pub input_file output_file
     crypt_prog -convsig b2o|o2b input_file output_file
+    crypt_prog -cert_verify file signature_file certificate_dir ca_dir
     sign_executable data_file private_key_file
 
 Behaviour follows lib/crypt_prog.cpp and tools/sign_executable.cpp: output on
@@ -21,8 +22,17 @@ to another digest ("signature is invalid", exit 1: the file changed) from one
 that does not decrypt with the key at all (an error, exit 2: another key, or a
 damaged signature).  ``-convkey b2o`` writes PKCS#1 PEM (``RSA PRIVATE KEY`` /
 ``RSA PUBLIC KEY``, OpenSSL 3's default encoding, as BOINC's tool does);
-``o2b`` reads PKCS#1, PKCS#8 and SubjectPublicKeyInfo PEM.  The X.509 path
-``-cert_verify`` (unused by BOINC projects) is not provided.
+``o2b`` reads PKCS#1, PKCS#8 and SubjectPublicKeyInfo PEM.
+
+``-cert_verify`` is lib/crypt.cpp's check_validity: the signature (BOINC hex
+text, as ``-sign`` writes it) is accepted when a PEM certificate in
+certificate_dir has a chain that verifies against ca_dir and holds the key
+that made it.  ca_dir is read as OpenSSL's hash-dir lookup reads it: only files
+named after a certificate's subject hash (``HASH.0``, ``HASH.1``, ... as
+``openssl rehash`` leaves them).  The certificates are tried in name order
+(BOINC takes the directory's order) and the line printed is BOINC's, without a
+space before the path; when none verifies, the error lists each certificate
+and why it failed (boincpy.crypto.verify_certificate_chain).
 """
 
 import hashlib
@@ -56,6 +66,8 @@ Options:
     convert keys between BOINC and OpenSSL format
 -convsig b2o/o2b input_file output_file
     convert signature between BOINC and OpenSSL format
+-cert_verify file signature certificate_dir ca_dir
+    verify a signature using a directory of certificates
 """
 
 SIGN_EXECUTABLE_USAGE = """syntax: sign_executable data_file private_key_file
@@ -241,12 +253,25 @@ def convkey(direction, key_type, input_path, output_path):
     return 0
 
 
+def cert_verify(path, signature_path, certificate_dir, ca_dir, out):
+    """-cert_verify: 0 and the certificate's path when one of certificate_dir, with a
+    chain ca_dir trusts, made the signature of ``path``; 2 with the reasons otherwise."""
+    sig = _signature_bytes(signature_path)
+    try:
+        cert_path = crypto.check_validity(certificate_dir, path, sig, ca_dir)
+    except KeyFileError as exc:
+        raise _step("check_validity", exc) from None
+    # BOINC's line, its missing space included: scripts may match it
+    out.write("signature verified using certificate%s\n" % cert_path)
+    return 0
+
+
 # -- command lines ------------------------------------------------------------------
 
 # operation -> number of arguments after it
 _OPERATIONS = {
     "genkey": 3, "sign": 2, "sign_string": 2, "verify": 3, "verify_string": 3,
-    "test_crypt": 2, "convsig": 3, "convkey": 4,
+    "test_crypt": 2, "convsig": 3, "convkey": 4, "cert_verify": 4,
 }
 
 
@@ -290,6 +315,8 @@ def _operation(name, a, out):
         return test_crypt(a[0], a[1], out)
     if name == "convsig":
         return convsig(a[0], a[1], a[2])
+    if name == "cert_verify":
+        return cert_verify(a[0], a[1], a[2], a[3], out)
     return convkey(a[0], a[1], a[2], a[3])
 
 
