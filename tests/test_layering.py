@@ -26,6 +26,7 @@ FLOORS = {
     "boincpy.submit": 4, "boincpy.resident": 4, "boincpy.hrclass": 4,
     "boincpy.sched": 5, "boincpy.daemons": 5, "boincpy.web": 5,
     "boincpy.tools": 6, "boincpy.testing": 6, "boincpy.persistent": 6, "boincpy.fcgi": 6,
+    "boincpy.fcgi_pool": 6,
 }
 
 

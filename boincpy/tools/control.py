@@ -30,6 +30,10 @@ program is invoked by selects the default action: ``start`` = ``--enable``,
 * ``status`` prints ENABLED/DISABLED; with ``-v`` a table of the daemons
   (pid, running / NOT RUNNING, lock, disabled, command) and the tasks (last
   run, period, next run, lock, disabled, command).
+* In persistent mode (``bin/server_mode persistent``) the main host has one
+  more daemon, the FastCGI server PROJECT/fcgi/boincpy.fcgi
+  (:mod:`boincpy.fcgi_pool`); ``start`` returns once its workers are all
+  up, and ``status -v`` lists them with their pids.
 
 ``<project_user_name>`` makes the commands refuse to run as another user.
 """
@@ -52,6 +56,7 @@ STOP_UPLOAD = "stop_upload"
 TRIGGER_FILES = (STOP_DAEMONS, STOP_SCHED, STOP_UPLOAD, "reread_db")
 CACHED_HOME_PAGE = os.path.join("html", "cache", "65", "index.php")
 FEEDER_STARTUP_SECONDS = 5          # before stop_sched is removed
+PERSISTENT_STARTUP_SECONDS = 60     # bin/start waits for the FastCGI workers
 DEFAULT_STOP_TIMEOUT = 60.0
 
 USAGE = """Syntax: %s [options] [command]
@@ -184,7 +189,11 @@ class Control:
         return os.path.join(self.project, name)
 
     def my_daemons(self):
-        return [d for d in self.cfg.daemons if d.host == self.host]
+        daemons = [d for d in self.cfg.daemons if d.host == self.host]
+        pool = persistent_daemon(self.cfg)
+        if pool is not None and pool.host == self.host:
+            daemons.append(pool)
+        return daemons
 
     def my_tasks(self):
         return [t for t in self.cfg.tasks if t.host == self.host]
@@ -432,11 +441,27 @@ class Control:
         self.run_state.enabled = True
         if not self.start_daemons():
             self.say("No daemons for this host found - check host name in config.xml")
+        self.wait_for_persistent()
         # let the feeder make its job cache before the scheduler takes requests
         if self.started and os.path.exists(self.path(STOP_SCHED)):
             time.sleep(FEEDER_STARTUP_SECONDS)
         self.remove_trigger(STOP_SCHED)
         self.remove_cached_home_page()
+
+    def wait_for_persistent(self):
+        """In persistent mode, return once the FastCGI workers are all up (so
+        no request waits for one to start), or say they are not."""
+        from boincpy import fcgi_pool
+        pool = persistent_daemon(self.cfg)
+        if pool is None or pool.host != self.host or pool.disabled:
+            return
+        if fcgi_pool.wait_ready(self.project, PERSISTENT_STARTUP_SECONDS):
+            if self.verbose:
+                configured, ready = fcgi_pool.workers(self.project)
+                self.say("  FastCGI workers up:", " ".join(map(str, ready)))
+        else:
+            self.warn("  FastCGI workers not up within %d s: see %s" % (
+                PERSISTENT_STARTUP_SECONDS, self.log_path(pool)))
 
     def cron(self):
         """--cron: if ENABLED start what isn't running and run due tasks;
@@ -487,6 +512,12 @@ class Control:
             lock = " locked " if lock_is_held(self.lock_path(spec)) else "UNLOCKED"
             disabled = " yes    " if spec.disabled else " no     "
             self.say("  %2d" % n, " %5d" % pid, running, lock, disabled, " ", spec.cmd)
+        if persistent_daemon(self.cfg) is not None:
+            from boincpy import fcgi_pool
+            configured, ready = fcgi_pool.workers(self.project)
+            self.say()
+            self.say("FastCGI workers: %d of %d up%s" % (
+                len(ready), configured, ": pids " + " ".join(map(str, ready)) if ready else ""))
         self.say()
         self.say("TASK       last run       period          next run        lock file "
                  "disabled  commandline")
@@ -523,6 +554,44 @@ class Control:
 
 # ---------------------------------------------------------------------------
 # Process and lock helpers
+
+def start_persistent(project_dir, timeout=PERSISTENT_STARTUP_SECONDS):
+    """Start only the FastCGI server of a project in persistent mode, as
+    bin/start does (its lock, pid file and log), unless it runs, and wait for
+    its workers: for a private Apache (boincpy.tools.httpd), which leaves the
+    other daemons to its user.  False in CGI mode."""
+    from boincpy import fcgi_pool
+    from boincpy.config import load_config
+    cfg = load_config(project_dir)
+    pool = persistent_daemon(cfg)
+    if pool is None:
+        return False
+    try:
+        for d in (cfg.tmp_dir, cfg.pid_dir):
+            os.makedirs(d, exist_ok=True)
+        make_host_log_dir(cfg)
+    except OSError as exc:
+        raise ControlError("can't create %s: %s" % (exc.filename, exc.strerror)) from None
+    Control(cfg, None, False).start_daemon(pool)
+    if not fcgi_pool.wait_ready(cfg.project_dir, timeout):
+        raise ControlError("the FastCGI workers of %s are not up within %g s: see %s"
+                           % (cfg.project_dir, timeout, os.path.join(cfg.host_log_dir,
+                                                                     pool.output)))
+    return True
+
+
+def persistent_daemon(cfg):
+    """In persistent mode (bin/server_mode), the project's FastCGI server
+    (boincpy.fcgi_pool) as one more daemon of the main host; else None."""
+    from boincpy import fcgi_pool
+    from boincpy.tools import server_mode
+    try:
+        with open(server_mode.conf_path(cfg.project_dir), encoding="utf-8") as f:
+            mode = server_mode.current_mode(f.read())
+    except (OSError, BoincpyError):
+        return None
+    return fcgi_pool.daemon_spec(cfg) if mode == "persistent" else None
+
 
 def take_lock(path):
     """Open ``path`` and take an exclusive lockf lock on it, inherited by exec;

@@ -32,6 +32,7 @@ import time
 from urllib.parse import urlsplit
 
 from boincpy.errors import BoincpyError, ToolError
+from boincpy.fcgi_pool import httpd_user
 
 MODULE_DIR = "/usr/lib/apache2/modules"
 MODULES = (
@@ -68,17 +69,10 @@ def project_snippet(project_dir):
     return found[0]
 
 
-def _uses_fcgid(snippet):
+def _uses_proxy_fcgi(snippet):
+    # the persistent mode's block (boincpy.tools.server_mode)
     with open(snippet, encoding="utf-8") as f:
-        return "FcgidWrapper" in f.read()
-
-
-def _fcgid_module():
-    path = os.path.join(MODULE_DIR, "mod_fcgid.so")
-    if not os.path.exists(path):
-        raise ToolError("the project runs persistently (mod_fcgid) but %s is missing "
-                        "(Debian: apt-get install libapache2-mod-fcgid)" % path)
-    return path
+        return '"proxy:unix:' in f.read()
 
 
 def default_port(project_dir):
@@ -89,17 +83,6 @@ def default_port(project_dir):
         return url.port
     raise ToolError("the master URL %s is not on a loopback port: give --port"
                     % load_config(project_dir).master_url)
-
-
-def httpd_user(project_dir):
-    """The project's <httpd_user> (www-data if unset or unknown)."""
-    from boincpy.config import load_config
-    name = load_config(project_dir).raw.get("httpd_user") or "www-data"
-    try:
-        pwd.getpwnam(name)
-    except KeyError:
-        raise ToolError("httpd_user %s in config.xml: no such user" % name) from None
-    return name
 
 
 def loopback_address(address):
@@ -134,12 +117,11 @@ def conf_text(project_dir, port, run_dir, user=None, address="127.0.0.1"):
         lines += ["User %s" % user, "Group %s" % grp.getgrgid(group).gr_name]
     lines += ["LoadModule %s %s" % (name, os.path.join(MODULE_DIR, so)) for name, so in MODULES]
     snippet = project_snippet(project_dir)
-    if _uses_fcgid(snippet):
-        # the persistent mode (boincpy.persistent): mod_fcgid's sockets and
-        # process table in the run directory, apart from a system Apache's
-        lines += ["LoadModule fcgid_module %s" % _fcgid_module(),
-                  'FcgidIPCDir "%s"' % os.path.join(run_dir, "fcgid"),
-                  'FcgidProcessTableFile "%s"' % os.path.join(run_dir, "fcgid_shm")]
+    if _uses_proxy_fcgi(snippet):
+        # the persistent mode: requests to the project's FastCGI workers
+        lines += ["LoadModule proxy_module %s" % os.path.join(MODULE_DIR, "mod_proxy.so"),
+                  "LoadModule proxy_fcgi_module %s"
+                  % os.path.join(MODULE_DIR, "mod_proxy_fcgi.so")]
     lines += [
         "StartServers 2",
         "MinSpareServers 1",
@@ -219,6 +201,7 @@ class PrivateApache:
             os.unlink(self.pid_file)
         except FileNotFoundError:
             pass
+        self._start_workers()
         log_start = os.path.getsize(self.error_log) if os.path.exists(self.error_log) else 0
         proc = subprocess.run([find_apache(), "-f", self.conf_path, "-k", "start"],
                               capture_output=True, text=True, umask=0o002,
@@ -246,6 +229,7 @@ class PrivateApache:
         Returns False if it was not running."""
         pid = self.pid()
         if pid is None:
+            self._stop_workers()
             return False
         if not _is_apache(pid):
             raise ToolError("pid %d in %s is not Apache; not stopping it" % (pid, self.pid_file))
@@ -265,7 +249,29 @@ class PrivateApache:
             os.unlink(self.pid_file)
         except FileNotFoundError:
             pass
+        self._stop_workers()
         return True
+
+    # -- the persistent mode's workers ---------------------------------------
+
+    def _start_workers(self):
+        # In persistent mode the project's FastCGI workers must be up before
+        # Apache takes requests: started here as bin/start would (unless it
+        # did), and stopped with Apache; the other daemons stay the user's.
+        from boincpy.tools.control import start_persistent
+        from boincpy import fcgi_pool
+        marker = os.path.join(self.run_dir, "workers_started")
+        running = fcgi_pool.master_pid(self.project_dir) is not None
+        if start_persistent(self.project_dir) and not running:
+            with open(marker, "w") as f:
+                f.write("%d\n" % fcgi_pool.master_pid(self.project_dir))
+
+    def _stop_workers(self):
+        from boincpy import fcgi_pool
+        marker = os.path.join(self.run_dir, "workers_started")
+        if os.path.exists(marker):
+            fcgi_pool.stop(self.project_dir)
+            os.unlink(marker)
 
     def _log_tail(self, start):
         try:

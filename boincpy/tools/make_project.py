@@ -192,7 +192,7 @@ class ProjectSpec:
     ops_user: str = ""
     ops_passwd: str = ""
     db_passwd_generated: bool = False
-    persistent: bool = False   # scheduler, upload handler, web RPCs under mod_fcgid
+    persistent: bool = False   # scheduler, upload handler, web RPCs in FastCGI workers
     processes: int = 4
 
     @property
@@ -262,7 +262,8 @@ def _command():
     a("web_only", is_flag=True, default=False, help="web files only: no keys, bin/ or cgi-bin/")
     a("persistent", is_flag=True, default=False,
       help="serve the scheduler, upload handler and web RPCs with long-lived processes "
-           "(processes started by Apache's mod_fcgid) instead of CGIs; bin/server_mode switches later")
+           "(FastCGI processes bin/start runs, behind Apache's mod_proxy_fcgi) instead of CGIs; "
+           "bin/server_mode switches later")
     a("processes", type=int, default=4, help="with --persistent: how many processes (default 4)")
     a("no_query", is_flag=True, default=False, help="don't ask for confirmation")
     a("srcdir", help="boincpy source tree holding bin/, cgi-bin/, html/ "
@@ -854,7 +855,7 @@ def build_tree(spec, stage, undo, say):
     if spec.persistent:
         _mkdir(S(server_mode.FCGI_DIR), 0o755)
         _write(S(server_mode.FCGI_DIR, server_mode.FCGI_SCRIPT),
-               server_mode.fcgi_script_text(spec.project_root, python, paths), 0o755)
+               server_mode.fcgi_script_text(spec.project_root, spec.processes, python, paths), 0o755)
     _write(S(spec.short_name + ".cronjob"),
            "0,5,10,15,20,25,30,35,40,45,50,55 * * * * cd %s ; %s/bin/start --cron\n"
            % (spec.project_root, spec.project_root))
@@ -1031,7 +1032,7 @@ def readme(spec):
              "      echo 'Include %s/%s.httpd.conf' > /etc/apache2/conf-available/%s.conf"
              % (root, spec.short_name, spec.short_name),
              "      a2enmod cgi%s; a2enconf %s; apache2ctl graceful"
-             % (" fcgid" if spec.persistent else "", spec.short_name),
+             % (" proxy_fcgi" if spec.persistent else "", spec.short_name),
              "  Apache runs as %s: its group reads config.xml and the public keys and"
              % spec.httpd_user,
              "  writes upload/ and %s/." % spec.host_dirs[0],

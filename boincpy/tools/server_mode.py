@@ -1,6 +1,6 @@
 """server_mode: serve a project's scheduler, upload handler and web RPCs as
-classic CGIs (the default) or persistently (processes that Apache's mod_fcgid
-starts, see :mod:`boincpy.persistent`).
+classic CGIs (the default) or persistently (FastCGI processes that bin/start
+runs and Apache's mod_proxy_fcgi talks to, see :mod:`boincpy.fcgi_pool`).
 
     server_mode [--project_dir DIR]                      print the mode
     server_mode cgi [--project_dir DIR]
@@ -32,9 +32,6 @@ FCGI_DIR = "fcgi"
 FCGI_SCRIPT = "boincpy.fcgi"
 BEGIN = "## boincpy persistent mode: begin"
 END = "## boincpy persistent mode: end"
-# the largest request body mod_fcgid takes (it holds the body before the
-# process reads it): uploads are limited by their certificates' max_nbytes
-MAX_REQUEST_LEN = 1 << 30
 
 
 def cgi_paths(python):
@@ -74,68 +71,62 @@ def cgi_paths(python):
 
 
 def fcgi_script_path(project_dir):
-    """PROJECT/fcgi/boincpy.fcgi, the program mod_fcgid runs."""
-    return os.path.join(project_dir, FCGI_DIR, FCGI_SCRIPT)
+    """PROJECT/fcgi/boincpy.fcgi, the program bin/start runs."""
+    from boincpy.fcgi_pool import script_path
+    return script_path(project_dir)
 
 
 def persistent_pids(project_dir):
-    """Process ids of the persistent processes serving the project in
-    ``project_dir`` (those running its PROJECT/fcgi/boincpy.fcgi)."""
-    import psutil
-    script = fcgi_script_path(project_dir)
-    return [proc.pid for proc in psutil.process_iter(["cmdline"])
-            if script in (proc.info["cmdline"] or ())]
+    """Process ids of the persistent workers serving the project in
+    ``project_dir`` (those up and accepting)."""
+    from boincpy.fcgi_pool import workers
+    return workers(project_dir)[1]
 
 
-def fcgi_script_text(project_dir, python=None, paths=None):
-    """PROJECT/fcgi/boincpy.fcgi: the program mod_fcgid starts.  Like the
-    CGIs make_project installs, it runs ``python -S`` with the import paths
-    site would have added (:func:`cgi_paths`)."""
+def fcgi_script_text(project_dir, processes=DEFAULT_PROCESSES, python=None, paths=None):
+    """PROJECT/fcgi/boincpy.fcgi: the program bin/start runs.  Like the CGIs
+    make_project installs, it runs ``python -S`` with the import paths site
+    would have added (:func:`cgi_paths`)."""
     python = python or sys.executable
     paths = cgi_paths(python) if paths is None else paths
     return ("#!%s -S\n"
-            "# The project's persistent scheduler, upload handler and web RPCs,\n"
-            "# started by Apache's mod_fcgid; written by boincpy (boincpy/fcgi.py).\n"
+            "# The project's persistent scheduler, upload handler and web RPCs: %d\n"
+            "# FastCGI workers that bin/start runs; written by boincpy (server_mode).\n"
             "import sys; sys.path += %r\n"
-            "from boincpy.fcgi import main\n"
-            "main(%r)\n" % (python, paths or [], project_dir))
+            "from boincpy.fcgi_pool import main\n"
+            "main(%r, %d)\n" % (python, processes, paths or [], project_dir, processes))
 
 
-def write_fcgi_script(project_dir):
-    """Write PROJECT/fcgi/boincpy.fcgi (executable by the web server)."""
+def write_fcgi_script(project_dir, processes=DEFAULT_PROCESSES):
+    """Write PROJECT/fcgi/boincpy.fcgi (executable)."""
     path = fcgi_script_path(project_dir)
     os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
-        f.write(fcgi_script_text(project_dir))
+        f.write(fcgi_script_text(project_dir, processes))
     os.chmod(path, 0o755)
     return path
 
 
 def persistent_block(short_name, project_dir, processes):
     """The Apache directives handing the scheduler, the upload handler and
-    the web RPCs of boincpy.persistent.WEB_PAGES to mod_fcgid's processes
-    running PROJECT/fcgi/boincpy.fcgi."""
+    the web RPCs of boincpy.persistent.WEB_PAGES to the project's FastCGI
+    workers (boincpy.fcgi_pool) through mod_proxy_fcgi."""
+    from boincpy.fcgi_pool import socket_path
     from boincpy.persistent import SCHEDULER, UPLOAD_HANDLER, WEB_PAGES
-    script = fcgi_script_path(project_dir)
     pages = "|".join(re.escape(name[:-len(".php")]) for name in sorted(WEB_PAGES))
     # mod_alias maps the URLs to the files (cgi-bin/cgi, html/user/NAME.php) as
-    # for the CGIs; only the handler of those files changes.  One wrapper
-    # ("virtual": the file asked for is not run) makes one pool of processes.
+    # for the CGIs; only the handler of those files changes.  GENERIC: the
+    # CGI variables as for any FastCGI program (not PHP-FPM's variant).
     handler = """\
-        SetHandler fcgid-script
-        FcgidWrapper "{script}" virtual""".format(script=script)
+        SetHandler "proxy:unix:{socket}|fcgi://boincpy-{short}/"
+        ProxyFCGIBackendType GENERIC""".format(socket=socket_path(project_dir), short=short_name)
     return """\
 {begin}
 # The scheduler, the upload handler and the account web RPCs of {short} run in
-# {n} long-lived processes that Apache's mod_fcgid starts (a2enmod fcgid), one
-# request at a time each.  Switch back with bin/server_mode cgi.  mod_fcgid's
-# process limits are the server's: they apply to its other FastCGI programs too.
-FcgidMaxProcessesPerClass {n}
-FcgidMinProcessesPerClass {n}
-FcgidMaxRequestsPerProcess 0
-FcgidMaxRequestLen {max_len}
-FcgidIOTimeout 300
-FcgidBusyTimeout 300
+# {n} long-lived FastCGI processes that bin/start runs (bin/status -v lists
+# them), reached through Apache's mod_proxy_fcgi (a2enmod proxy_fcgi), which
+# passes a request body on as it arrives: an upload cut short keeps what was
+# sent.  Switch back with bin/server_mode cgi.
 <Directory "{project_dir}/cgi-bin">
     <FilesMatch "^({sched}|{upload})$">
 {handler}
@@ -150,7 +141,7 @@ FcgidBusyTimeout 300
     Require all denied
 </Directory>
 {end}
-""".format(begin=BEGIN, end=END, short=short_name, n=processes, max_len=MAX_REQUEST_LEN,
+""".format(begin=BEGIN, end=END, short=short_name, n=processes,
            sched=SCHEDULER, upload=UPLOAD_HANDLER, pages=pages, handler=handler,
            project_dir=project_dir, fcgi_dir=FCGI_DIR)
 
@@ -196,7 +187,7 @@ def set_mode(project_dir, mode, processes=DEFAULT_PROCESSES):
         text = without_block(f.read())
     if mode == "persistent":
         short = os.path.basename(path)[:-len(".httpd.conf")]
-        write_fcgi_script(project_dir)
+        write_fcgi_script(project_dir, processes)
         text = text.rstrip("\n") + "\n\n" + persistent_block(short, project_dir, processes)
     tmp = path + ".new"
     with open(tmp, "w", encoding="utf-8") as f:
@@ -226,7 +217,8 @@ def server_mode_cmd(mode, processes, project_dir):
     except BoincpyError as exc:
         sys.stderr.write("server_mode: ERROR: %s\n" % exc.message)
         return exc.exit_code or 1
-    print("%s: %s mode; reload Apache to apply (apache2ctl graceful)" % (path, mode))
+    print("%s: %s mode; run bin/stop and bin/start, and reload Apache to apply "
+          "(apache2ctl graceful)" % (path, mode))
     return 0
 
 
