@@ -1,22 +1,22 @@
-"""A FastCGI responder for the persistent mode under Apache's mod_fcgid.
+"""A FastCGI responder for the persistent mode's workers (boincpy.fcgi_pool),
+to which Apache's mod_proxy_fcgi sends requests.
 
-mod_fcgid starts the process with its listening socket as file descriptor 0
-(FastCGI's FCGI_LISTENSOCK_FILENO) and sends one request per connection;
-this module accepts, reads the request's records (BEGIN_REQUEST, PARAMS,
-STDIN), calls :meth:`boincpy.persistent.Application.respond` with the CGI
-environment and body, and writes the CGI output back as STDOUT records and
-END_REQUEST.  Requests are served one at a time, as a job array slot
-reserved for this process id demands (see :mod:`boincpy.persistent`).
+A worker accepts a connection on the project's socket, reads the request's
+records (BEGIN_REQUEST, PARAMS, STDIN), calls
+:meth:`boincpy.persistent.Application.respond` with the CGI environment and
+the body (read from the STDIN records as the application asks, so an upload
+is written as it arrives), and writes the CGI output back as STDOUT records
+and END_REQUEST.  Requests are served one at a time, as a job array slot
+reserved for this process id demands (see :mod:`boincpy.persistent`).  A
+connection the web server closes inside the body (its client went away) is
+the body's end for the application, as a CGI's stdin would be.
 
-SIGTERM (mod_fcgid's idle or shutdown kill) ends the process at once when
-it waits for a connection, and after the reply when a request is in flight,
-so a reply is never cut short by it.
-"""
+SIGTERM (the master's stop) ends the process at once when it waits for a
+connection, and after the reply when a request is in flight, so a reply is
+never cut short by it."""
 
 import io
-import os
 import signal
-import socket
 import struct
 import sys
 
@@ -39,7 +39,6 @@ REQUEST_COMPLETE = 0
 CANT_MPX_CONN = 1
 UNKNOWN_ROLE = 3
 
-LISTENSOCK_FILENO = 0
 MAX_CONTENT = 65535
 HEADER = struct.Struct("!BBHHBx")
 END_BODY = struct.Struct("!IB3x")
@@ -53,6 +52,11 @@ NOT_FOUND = b"Status: 404 Not Found\r\nContent-Type: text/plain\r\n\r\nnot found
 
 class ProtocolError(BoincpyError):
     """The web server sent what FastCGI does not allow; the connection is dropped."""
+
+
+class ConnectionClosed(ProtocolError):
+    """The web server closed the connection inside a request (its client went
+    away in the middle of the body)."""
 
 
 def read_pairs(data):
@@ -144,7 +148,7 @@ class _Reader:
         while True:
             rec = self.next()
             if rec is None:
-                raise ProtocolError("connection closed inside a request")
+                raise ConnectionClosed("connection closed inside a request")
             kind, rid, content = rec
             if rid == request_id:
                 return kind, content
@@ -174,13 +178,24 @@ class _Stdin(io.RawIOBase):
         self.pending = b""
         self.ended = False
         self.aborted = False
+        self.lost = False       # the web server closed the connection
+
+    def _next(self):
+        # the body's next record; a connection closed inside the body is its
+        # end for the application (what a CGI's stdin gives when the client
+        # goes away), so an upload writes what arrived and says EOF as a CGI
+        try:
+            return self.reader.next_of(self.request_id)
+        except ConnectionClosed:
+            self.lost = True
+            return ABORT_REQUEST, b""
 
     def readable(self):
         return True
 
     def readinto(self, buffer):
         while not self.pending and not self.ended:
-            kind, content = self.reader.next_of(self.request_id)
+            kind, content = self._next()
             if kind == STDIN:
                 self.pending = content
                 self.ended = not content
@@ -196,7 +211,7 @@ class _Stdin(io.RawIOBase):
         (the web server writes all of it before it reads the reply)."""
         self.pending = b""
         while not self.ended:
-            kind, content = self.reader.next_of(self.request_id)
+            kind, content = self._next()
             if kind == STDIN:
                 self.ended = not content
             elif kind == ABORT_REQUEST:
@@ -266,6 +281,8 @@ def serve_connection(sock, respond):
                 sys.stderr.flush()
                 out = INTERNAL_ERROR
             stdin.drain()
+            if stdin.lost:
+                raise ConnectionClosed("connection closed inside the request's body")
             reply = stream_records(STDOUT, rid, out)
         sock.sendall(reply + record(END_REQUEST, rid, END_BODY.pack(0, REQUEST_COMPLETE)))
         if not keep:
@@ -285,12 +302,9 @@ class _Stop:
             raise SystemExit(0)
 
 
-def run(respond, listener=None):
-    """Accept connections on ``listener`` (default: the socket mod_fcgid
-    passes as descriptor 0) and serve them one at a time, until SIGTERM.
-    A broken connection is named on stderr (the web server's error log)."""
-    if listener is None:
-        listener = socket.socket(fileno=LISTENSOCK_FILENO)
+def run(respond, listener):
+    """Accept connections on ``listener`` and serve them one at a time, until
+    SIGTERM.  A broken connection is named on stderr (the workers' log)."""
     stop = _Stop()
     signal.signal(signal.SIGTERM, stop)
     while not stop.wanted:
@@ -304,20 +318,3 @@ def run(respond, listener=None):
         finally:
             conn.close()
             stop.busy = False
-
-
-def main(project_dir):
-    """The entry point of PROJECT/fcgi/boincpy.fcgi: serve the project's
-    scheduler, upload handler and web RPCs (boincpy.persistent) until
-    SIGTERM."""
-    from boincpy.persistent import Application
-    os.environ.setdefault("BOINC_PROJECT_DIR", os.path.abspath(project_dir))
-    app = Application(project_dir)
-
-    def respond(environ, stream):
-        out = app.respond(environ, stream)
-        return NOT_FOUND if out is None else out
-    try:
-        run(respond)
-    finally:
-        app.resident.close()

@@ -1,5 +1,6 @@
 """The persistent mode: the scheduler, the upload handler and the web RPCs
-served by long-lived processes that Apache's mod_fcgid starts and keeps.
+served by long-lived FastCGI processes that bin/start runs
+(:mod:`boincpy.fcgi_pool`) and Apache's mod_proxy_fcgi sends requests to.
 
 A classic CGI pays for a Python start-up and the imports on every request;
 here a process imports everything once and serves request after request
@@ -10,22 +11,22 @@ re-read when its files change, keys, one database connection, the feeder's
 job array) is a :class:`boincpy.resident.Resident`; :mod:`boincpy.fcgi`
 speaks FastCGI to the web server.
 
-Why mod_fcgid (Debian's libapache2-mod-fcgid) rather than mod_wsgi: mod_fcgid
-runs the project's own interpreter (/usr/bin/python3), while mod_wsgi runs
-Python inside Apache's processes through Debian's shared libpython3.11.so,
-which runs Python code more slowly: the same scheduler request took 25-35%
-more CPU there (measured in one process on each, and under Apache with
-bench/bench_sched.py).  mod_fcgid starts the processes
-under the web server's user, starts another when one dies (a crash, a
-SIGKILL), stops them on a graceful reload, and hands each one request at a
-time, as a reserved slot of the job array carrying the process id requires.
-The FastCGI protocol (about 200 lines) is written here: the standard library
-has none and the packages that had one are no longer kept.
+Why a FastCGI server of our own rather than mod_wsgi: it runs the project's
+own interpreter (/usr/bin/python3), while mod_wsgi runs Python inside
+Apache's processes through Debian's shared libpython3.11.so, which runs
+Python code more slowly: the same scheduler request took 25-35% more CPU
+there (measured in one process on each, and under Apache with
+bench/bench_sched.py).  Why not mod_fcgid (used before): it reads a request's
+whole body before the process sees any of it, so an upload cut short lost
+every byte received, and it starts processes under load (a second's stall
+each).  Each worker handles one request at a time, as a reserved slot of the
+job array carrying the process id requires.  The FastCGI protocol (about 200
+lines) is written here: the standard library has none and the packages that
+had one are no longer kept.
 
 ``make_project --persistent`` writes the Apache configuration and
-PROJECT/fcgi/boincpy.fcgi (which calls :func:`boincpy.fcgi.main`);
-``bin/server_mode`` switches an existing project between the two modes.
-"""
+PROJECT/fcgi/boincpy.fcgi (which calls :func:`boincpy.fcgi_pool.main`);
+``bin/server_mode`` switches an existing project between the two modes."""
 
 import os
 import sys

@@ -233,3 +233,32 @@ def test_sigterm_ends_an_idle_process_at_once_and_a_busy_one_after_its_reply(tmp
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_connection_closed_inside_the_body_is_its_end_for_the_application():
+    """What mod_proxy_fcgi does when its client goes away in the middle of an
+    upload: the application gets the bytes that came, then EOF (as a CGI's
+    stdin), and no reply is written to the closed connection."""
+    seen = {}
+
+    def respond(environ, stream):
+        data = b""
+        while True:
+            block = stream.read(5000)
+            if not block:
+                break
+            data += block
+        seen["body"] = data
+        return b"Content-type: text/plain\n\nEOF after %d bytes" % len(data)
+    body = b"u" * 12000
+    records = request_records(3, {"CONTENT_LENGTH": "100000"}, body)
+    cut = records[:-len(fcgi.record(fcgi.STDIN, 3))]       # no end of STDIN: closed there
+    web, app = socket.socketpair()
+    web.sendall(cut)
+    web.shutdown(socket.SHUT_WR)
+    with pytest.raises(fcgi.ConnectionClosed):
+        fcgi.serve_connection(app, respond)
+    assert seen["body"] == body
+    app.close()
+    assert replies(web) == []
+    web.close()
