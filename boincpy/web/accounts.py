@@ -16,8 +16,18 @@ import time
 
 from boincpy import passwords
 from boincpy.cnum import php_numeric
-from boincpy.db import team as team_table, user as user_table
+from boincpy.db import team as team_table
+from boincpy.db import user as user_table
+from boincpy.db.forum import forum_delete_user
+from boincpy.db.host import delete_hosts_of_user, record_hosts_deleted, update_host_columns
+from boincpy.db.host_app_version import delete_host_app_versions
+from boincpy.db.msg import delete_msgs_of_host
+from boincpy.db.result import (UNFINISHED_OF_USER, cancel_user_results, unfinished_of_user_params,
+                               unlink_user_results)
 from boincpy.db.rows import Team, User
+from boincpy.db.schema import ensure_table
+from boincpy.db.submit import delete_submit_rights
+from boincpy.db.workunit import set_transition_time
 from boincpy.errors import MissingTableError
 
 # user.email_addr and user.name are varchar(191) (unique indexes under utf8mb4).
@@ -311,7 +321,6 @@ def login_failure_keys(remote_addr, user=None):
 
 def _create_login_failure_table(db):
     """Projects made before the table existed get it on first use."""
-    from boincpy.db.schema import ensure_table
     ensure_table(db, "login_failure")
 
 
@@ -386,7 +395,6 @@ def special_flags(bits):
 
 
 def _set_forum_pref(db, userid, column, value):
-    from boincpy.db.schema import ensure_table
     ensure_table(db, "forum_preferences")
     user_table.set_forum_pref(db, userid, column, value)
 
@@ -431,13 +439,6 @@ def delete_account(db, user, now=None):
       notifications (BOINC's pm_delete_user, delete_friends) go too;
     * BOINC's message boards and badges are left to their own pages.
     """
-    from boincpy.db.result import (UNFINISHED_OF_USER, cancel_user_results,
-                                   unfinished_of_user_params, unlink_user_results)
-    from boincpy.db.host import delete_hosts_of_user, record_hosts_deleted
-    from boincpy.db.host_app_version import delete_host_app_versions
-    from boincpy.db.msg import delete_msgs_of_host
-    from boincpy.db.submit import delete_submit_rights
-    from boincpy.db.workunit import set_transition_time
     now = int(time.time() if now is None else now)
     uid = user.id
     done = {}
@@ -504,7 +505,6 @@ def obfuscate_account(db, user, now=None):
     empty; it leaves its team, its hosts lose their names and addresses,
     its profile and special-user flags go; db_dump is told (user_deleted,
     host_deleted)."""
-    from boincpy.db.host import record_hosts_deleted, update_host_columns
     now = int(time.time() if now is None else now)
     gone = "deleted_%d_%s" % (now, passwords.random_string())
     with db.transaction():
@@ -529,7 +529,6 @@ def obfuscate_account(db, user, now=None):
 def _forum_delete_user(db, uid, done):
     """The account's posts, subscriptions and ratings (BOINC's forum_delete_user,
     which both obfuscate_account and wipe_account call)."""
-    from boincpy.db.forum import forum_delete_user
     try:
         done.update(forum_delete_user(db, uid))
     except MissingTableError:

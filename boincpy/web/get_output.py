@@ -30,10 +30,16 @@ import tarfile
 import tempfile
 import zipfile
 
-from boincpy.errors import BoincpyError
+from boincpy.errors import BoincpyError, FileNameError
+from boincpy.files import check_file_name, dir_hier_path
+from boincpy.jobfiles import file_infos, output_file_infos
 from boincpy.log import failure_text
-from boincpy.web.http import HTML_CONTENT_TYPE, BadRequest, Response, log_error
+from boincpy.submit import batch as batches
+from boincpy.submit import privileges
+from boincpy.web import accounts
+from boincpy.web.http import HTML_CONTENT_TYPE, BadRequest, Response, log_error, run_cgi
 from boincpy.web.rpc import RpcContext
+from boincpy.xml import xml_escape
 
 _BATCH_DIR_ENTRY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-:@+]*$")
 
@@ -77,21 +83,17 @@ class Outputs:
         return self.db.query_one("SELECT * FROM workunit WHERE id = %s", (wu_id,))
 
     def batch(self, batch_id):
-        from boincpy.submit import batch as batches
         return batches.lookup(self.db, batch_id=batch_id)
 
     def owner(self, batch):
-        from boincpy.web import accounts
         return accounts.lookup_user_by_id(self.db, batch.user_id)
 
     def phys_names(self, result):
         """A result's output files' physical names (its xml_doc_out <file_info>s)."""
-        from boincpy.jobfiles import file_infos
         return [fi.name for fi in file_infos(result["xml_doc_out"]) if fi.name]
 
     def log_names(self, result):
         """A result's output files' logical names (its xml_doc_in <file_ref>s)."""
-        from boincpy.jobfiles import output_file_infos
         try:
             return [fi.logical_name for fi in output_file_infos(
                 result["xml_doc_in"], self.cfg.upload_dir, self.cfg.uldl_dir_fanout)]
@@ -101,8 +103,6 @@ class Outputs:
     def upload_path(self, name):
         """Where an output file is; refused (OutputError) unless ``name`` is a
         file name: xml_doc_out is what a volunteer's client reported."""
-        from boincpy.errors import FileNameError
-        from boincpy.files import check_file_name, dir_hier_path
         try:
             check_file_name(name, "output file name")
         except FileNameError as exc:
@@ -135,11 +135,9 @@ class Outputs:
 
     def may_use(self, user, batch):
         """The owner, or a manager of the batch's app."""
-        from boincpy.submit import privileges
         return user is not None and privileges.may_control_batch(self.db, user.id, batch)
 
     def user_by_auth(self, auth):
-        from boincpy.web import accounts
         return accounts.lookup_user_by_auth(self.db, auth) if auth else None
 
 
@@ -192,7 +190,6 @@ def result_file(out, req):
 def batch_files(out, req):
     batch_id = req.get_str("batch_id", optional=True)
     auth_str = req.get_str("auth_str", optional=True) or ""
-    from boincpy.submit import batch as batches
     if batch_id and batch_id.strip().isdigit():
         batch = out.batch(int(batch_id))
         if batch is None:
@@ -363,7 +360,6 @@ def _collect_dir(out, batch_id):
 
 
 def _check3(out, req, batch_id):
-    from boincpy.submit import privileges
     user = _auth2(out, req)
     if user is None:
         raise OutputError("not logged in")
@@ -397,7 +393,6 @@ def get_file3(out, req):
         raise OutputError("no such file")
     if req.get_str("download", optional=True):
         return _download(path, name)
-    from boincpy.xml import xml_escape
     with open(path, "rb") as f:
         text = f.read().decode("utf-8", "replace")
     return _text("<pre>\n%s</pre>\n" % xml_escape(text, quote=True))
@@ -467,7 +462,6 @@ def handle(page, cfg, request):
 
 def cgi_main(page):
     """Entry point of html/user/get_output*.php."""
-    from boincpy.web.http import run_cgi
 
     def handler(cfg, request):
         return handle(page, cfg, request)

@@ -24,7 +24,8 @@ from http.cookies import CookieError, SimpleCookie
 from urllib.parse import parse_qsl, quote, urlsplit
 
 from boincpy.cnum import int64, php_numeric
-from boincpy.errors import BoincpyError
+from boincpy.errors import BoincpyError, ConfigError
+from boincpy.resident import Resident
 
 HTML_CONTENT_TYPE = "text/html; charset=UTF-8"
 MAX_POST_BYTES = 1 << 20
@@ -377,7 +378,6 @@ def serve(handler, environ, stream, resident, script=""):
     directory); ``handler.config_failure(exc)`` answers a config.xml that
     can't be read in the page's own format.
     """
-    from boincpy.errors import ConfigError
     resident.requests += 1
     try:
         cfg = resident.config(aux=False)
@@ -400,7 +400,6 @@ def serve(handler, environ, stream, resident, script=""):
 def run_cgi(handler, script=""):
     """Run a page (see :func:`serve`) as a CGI: os.environ and stdin in,
     stdout out."""
-    from boincpy.resident import Resident
     resident = Resident()
     try:
         out = serve(handler, os.environ, sys.stdin.buffer, resident, script)

@@ -9,14 +9,14 @@ The rules on names, content and batches are :mod:`boincpy.submit.job_files`'.
 """
 
 from boincpy.errors import SubmitError
-from boincpy.submit import job_files
+from boincpy.submit import job_files, privileges
+from boincpy.web.http import run_cgi
 from boincpy.web.submit_rpc import authenticate, integer, number, page_handler
 
 
 def _common(ctx, r):
     """The user, batch id and lease of a file request; the batch must be one
     the user may use."""
-    from boincpy.submit import privileges
     user = authenticate(ctx, r)
     batch_id = integer(r, "batch_id")
     delete_time = number(r, "delete_time")
@@ -58,5 +58,4 @@ handle = page_handler(OPERATIONS, "job_file", "remote_submission_log")
 
 def cgi_main():
     """Entry point of html/user/job_file.php."""
-    from boincpy.web.http import run_cgi
     run_cgi(handle, "job_file.php")

@@ -22,12 +22,13 @@ import sys
 import time
 from dataclasses import dataclass
 
+from boincpy.config import CONFIG_FILE, load_config
 from boincpy.db import connect
 from boincpy.db.connection import replica_state, web_replica_configured
 from boincpy.errors import BoincpyError, ConfigError, DatabaseError, Signal
+from boincpy.web import csrf
 from boincpy.web.http import BadRequest, Response, config_failure, run_cgi
 from boincpy.web.markup import Markup, fmt, join, link, url
-from boincpy.web import csrf
 
 
 class PageError(BoincpyError):
@@ -311,7 +312,7 @@ def serve(pages, page_name, make_context, site=OPS):
     except BoincpyError as err:
         return error_page(ctx, PageError(err.message, "500 Internal Server Error", "Error"), site)
     except Exception:
-        import traceback          # (only a failing page pays for it)
+        import traceback  # (only a failing page pays for it)
         text = traceback.format_exc()
         sys.stderr.write(text)
         if (site or OPS).show_tracebacks:
@@ -329,7 +330,6 @@ def handle_in_project(respond, page_name, req, project_dir, now=None):
     """``respond(page_name, cfg, req, now)`` of a page family with the config
     of the project at ``project_dir`` (tests, run_in_ops); a config.xml that
     can't be read is answered as the CGI answers it."""
-    from boincpy.config import CONFIG_FILE, load_config
     try:
         cfg = load_config(project_dir, CONFIG_FILE, aux=False)
     except ConfigError as exc:

@@ -28,6 +28,7 @@ element order and layout of BOINC's PHP pages; every value is XML-escaped.
 """
 
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from urllib.parse import quote_plus
@@ -39,12 +40,12 @@ from boincpy.db import user as user_table
 from boincpy.errors import BoincpyError, DatabaseError
 from boincpy.log import failure_text
 from boincpy.web import accounts
-from boincpy.web.rpc_xml import (
-    ERR_ACCT_REQUIRE_CONSENT, ERR_BAD_EMAIL_ADDR, ERR_BAD_PASSWD, ERR_BAD_USER_NAME,
-    ERR_DB_CANT_CONNECT, ERR_DB_NOT_FOUND, ERR_DB_NOT_UNIQUE, ERR_PROJECT_DOWN,
-    ERR_XML_PARSE, XmlError, error_response, error_xml, xml_response)
-from boincpy.web.http import HTML_CONTENT_TYPE, BadRequest, Response, log_error
+from boincpy.web.http import HTML_CONTENT_TYPE, BadRequest, Response, log_error, run_cgi
 from boincpy.web.markup import esc
+from boincpy.web.rpc_xml import (ERR_ACCT_REQUIRE_CONSENT, ERR_BAD_EMAIL_ADDR, ERR_BAD_PASSWD,
+                                 ERR_BAD_USER_NAME, ERR_DB_CANT_CONNECT, ERR_DB_NOT_FOUND,
+                                 ERR_DB_NOT_UNIQUE, ERR_PROJECT_DOWN, ERR_XML_PARSE, XmlError,
+                                 error_response, error_xml, xml_response)
 from boincpy.web.user.badges import badges_html
 from boincpy.xml import xml_escape
 
@@ -619,7 +620,6 @@ def req_number(text, name, lo=INT_MIN, hi=INT_MAX):
 def sanitize_user_url(url):
     """BOINC's sanitize_user_url: ``url`` if it has no scheme or http(s) and
     otherwise only letters, digits and -_./#?&= ; else ""."""
-    import re
     parts = url.split("//")
     if len(parts) == 1:
         rest = url
@@ -921,7 +921,6 @@ def cgi_main(name):
     by the Apache configuration make_project writes), else config.xml in the
     current directory or up to two levels above (html/user -> PROJECT).
     """
-    from boincpy.web.http import run_cgi
 
     def handler(cfg, request):
         return handle(name, cfg, request)

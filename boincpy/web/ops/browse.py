@@ -20,9 +20,10 @@ from boincpy.web.markup import Markup, fmt, join, link, text_of, url
 from boincpy.web.ops import batches
 from boincpy.web.ops import names as N
 from boincpy.web.ops.lookups import Catalog, names_by_id
-from boincpy.web.page import (PageError, hidden, kv_table, num, paging, render,
-                                  select, sort_link, table, text_input)
 from boincpy.web.ops.summary import state_counts, summary_panels
+from boincpy.web.page import (PageError, hidden, kv_table, num, paging, render, select, sort_link,
+                              table, text_input)
+from boincpy.xml.scan import block
 
 DEFAULT_ROWS = 20
 MAX_ROWS = 1000
@@ -646,7 +647,6 @@ def _pre(value):
 
 def stderr_message(stderr):
     """The client's error line in stderr_out (its <message> element), or ""."""
-    from boincpy.xml.scan import block
     message = block(text_of(stderr), "message")
     return "" if message is None else message.strip()
 

@@ -13,6 +13,7 @@
 
 import os
 import re
+import time
 
 from boincpy.states import AssimilateState, FileDeleteState, Outcome, ServerState, ValidateState
 from boincpy.web.markup import Markup, fmt, join, link, url
@@ -20,6 +21,7 @@ from boincpy.web.ops import charts
 from boincpy.web.ops import names as N
 from boincpy.web.ops.lookups import Catalog
 from boincpy.web.page import notice, num, render, table
+from boincpy.xml import tree
 
 TRIGGERS = (("stop_daemons", "all daemons stop at their next check"),
             ("stop_sched", "the scheduler answers 'down for maintenance'"),
@@ -52,7 +54,6 @@ def _process_runs(pid, name):
 
 
 def _now():
-    import time
     return time.time()
 
 
@@ -95,7 +96,6 @@ def daemon_states(cfg):
 def run_state_enabled(cfg):
     """bin/start's enabled flag from run_state_HOST.xml (None if unknown)."""
     path = cfg.project_path("run_state_%s.xml" % cfg.local_host)
-    from boincpy.xml import tree
     try:
         enabled = tree.text(tree.parse_file(path), "enabled")
     except (OSError, tree.XmlError):
@@ -231,7 +231,6 @@ def hourly_outcomes(db, now, hours=HOURS):
 
 
 def _hour_label(t):
-    import time
     return time.strftime("%d %Hh", time.gmtime(t))
 
 

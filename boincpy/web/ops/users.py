@@ -11,17 +11,19 @@ of a random string, so the account is usable only through its authenticator
 (shown once, to attach a client).
 """
 
+import os
 import re
 import time
 
 from boincpy import passwords
+from boincpy.submit import privileges
 from boincpy.web import accounts
+from boincpy.web.http import Response
 from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.ops import names as N
 from boincpy.web.ops.lookups import names_by_id
-from boincpy.web.http import Response
-from boincpy.web.page import (PageError, hidden, kv_table, notice, num, paging, render,
-                                  select, sort_link, table, text_input)
+from boincpy.web.page import (PageError, hidden, kv_table, notice, num, paging, render, select,
+                              sort_link, table, text_input)
 
 EMAIL_RE = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 
@@ -194,7 +196,6 @@ def _manage_post(ctx, userid):
 
 
 def _submit_rights_post(ctx, user, action):
-    from boincpy.submit import privileges
     db = ctx.db
     app_text = ctx.req.post("app")
     if app_text in ("", "all"):
@@ -233,7 +234,6 @@ def _float_arg(ctx, name, label):
 
 def log_action(ctx, text):
     """One line in the ops log (log_HOST/ops.log): who did what, when."""
-    import os
     path = os.path.join(ctx.cfg.log_dir, "ops.log")
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ctx.now))
     try:
@@ -262,7 +262,6 @@ def _delete_refusal(db, user):
 
 
 def _manage_page(ctx, userid, message=Markup("")):
-    from boincpy.submit import privileges
     db = ctx.db
     user = _user_or_404(db, userid)
     prefs = accounts.forum_prefs(db, userid)

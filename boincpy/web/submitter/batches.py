@@ -27,6 +27,7 @@ it runs and retired only once it is over, and actions are POSTs carrying a
 form token.
 """
 
+from boincpy.db.rows import Batch
 from boincpy.states import BatchState
 from boincpy.submit import batch as batches
 from boincpy.submit import privileges
@@ -236,7 +237,6 @@ def show_all_batches(ctx):
 
 def _batches_where(db, appid, states=None):
     """Batches of an app (0: of every app), in the given states (default: not retired)."""
-    from boincpy.db.rows import Batch
     states = states or (int(BatchState.INIT), int(BatchState.IN_PROGRESS),
                         int(BatchState.COMPLETE), int(BatchState.ABORTED))
     marks = ", ".join(["%s"] * len(states))

@@ -58,6 +58,7 @@ import time as _time
 from boincpy import mail
 from boincpy.db import forum as forum_db
 from boincpy.db import messages as mdb
+from boincpy.db.schema import ensure_table
 from boincpy.errors import MissingTableError
 from boincpy.web import accounts
 from boincpy.web.markup import Markup, fmt, join, link, url
@@ -408,7 +409,6 @@ def vote_notice(ctx, user, reason, end_time):
 # banishment votes (forum_banishment_vote.inc)
 
 def _ensure_vote_tables(db):
-    from boincpy.db.schema import ensure_table
     ensure_table(db, "banishment_vote")
     ensure_table(db, "banishment_votes")
 

@@ -36,9 +36,10 @@ import warnings
 
 from boincpy.db import profile as profile_table
 from boincpy.db import user as user_table
+from boincpy.errors import DatabaseError
 from boincpy.web import accounts, bbcode
 from boincpy.web.markup import Markup, fmt, join, link, url
-from boincpy.web.page import PageError, Redirect, kv_table, notice, render, select
+from boincpy.web.page import PageError, Redirect, kv_table, notice, num, render, select, table
 from boincpy.web.user.badges import badges_html
 from boincpy.web.user.common import date_str, required_id
 
@@ -424,8 +425,6 @@ MAX_SEARCH_CHARS = 200
 def profile_search_action(ctx):
     """profile_search_action.php?search_string=WORDS[&offset=N]: profiles whose
     answers match (BOINC's fulltext MATCH ... AGAINST), 10 a page."""
-    from boincpy.errors import DatabaseError
-    from boincpy.web.page import num, table
     words = ctx.req.get("search_string").strip()
     if not words:
         raise PageError("search_string: give the words to look for")
