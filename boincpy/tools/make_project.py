@@ -843,6 +843,10 @@ def build_tree(spec, stage, undo, say):
     if not spec.web_only:
         _write(S("html", "user", "schedulers.txt"), schedulers_txt(spec))
     _write(S("project.xml"), project_xml(spec))
+    # the schema's revision, as BOINC's make_project records it (upgrades and
+    # server_status.php read it)
+    from boincpy.db.revision import LATEST, write_revision
+    write_revision(stage, LATEST)
     # the Manager's project menu and the notices feed, sent in scheduler replies
     _write(S("gui_urls.xml"), GUI_URLS_XML)
     # the db_dump task's spec (its command names ../db_dump_spec.xml from tmp_HOST)

@@ -1,0 +1,350 @@
+"""The schema's revision (boincpy.db.revision): PROJECT/db_revision, BOINC's
+updates from each older revision, a failed update, the schema check.
+
+Databases at an older revision are made the way they were: schema.sql
+loaded, then each newer update undone by the statements below (written from
+what BOINC's schema was before that update), newest first.
+"""
+
+import os
+
+import MySQLdb
+import pytest
+
+from boincpy.db import Database, revision as rv
+from boincpy.errors import BoincpyError
+
+# revision -> statements taking a database at that revision back to the one before
+UNDO = {
+    27031: [
+        "alter table platform modify name varchar(254) not null",
+        "alter table app modify name varchar(254) not null",
+        "alter table app_version modify plan_class varchar(254) not null default ''",
+        "alter table user modify email_addr varchar(254) not null, "
+        "modify name varchar(254), modify authenticator varchar(254)",
+        # (team.name shares a FULLTEXT index with description: same character set)
+        "alter table team modify name varchar(254) character set utf8mb4 not null",
+        "alter table workunit modify name varchar(254) not null",
+        "alter table result modify name varchar(254) not null",
+        "alter table job_file modify name varchar(255) not null",
+        "alter table category modify name varchar(254) binary",
+        "alter table forum modify title varchar(254) not null",
+        "alter table token modify token varchar(255) not null",
+        "alter table consent_type modify shortname varchar(255) not null",
+    ],
+    27030: ["alter table host drop column misc"],
+    27029: ["alter table result add index res_wu_user (workunitid, userid), drop index res_batch",
+            "alter table workunit drop index wu_batch"],
+    27028: ["drop table consent", "drop table consent_type"],
+    27027: ["alter table host drop index host_userid_cpid, drop index host_domain_name, "
+            "add index host_user (userid)"],
+    27026: ["drop table user_deleted", "drop table host_deleted",
+            "alter table team_delta drop index team_delta_userid",
+            "alter table banishment_vote drop index banishment_vote_userid",
+            "alter table post_ratings drop index post_ratings_user",
+            "alter table msg_from_host drop index message_hostid"],
+    27025: ["alter table user drop index user_email_time, drop column previous_email_addr, "
+            "drop column email_addr_change_time"],
+    27024: ["alter table token modify create_time integer"],
+    27023: ["alter table team modify total_credit double not null, "
+            "modify expavg_credit double not null, modify seti_id integer not null"],
+    27022: ["drop table token"],
+    27021: ["alter table user modify login_token char(32) not null, "
+            "modify login_token_time double not null"],
+    27020: ["alter table user drop column login_token, drop column login_token_time"],
+    27019: ["alter table workunit drop column app_version_num"],
+    27018: ["alter table workunit drop column keywords"],
+    27017: ["alter table host drop column p_ngpus, drop column p_gpu_fpops"],
+    27016: ["alter table credit_user drop index cu_total, drop index cu_avg",
+            "alter table credit_team drop index ct_total, drop index ct_avg"],
+    27015: ["alter table job_file drop index jf_name",
+            "alter table job_file change name md5 char(64) not null, add index md5 (md5)"],
+    27014: ["alter table team drop column mod_time"],
+    27013: ["alter table forum " + ", ".join(
+        "alter %s drop default" % c for c in (
+            "timestamp", "threads", "posts", "rate_min_expavg_credit", "rate_min_total_credit",
+            "post_min_interval", "post_min_expavg_credit", "post_min_total_credit",
+            "parent_type"))],
+    27012: ["alter table user_submit drop primary key",
+            "alter table user_submit_app drop primary key"],
+    27011: ["drop table credit_user", "drop table credit_team"],
+    27010: ["alter table app_version drop column beta"],
+    27009: ["alter table app drop column fraction_done_exact"],
+    27008: ["alter table result drop column peak_working_set_size, drop column peak_swap_size, "
+            "drop column peak_disk_usage"],
+    27007: ["alter table host drop column gpu_active_frac"],
+    27006: ["alter table user_submit drop column max_jobs_in_progress"],
+    27005: ["drop table badge", "drop table badge_user", "drop table badge_team"],
+    27004: ["alter table batch drop column expire_time"],
+    27003: ["alter table workunit modify mod_time timestamp null default null",
+            "alter table result modify mod_time timestamp null default null"],
+    27002: ["alter table host drop column product_name"],
+    27001: ["alter table app drop column n_size_classes",
+            "alter table workunit drop column size_class",
+            "alter table result drop column size_class"],
+}
+
+TEXT_TYPES = ("tinytext", "text", "mediumtext", "longtext")
+
+
+def undo_utf8mb4(db):
+    """Before update_5_2_2026b: the tables in a one-byte character set.  A
+    table with TEXT columns only gets the table's default changed (converting
+    those would make them MEDIUMTEXT on the way back, as BOINC's update does
+    to real latin1 tables)."""
+    present = {r["TABLE_NAME"] for r in db.query(
+        "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE()")}
+    for t in rv.UTF8MB4_TABLES:
+        if t not in present:
+            continue
+        texts = db.query_value(
+            "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+            "AND TABLE_NAME = %s AND DATA_TYPE IN ('tinytext', 'text', 'mediumtext', "
+            "'longtext')", (t,))
+        if texts:
+            db.execute("alter table `%s` default character set latin1" % t)
+        else:
+            db.execute("alter table `%s` convert to character set latin1" % t)
+
+
+def take_back(db, revision):
+    """Undo every update newer than ``revision`` (newest first)."""
+    for rev in range(rv.LATEST, revision, -1):
+        if rev == 27032:
+            undo_utf8mb4(db)
+        else:
+            for stmt in UNDO[rev]:
+                db.execute(stmt)
+
+
+def utf8mb4_everywhere(db):
+    return not db.query(
+        "SELECT TABLE_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+        "AND CHARACTER_SET_NAME IS NOT NULL AND CHARACTER_SET_NAME <> 'utf8mb4'") and not \
+        db.query("SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = "
+                 "DATABASE() AND LEFT(TABLE_COLLATION, 7) <> 'utf8mb4'")
+
+
+def shape(db):
+    """Every table's CREATE statement (what a second run must not change)."""
+    return {r["TABLE_NAME"]: db.query("SHOW CREATE TABLE `%s`" % r["TABLE_NAME"])[0]
+            for r in db.query("SELECT TABLE_NAME FROM information_schema.TABLES "
+                              "WHERE TABLE_SCHEMA = DATABASE()")}
+
+
+def test_updates_are_boincs_list_up_to_latest():
+    revs = [u.revision for u in rv.UPDATES]
+    assert revs == list(range(rv.OLDEST + 1, rv.LATEST + 1))
+    assert set(UNDO) | {27032} == set(revs)
+    assert rv.pending(rv.LATEST) == [] and rv.pending(27029)[0].name == "update_11_23_2025"
+    assert [u.revision for u in rv.pending(27025)] == list(range(27026, rv.LATEST + 1))
+
+
+@pytest.mark.parametrize("revision", sorted(UNDO))
+def test_database_at_older_revision_is_brought_to_latest(schema_db, tmp_path, revision):
+    db = schema_db()
+    # a few rows, to see the updates keep them
+    db.execute("insert into platform (name) values ('x86_64-pc-linux-gnu')")
+    db.execute("insert into user (email_addr, name, authenticator) values ('a@b.c', 'Ann', 'k1')")
+    take_back(db, revision)
+    # (check_schema does not compare character sets: update_5_2_2026b's undoing
+    # is seen by utf8mb4_everywhere)
+    assert rv.check_schema(db) != [] or revision == 27031
+    assert not utf8mb4_everywhere(db)
+    # no db_revision: the revision is read from the schema
+    rec = rv.recognise(db, str(tmp_path))
+    assert (rec.revision, rec.inferred) == (revision, True)
+    assert "inferred revision %d" % revision in rec.note
+    rv.write_revision(str(tmp_path), revision)
+    lines = []
+    applied = rv.apply_updates(db, str(tmp_path), log=lines.append)
+    assert [u.revision for u in applied] == list(range(revision + 1, rv.LATEST + 1))
+    assert "performing update %s (revision %d)" % (applied[0].name, revision + 1) in lines
+    assert rv.read_revision(str(tmp_path)) == rv.LATEST
+    assert rv.check_schema(db) == []
+    assert utf8mb4_everywhere(db)
+    assert db.query_value("select name from platform") == "x86_64-pc-linux-gnu"
+    assert db.query_one("select email_addr, name from user") == {"email_addr": "a@b.c",
+                                                                  "name": "Ann"}
+
+
+def test_utf8mb4_update_converts_tables(schema_db, tmp_path):
+    db = schema_db()
+    undo_utf8mb4(db)
+    assert not utf8mb4_everywhere(db)
+    assert rv.infer_revision(db) == 27031
+    rv.write_revision(str(tmp_path), 27031)
+    assert [u.name for u in rv.apply_updates(db, str(tmp_path), log=lambda s: None)] \
+        == ["update_5_2_2026b"]
+    assert utf8mb4_everywhere(db)
+    assert rv.check_schema(db) == []
+
+
+def test_applying_twice_changes_nothing(schema_db, tmp_path):
+    db = schema_db()
+    take_back(db, 27024)
+    rv.write_revision(str(tmp_path), 27024)
+    rv.apply_updates(db, str(tmp_path), log=lambda s: None)
+    before = shape(db)
+    lines = []
+    assert rv.apply_updates(db, str(tmp_path), log=lines.append) == []
+    assert "No updates needed" in lines
+    assert shape(db) == before
+    # every update finds nothing left to do, even run again by hand
+    expected = rv.expected_schema(db)
+    assert [u.name for u in rv.UPDATES if u.needed(db, expected)] == []
+    assert rv.read_revision(str(tmp_path)) == rv.LATEST
+
+
+def test_failed_update_leaves_the_revision_and_names_the_update(schema_db, tmp_path):
+    db = schema_db()
+    take_back(db, 27014)
+    # a hand-made mess BOINC's job_file allowed: the same md5 twice
+    for md5 in ("a" * 32, "a" * 32):
+        db.execute("insert into job_file (md5, create_time, delete_time) values (%s, 0, 0)",
+                   (md5,))
+    rv.write_revision(str(tmp_path), 27014)
+    with pytest.raises(rv.RevisionError) as err:
+        rv.apply_updates(db, str(tmp_path), log=lambda s: None)
+    text = str(err.value)
+    assert "update_2_17_2017 (revision 27015) failed" in text
+    assert "Duplicate entry" in text and "db_revision stays at 27014" in text
+    assert rv.read_revision(str(tmp_path)) == 27014
+    # nothing after it was done
+    assert "misc" not in {r["Field"] for r in db.query("show columns from host")}
+    # once the operator has fixed it, the same command goes on from there
+    db.execute("delete from job_file where id = (select max(id) from "
+               "(select id from job_file) j)")
+    applied = rv.apply_updates(db, str(tmp_path), log=lambda s: None)
+    assert applied[0].revision == 27015 and rv.read_revision(str(tmp_path)) == rv.LATEST
+    assert rv.check_schema(db) == []
+
+
+def test_narrowing_refuses_rows_that_would_not_fit(schema_db, tmp_path):
+    db = schema_db()
+    take_back(db, 27030)
+    long_name = "w" * 200
+    db.execute("insert into workunit (appid, name) values (1, %s)", (long_name,))
+    rv.write_revision(str(tmp_path), 27030)
+    with pytest.raises(rv.RevisionError) as err:
+        rv.apply_updates(db, str(tmp_path), log=lambda s: None)
+    assert "update_5_2_2026a (revision 27031) failed" in str(err.value)
+    assert "workunit.name: 1 rows are longer than 191" in str(err.value)
+    assert rv.read_revision(str(tmp_path)) == 27030
+    assert db.query_value("select name from workunit") == long_name
+
+
+def test_check_schema_names_each_difference(schema_db):
+    db = schema_db()
+    assert rv.check_schema(db) == []
+    db.execute("alter table result add column foo integer not null default 0, "
+               "drop column peak_disk_usage")
+    db.execute("alter table host add index bar (venue), drop index host_tot")
+    db.execute("alter table user modify name varchar(254)")
+    db.execute("alter table app modify user_friendly_name varchar(254) null")
+    db.execute("alter table batch add index batch_state (state, id)")
+    db.execute("drop table login_failure")
+    db.execute("create table extra_one (id integer)")
+    db.execute("create view extra_view as select id from platform")
+    lines = rv.check_schema(db)
+    assert sorted(lines) == sorted([
+        "result: column peak_disk_usage is missing",
+        "result: column foo is extra",
+        "host: index host_tot is missing",
+        "host: index bar is extra",
+        "user.name: type varchar(254), expected varchar(191)",
+        "app.user_friendly_name: NULL, expected NOT NULL",
+        "batch: index batch_state is extra",
+        "login_failure: table is missing",
+        "extra_one: table is extra",
+        "extra_view: view is extra",
+    ])
+    db.execute("alter table host drop index bar, add index host_tot (venue)")
+    assert "host: index host_tot is KEY (venue), expected KEY (total_credit)" \
+        in rv.check_schema(db)
+    db.execute("alter table team alter seti_id drop default")
+    assert "team.seti_id: default None, expected 0" in rv.check_schema(db, defaults=True)
+    assert not any(ln.startswith("team.seti_id") for ln in rv.check_schema(db))
+
+
+def test_recognise_refuses_what_it_cannot_take(db_root_params, scratch_db_name, tmp_path):
+    root = MySQLdb.connect(**db_root_params)
+    root.cursor().execute("CREATE DATABASE `%s`" % scratch_db_name)
+    root.close()
+    db = Database(MySQLdb.connect(db=scratch_db_name, autocommit=True, **db_root_params),
+                  dict(db_root_params, db=scratch_db_name))
+    try:
+        db.execute("create table customers (id integer)")
+        with pytest.raises(rv.RevisionError) as err:
+            rv.recognise(db, str(tmp_path))
+        assert "not a BOINC project's database" in str(err.value)
+        assert scratch_db_name in str(err.value)
+        with pytest.raises(rv.RevisionError):
+            rv.apply_updates(db, str(tmp_path), log=lambda s: None)
+        assert not os.path.exists(rv.revision_path(str(tmp_path)))
+        db.execute("create table platform (id integer)")
+        db.execute("create table app (id integer)")
+        with pytest.raises(rv.RevisionError) as err:
+            rv.recognise(db, str(tmp_path))
+        assert "lacks BOINC tables (app_version, user, team, host, workunit, result)" \
+            in str(err.value)
+    finally:
+        db.close()
+
+
+def test_recognise_refuses_revisions_out_of_range(schema_db, tmp_path):
+    db = schema_db()
+    d = str(tmp_path)
+    for text, words in (("26062\n", "older than 27000"), ("27099", "newer than 27032"),
+                        ("", "expected a revision number"),
+                        ("27a", "expected a revision number")):
+        (tmp_path / "db_revision").write_text(text)
+        with pytest.raises(BoincpyError) as err:
+            rv.recognise(db, d)
+        assert words in str(err.value) and "db_revision" in str(err.value)
+    # BOINC's two spellings: make_project's with a newline, upgrade_db.php's without
+    for text in ("27025\n", "27025"):
+        (tmp_path / "db_revision").write_text(text)
+        rec = rv.recognise(db, d)
+        assert (rec.revision, rec.inferred) == (27025, False)
+    # older than OLDEST, as read from the schema
+    os.unlink(tmp_path / "db_revision")
+    take_back(db, rv.OLDEST)
+    db.execute("drop table job_file")
+    with pytest.raises(rv.RevisionError) as err:
+        rv.recognise(db, d)
+    assert "older than revision 27000" in str(err.value)
+
+
+def test_revision_file_round_trip(tmp_path):
+    d = str(tmp_path)
+    assert rv.read_revision(d) is None
+    rv.write_revision(d, 27031)
+    assert (tmp_path / "db_revision").read_text() == "27031\n"
+    assert rv.read_revision(d) == 27031
+
+
+def test_boincpy_tables_added_to_a_boinc_database(schema_db, tmp_path):
+    db = schema_db()
+    for t in rv.BOINCPY_TABLES:
+        db.execute("drop table `%s`" % t)
+    db.execute("alter table thread drop index thread_forum")
+    rv.write_revision(str(tmp_path), rv.LATEST)
+    lines = []
+    assert rv.apply_updates(db, str(tmp_path), log=lines.append) == []
+    assert rv.check_schema(db) == []
+    assert sum("adding boincpy's own" in ln for ln in lines) == len(rv.BOINCPY_TABLES) + 1
+
+
+def test_made_project_is_at_latest(made_project):
+    """make_project records LATEST; the project's own account (no rights
+    beyond its database) can check its schema."""
+    from boincpy.db import connect
+    assert rv.read_revision(made_project.root) == rv.LATEST
+    db = connect(made_project.cfg)
+    try:
+        assert rv.recognise(db, made_project.root).revision == rv.LATEST
+        assert rv.check_schema(db) == []
+        assert rv.apply_updates(db, made_project.root, log=lambda s: None) == []
+    finally:
+        db.close()
