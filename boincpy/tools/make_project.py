@@ -768,6 +768,126 @@ class _Perms:
         os.chmod(path, mode)
 
 
+def project_dirs(spec):
+    """The project's directories, parents first, as (relative path, mode,
+    given to the web server's group)."""
+    log_dir, pid_dir, tmp_dir = spec.host_dirs
+    dirs = [(d, 0o755, False) for d in (
+        "bin", "cgi-bin", "templates", "apps", "html", "html/user", "html/ops",
+        "html/stats", "html/project", "sample_results", pid_dir)]
+    # Written by the CGIs (Apache's group; time_stats_log by the scheduler) and
+    # by the operator's daemons: setgid so files keep the group, group-writable.
+    # tmp_HOST spools the files submitters upload (job_file.php); mail/ gets
+    # mass_email.php's messages when no <email_command> is set.
+    # kw_prefs/ holds the volunteers' keyword choices (kw_prefs.php).
+    dirs += [(d, 0o2770, True) for d in (
+        "upload", "html/cache", "time_stats_log", log_dir, tmp_dir, "mail", "kw_prefs")]
+    # Remote job submission writes input files into download/ and job-level
+    # output templates into templates/tmp/ (readable by all: Apache serves
+    # download/).
+    dirs += [(d, 0o2775, True) for d in ("download", "templates/tmp")]
+    # Profiles (BOINC's html/user_profile): the static lists update_profile_pages
+    # writes, and images/ where create_profile.php (Apache) stores pictures.
+    dirs += [("html/user_profile", 0o755, False), ("html/user_profile/images", 0o2775, True)]
+    return dirs
+
+
+# html/project/: the project's own PHP settings.  boincpy reads none of them
+# (config.xml holds its settings), but BOINC's PHP code requires them: its
+# tools/upgrade runs html/ops/upgrade_db.php and update_translations.php,
+# which include html/inc/util_ops.inc -> ../project/project.inc, and its pages
+# include cache_parameters.inc and project_specific_prefs.inc.  Written so a
+# boincpy project can be handed to BOINC's tools/upgrade (docs: "Moving a
+# BOINC project to boincpy, and back"); the operator edits them there.
+_PROJECT_INC = """<?php
+// The project's settings for BOINC's PHP web code, written by boincpy's
+// make_project (or bin/upgrade).  boincpy's own pages read config.xml, not
+// this file; BOINC's pages and ops scripts read it once they serve the project.
+require_once("../inc/util.inc");
+
+define("PROJECT", %(long)s);
+define("COPYRIGHT_HOLDER", %(long)s);
+$master_url = project_config_val("master_url");
+define("URL_BASE", $master_url);
+define("IMAGE_PATH", "../user_profile/images/");
+define("IMAGE_URL", "user_profile/images/");
+define("PROFILE_PATH", "../user_profile/");
+define("PROFILE_URL", "user_profile/");
+define("LANGUAGE_FILE", "languages.txt");
+define("SYS_ADMIN_EMAIL", "admin@" . parse_url($master_url, PHP_URL_HOST));
+define("UOTD_ADMIN_EMAIL", SYS_ADMIN_EMAIL);
+define("POST_REPORT_EMAILS", SYS_ADMIN_EMAIL);
+define("TERMSOFUSE_FILE", "../../terms_of_use.txt");
+define("DISABLE_PROFILES", true);
+define("UNIQUE_USER_NAME", true);
+
+function project_banner($title, $prefix, $is_main) {
+    sample_navbar(secure_url_base(), get_logged_in_user(false), false);
+    if ($title) {
+        echo "<h2>$title</h2>\n";
+    }
+}
+
+function project_footer($show_return, $show_date, $prefix) {
+    echo "<p><center>&copy; " . gmdate("Y ") . COPYRIGHT_HOLDER . "</center>\n";
+}
+
+function show_profile_heading1() { return tra("Your personal background."); }
+function show_profile_question1() { return tra("Tell us about yourself."); }
+function show_profile_heading2() { return tra("Your opinions about %%1", PROJECT); }
+function show_profile_question2() { return tra("Tell us your thoughts about %%1", PROJECT); }
+function project_workunit($wu) {}
+function project_user_summary($user) {}
+function project_user_page_private($user) {}
+function project_forum_post_rules() { return ""; }
+?>
+"""
+
+_CACHE_PARAMETERS_INC = """<?php
+// How long BOINC's PHP pages keep their cached copies (seconds), written by
+// boincpy's make_project for BOINC's html/inc/cache.inc.
+require_once("../inc/util_basic.inc");
+
+define("TEAM_PAGE_TTL", 3600);
+define("USER_PAGE_TTL", 3600);
+define("USER_PROFILE_TTL", 3600);
+define("TOP_PAGES_TTL", 0);
+define("INDEX_PAGE_TTL", 3600);
+define("STATUS_PAGE_TTL", 3600);
+define("REMOTE_PROJECTS_TTL", 86400);
+define("MAX_CACHE_USAGE", 10*MEGA);
+define("CACHE_SIZE_CHECK_FREQ", 1000);
+?>
+"""
+
+_PROJECT_SPECIFIC_PREFS_INC = """<?php
+// No project-specific preferences (what BOINC's html/inc/prefs_project.inc
+// calls), written by boincpy's make_project.
+define("COLOR_PREFS", false);
+define("GFX_CPU_PREFS", false);
+define("APP_SELECT_PREFS", false);
+define("NON_GRAPHICAL_PREF", false);
+define("MAX_JOBS_PREF", false);
+define("MAX_CPUS_PREF", false);
+
+function project_specific_prefs_default() { return ""; }
+function project_specific_prefs_parse($xml) { return new StdClass; }
+function project_specific_prefs_show($prefs, $columns=false) {}
+function project_specific_prefs_edit($prefs, $error=false) {}
+function project_specific_prefs_parse_form(&$error) { return ""; }
+?>
+"""
+
+
+def boinc_php_settings(long_name):
+    """{path under the project: text} of html/project/'s files for BOINC's PHP
+    code (see _PROJECT_INC)."""
+    quoted = "'%s'" % long_name.replace("\\", "\\\\").replace("'", "\\'")
+    return {"html/project/project.inc": _PROJECT_INC % {"long": quoted},
+            "html/project/cache_parameters.inc": _CACHE_PARAMETERS_INC,
+            "html/project/project_specific_prefs.inc": _PROJECT_SPECIFIC_PREFS_INC}
+
+
 def build_tree(spec, stage, undo, say):
     """Create the project's files in ``stage`` (moved to the project root later).
 
@@ -776,33 +896,14 @@ def build_tree(spec, stage, undo, say):
     """
     perms = _Perms(spec.httpd_gid)
     python = sys.executable
-    log_dir, pid_dir, tmp_dir = spec.host_dirs
     S = lambda *p: os.path.join(stage, *p)
 
     say(1, "Creating directories")
     os.chmod(stage, 0o755)
-    for d in ("bin", "cgi-bin", "templates", "apps", "html", "html/user",
-              "html/ops", "html/stats", "sample_results", pid_dir):
-        _mkdir(S(d), 0o755)
-    # Written by the CGIs (Apache's group; time_stats_log by the scheduler) and
-    # by the operator's daemons: setgid so files keep the group, group-writable.
-    # tmp_HOST spools the files submitters upload (job_file.php); mail/ gets
-    # mass_email.php's messages when no <email_command> is set.
-    # kw_prefs/ holds the volunteers' keyword choices (kw_prefs.php).
-    for d in ("upload", "html/cache", "time_stats_log", log_dir, tmp_dir, "mail", "kw_prefs"):
-        _mkdir(S(d), 0o2770)
-        perms.group(S(d), 0o2770)
-    # Remote job submission writes input files into download/ and job-level
-    # output templates into templates/tmp/ (readable by all: Apache serves
-    # download/).
-    for d in ("download", "templates/tmp"):
-        _mkdir(S(d), 0o2775)
-        perms.group(S(d), 0o2775)
-    # Profiles (BOINC's html/user_profile): the static lists update_profile_pages
-    # writes, and images/ where create_profile.php (Apache) stores pictures.
-    _mkdir(S("html", "user_profile"), 0o755)
-    _mkdir(S("html", "user_profile", "images"), 0o2775)
-    perms.group(S("html", "user_profile", "images"), 0o2775)
+    for d, mode, group in project_dirs(spec):
+        _mkdir(S(d), mode)
+        if group:
+            perms.group(S(d), mode)
     # The buckets too, so uploads work whatever Apache's umask is.
     for i in range(FANOUT):
         for top, mode in (("upload", 0o2770), ("download", 0o2775)):
@@ -843,10 +944,8 @@ def build_tree(spec, stage, undo, say):
     if not spec.web_only:
         _write(S("html", "user", "schedulers.txt"), schedulers_txt(spec))
     _write(S("project.xml"), project_xml(spec))
-    # the schema's revision, as BOINC's make_project records it (upgrades and
-    # server_status.php read it)
-    from boincpy.db.revision import LATEST, write_revision
-    write_revision(stage, LATEST)
+    for rel, text in boinc_php_settings(spec.long_name).items():
+        _write(S(rel), text)
     # the Manager's project menu and the notices feed, sent in scheduler replies
     _write(S("gui_urls.xml"), GUI_URLS_XML)
     # the db_dump task's spec (its command names ../db_dump_spec.xml from tmp_HOST)
@@ -906,8 +1005,21 @@ def _url_path(url):
     return path or "/"
 
 
-def httpd_conf(spec):
-    """PROJECT/SHORT.httpd.conf for Apache 2.4 (Include it in the server config)."""
+def _cgi_files(names, default):
+    """The FilesMatch pattern of the pages Apache runs as CGIs: ``default``
+    (every .php), or with ``names`` only those (the other .php files keep
+    the server's PHP handler)."""
+    if names is None:
+        return default
+    return "^(?:%s)$" % "|".join(re.escape(n) for n in sorted(names))
+
+
+def httpd_conf(spec, cgi_pages=None):
+    """PROJECT/SHORT.httpd.conf for Apache 2.4 (Include it in the server config).
+
+    ``cgi_pages`` ({"html/user": names, "html/ops": names}): a project taken
+    over by bin/upgrade keeps its other PHP pages, so only boincpy's own
+    pages are CGIs there and PHP's handler serves the rest."""
     root = spec.project_root
     user_path = _url_path(spec.master_url)
     download_path = _url_path(spec.download_url)
@@ -915,6 +1027,13 @@ def httpd_conf(spec):
     profile_path = user_path.rstrip("/") + "/user_profile"
     ops_path = _url_path(spec.ops_url)
     cgi_path = _url_path(spec.cgi_url)
+    cgi_pages = cgi_pages or {}
+    user_cgis = _cgi_files(cgi_pages.get("html/user"), "\\.php$")
+    ops_cgis = _cgi_files(cgi_pages.get("html/ops"), "\\.(php|cgi)$")
+    php_note = ""
+    if cgi_pages:
+        php_note = ("\n# The project's other .php pages are PHP's: its handler (mod_php or\n"
+                    "# php-fpm, configured outside this file) serves them.")
     key_deny = ""
     if not spec.key_dir.startswith(root + os.sep):
         key_deny = '<Directory "%s">\n    Require all denied\n</Directory>\n' % spec.key_dir
@@ -978,12 +1097,12 @@ Alias "{user_path}" "{root}/html/user"
 </Directory>
 
 # Master page and the account web RPCs (get_project_config.php, ...): the
-# .php names are fixed by the client; here they are Python CGIs.
+# .php names are fixed by the client; here they are Python CGIs.{php_note}
 <Directory "{root}/html/user">
     Options ExecCGI FollowSymLinks
     DirectoryIndex index.php index.html
     SetEnv BOINC_PROJECT_DIR "{root}"
-    <FilesMatch "\\.php$">
+    <FilesMatch "{user_cgis}">
         SetHandler cgi-script
     </FilesMatch>
     Require all granted
@@ -994,7 +1113,7 @@ Alias "{user_path}" "{root}/html/user"
     Options ExecCGI FollowSymLinks
     DirectoryIndex index.php index.cgi index.html
     SetEnv BOINC_PROJECT_DIR "{root}"
-    <FilesMatch "\\.(php|cgi)$">
+    <FilesMatch "{ops_cgis}">
         SetHandler cgi-script
     </FilesMatch>
     AuthType Basic
@@ -1021,8 +1140,8 @@ Alias "{user_path}" "{root}/html/user"
            master_url=spec.master_url, download_url=spec.download_url,
            cgi_url=spec.cgi_url, ops_url=spec.ops_url, user_path=user_path,
            download_path=download_path, stats_path=stats_path, ops_path=ops_path, cgi_path=cgi_path,
-           profile_path=profile_path,
-           key_deny=key_deny) + (
+           profile_path=profile_path, user_cgis=user_cgis, ops_cgis=ops_cgis,
+           php_note=php_note, key_deny=key_deny) + (
         "\n" + server_mode.persistent_block(spec.short_name, root, spec.processes)
         if spec.persistent else "")
 
