@@ -184,6 +184,11 @@ def test_applying_twice_changes_nothing(schema_db, tmp_path):
     db = schema_db()
     take_back(db, 27024)
     rv.write_revision(str(tmp_path), 27024)
+    before = shape(db)
+    plan = rv.describe_pending(db, str(tmp_path))
+    assert shape(db) == before and rv.read_revision(str(tmp_path)) == 27024
+    assert "update update_4_19_2018 (revision 27025)" in plan
+    assert any("ADD COLUMN `previous_email_addr`" in ln for ln in plan)
     rv.apply_updates(db, str(tmp_path), log=lambda s: None)
     before = shape(db)
     lines = []
@@ -340,7 +345,10 @@ def test_made_project_is_at_latest(made_project):
     """make_project records LATEST; the project's own account (no rights
     beyond its database) can check its schema."""
     from boincpy.db import connect
+    from boincpy.web.server_status import db_revision
     assert rv.read_revision(made_project.root) == rv.LATEST
+    # server_status.php's "Database schema version"
+    assert db_revision(made_project.cfg) == str(rv.LATEST)
     db = connect(made_project.cfg)
     try:
         assert rv.recognise(db, made_project.root).revision == rv.LATEST

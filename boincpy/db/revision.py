@@ -711,6 +711,23 @@ def apply_updates(db, project_dir, log=print):
     return applied
 
 
+def describe_pending(db, project_dir):
+    """What apply_updates would do, without doing it (a dry run): the
+    recognition's note, then per pending update its name and the statements
+    it would run on the database as it is now (an update's statements may
+    change once the ones before it have run)."""
+    expected = expected_schema(db)
+    rec = recognise(db, project_dir, expected)
+    lines = [rec.note]
+    live = _Live(db)
+    for u in pending(rec.revision):
+        stmts = u.needed(db, expected, live)
+        lines.append("update %s (revision %d)%s" % (u.name, u.revision,
+                                                    "" if stmts else ": nothing to do"))
+        lines += ["  " + " ".join(s.split()) for s in stmts]
+    return lines
+
+
 def _boincpy_additions(db, expected, log):
     """Add what boincpy's schema.sql has beyond BOINC's (no revision of BOINC's
     makes it, and BOINC's programs never see it)."""
