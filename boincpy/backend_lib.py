@@ -12,12 +12,15 @@ import os
 import time
 from dataclasses import dataclass, field
 
+from boincpy.db.assignment import insert_assignment
+from boincpy.db.rows import Workunit
+from boincpy.db.workunit import insert_workunit, insert_workunits, overwrite_workunit
 from boincpy.errors import DatabaseError, TemplateError, ToolError
 from boincpy.files import check_file_name
 from boincpy.states import INT_MAX, AssignType, TransitionerFlags
 from boincpy.templates import (FileInfoCache, check_workunit_values, load_input_template,
-                               load_output_template, parse_input_template,
-                               process_input_template, workunit_values)
+                               load_output_template, parse_input_template, process_input_template,
+                               workunit_values)
 from boincpy.xml import xml_escape
 
 # workunit columns written by create_work, in INSERT order
@@ -175,8 +178,6 @@ def existing_names(db, names):
 
 def _insert_bulk(db, rows):
     """Insert unassigned rows with multi-row INSERTs of at most ~1 MB."""
-    from boincpy.db.rows import Workunit
-    from boincpy.db.workunit import insert_workunits
     chunk = []
     size = 0
     for row in rows:
@@ -191,9 +192,6 @@ def _insert_bulk(db, rows):
 
 def _insert_one(db, row, jd):
     """Insert (or with --wu_id update) one workunit; add its assignment row."""
-    from boincpy.db.assignment import insert_assignment
-    from boincpy.db.rows import Workunit
-    from boincpy.db.workunit import insert_workunit, overwrite_workunit
     if jd.wu_id:
         overwrite_workunit(db, jd.wu_id, {c: row[c] for c in WU_COLUMNS})
         wu_id = jd.wu_id

@@ -27,12 +27,14 @@ reports unbalanced or unterminated markup with the file and line.
 import os
 import random
 import re
+import shutil
+import sys
 from dataclasses import dataclass, field
 
+from boincpy import crypto
 from boincpy.cnum import atof, strtod, strtol
 from boincpy.errors import TemplateError
-from boincpy.files import (check_file_name, dir_hier_path, dir_hier_url, job_file_name,
-                           md5_file)
+from boincpy.files import check_file_name, dir_hier_path, dir_hier_url, job_file_name, md5_file
 from boincpy.xml import xml_unescape
 
 BLOB_SIZE = 65536  # xml_doc / xml_doc_in are BLOBs; BOINC keeps <= 65535 bytes
@@ -473,7 +475,6 @@ class FileInfoCache:
 
 
 def _copy_file(src, dst):
-    import shutil
     tmp = dst + ".tmp_%d" % os.getpid()
     shutil.copyfile(src, tmp)
     os.replace(tmp, dst)
@@ -500,7 +501,6 @@ def read_md5_info(path):
         return None
     m = _MD5_LINE.match(data)
     if not m:
-        import sys
         print("bad MD5 cache file %s; remove it and stage file again" % md5name,
               file=sys.stderr)
         return None
@@ -807,7 +807,6 @@ def _substitute_macros(text, base, upload_url, path):
 def add_upload_certificates(xml, key, path="<result template>"):
     """Insert an <xml_signature> at the end of every <file_info> that starts
     with ``<file_info>\\n`` (BOINC's add_signatures)."""
-    from boincpy import crypto
     out = []
     i = 0
     start_tag = "<file_info>\n"
@@ -854,7 +853,6 @@ def process_result_template(template_text, result_name, cfg, upload_private_key=
     if not getattr(cfg, "dont_generate_upload_certificates", False):
         key = upload_private_key
         if key is None:
-            from boincpy import crypto
             key = crypto.read_key(os.path.join(cfg.key_dir, "upload_private"))
         text = add_upload_certificates(text, key, path)
     p = text.find("<output_template>")

@@ -31,6 +31,7 @@ from boincpy.db.host import delete_expired_host_deleted
 from boincpy.db.messages import EMAIL_FAILED, EMAIL_LAPSED, record_sent_email
 from boincpy.db.schema import ensure_table
 from boincpy.db.user import delete_expired_tokens, delete_expired_user_deleted
+from boincpy.errors import ConfigError
 from boincpy.web import accounts
 from boincpy.web.markup import url
 from boincpy.web.user.messages import NOTIFY_KEEP_DAYS, describe_notifies, email_line
@@ -159,7 +160,6 @@ class Remind(_Task):
                 except OSError:
                     parts[part] = ""
                 if not parts[part].strip():
-                    from boincpy.errors import ConfigError
                     raise ConfigError("file missing: %s (copy and edit the sample_%s_%s "
                                       "beside it)" % (path, kind, part))
             self.templates[kind] = parts

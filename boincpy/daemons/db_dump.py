@@ -619,7 +619,6 @@ class DbDump(Daemon):
         """A team's users (for <detail/>), read on a second connection while
         the teams stream on the first."""
         if self.member_db is None:
-            from boincpy.db import connect
             self.member_db = connect(self.cfg, replica=True)
         return self.member_db.query("SELECT %s FROM user WHERE teamid = %%s ORDER BY id"
                                     % USER_COLUMNS, (teamid,))

@@ -55,7 +55,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from boincpy import doorbell
+from boincpy import crypto, doorbell
 from boincpy.cli import option
 from boincpy.cnum import atoi
 from boincpy.credit import HAV_AVG_LIMIT, HAV_AVG_THRESH, HAV_AVG_WEIGHT, average_var_update
@@ -68,6 +68,7 @@ from boincpy.errors import DatabaseError, TemplateError
 from boincpy.log import CRITICAL, DEBUG, NORMAL
 from boincpy.states import (INT_MAX, AssimilateState, FileDeleteState, Outcome, ServerState,
                             TransitionerFlags, ValidateState, WuError)
+from boincpy.submit.batch import refresh_moved
 from boincpy.templates import process_result_template
 
 SELECT_LIMIT = 1000     # workunits per enumeration (BOINC: 1000 joined rows)
@@ -434,7 +435,6 @@ class Transitioner(Daemon):
             self.args.one_pass = True
         self.upload_key = None
         if not self.cfg.dont_generate_upload_certificates:
-            from boincpy import crypto
             self.upload_key = crypto.read_key(os.path.join(self.cfg.key_dir, "upload_private"))
         self._templates = {}
 
@@ -479,7 +479,6 @@ class Transitioner(Daemon):
             if self.args.wu_id:
                 break
         if touched:
-            from boincpy.submit.batch import refresh_moved
             refresh_moved(self.db, touched, self.log)
         return did_something
 

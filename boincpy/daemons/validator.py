@@ -51,19 +51,19 @@ Behaviour (BOINC's, checked against sched/validator.cpp and validate_util2.cpp):
 import time
 from dataclasses import dataclass, field
 
-from boincpy import credit as creditlib
-from boincpy import doorbell
+from boincpy import credit as creditlib, doorbell
 from boincpy.cli import option
 from boincpy.daemons.base import Daemon
 from boincpy.db import host_app_version, result as result_table, workunit as workunit_table
 from boincpy.db.app_version import record_pfc_and_credit
 from boincpy.db.bulk import by_primary_key, select_in
-from boincpy.db.user import record_credited_jobs
 from boincpy.db.credit import add_credit_by_app, grant_credits
 from boincpy.db.rows import App, HostAppVersion, Result, Workunit
+from boincpy.db.user import record_credited_jobs
 from boincpy.errors import BoincpyError, DatabaseError, Signal, ToolError
 from boincpy.jobfiles import ERR_OPENDIR, OutputFilesError, output_file_infos
 from boincpy.states import INT_MAX, AssimilateState, Outcome, ServerState, ValidateState
+from boincpy.submit.batch import refresh_moved
 
 # Return values of init_result / compare_results besides 0 and error codes
 # (sched/validate_util2.h).
@@ -272,7 +272,6 @@ class Validator(Daemon):
                 break
         self._flush_app_versions()
         if touched and not self.args.dry_run:
-            from boincpy.submit.batch import refresh_moved
             refresh_moved(self.db, touched, self.log)
         return found
 

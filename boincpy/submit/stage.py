@@ -32,14 +32,13 @@ import re
 import time
 from dataclasses import dataclass, field
 
+from boincpy import doorbell
 from boincpy.backend_lib import Creator, JobDesc, insert_jobs
 from boincpy.errors import FileNameError, SubmitError, TemplateError, ToolError
 from boincpy.states import AssignType, BatchState
+from boincpy.submit import batch as batches, job_files, privileges
 from boincpy.templates import InputFile, parse_output_template
 from boincpy.xml import xml_escape
-
-from boincpy.submit import batch as batches
-from boincpy.submit import job_files, privileges
 
 _JOB_NAME_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-:@+]*$")
 _MD5_RE = re.compile(r"^[0-9a-f]{32}$")
@@ -290,7 +289,6 @@ def submit(db, cfg, user, spec, now=None):
             raise SubmitError(exc.message) from None
         job_files.associate(db, used_files, batch.id)
         batches.start(db, batch, len(jobs), fpops_total, lst, let)
-    from boincpy import doorbell
     doorbell.ring(cfg, doorbell.TRANSITIONER)       # its results are made now
     return batch.id
 

@@ -26,12 +26,14 @@ from dataclasses import dataclass, field
 
 import click
 
+from boincpy import doorbell
 from boincpy.backend_lib import Creator, JobDesc, insert_jobs
 from boincpy.cli import LineParser, Placed, option, placed_option, resolve_groups
 from boincpy.config import load_config
 from boincpy.db import connect, queries
 from boincpy.errors import BoincpyError, DatabaseError, Signal, ToolError
 from boincpy.states import AssignType
+from boincpy.submit.batch import start_if_new
 from boincpy.templates import InputFile
 
 USAGE = """usage: create_work [options] infile1 infile2 ...
@@ -387,11 +389,9 @@ def run(argv, stdin=None, stdout=None, stderr=None):
         except DatabaseError as exc:
             raise DatabaseError("no jobs created: %s" % exc.message) from None
         if ids or nbulk:
-            from boincpy import doorbell
             doorbell.ring(cfg, doorbell.TRANSITIONER)   # its results are made now
         if jd.options.get("batch"):
             # a batch made by create_batch and filled by hand is counted too
-            from boincpy.submit.batch import start_if_new
             start_if_new(db, jd.options["batch"])
         if ro.verbose:
             for wu_id, name in ids:

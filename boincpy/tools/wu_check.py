@@ -29,6 +29,8 @@ import time
 import click
 
 from boincpy.cli import boinc_option, click_main, project_dir_option, usage_help_option
+from boincpy.config import load_config
+from boincpy.db import connect
 from boincpy.db.result import mark_result_couldnt_send
 from boincpy.db.workunit import set_transition_time
 from boincpy.errors import BoincpyError
@@ -186,8 +188,6 @@ def _command(out):
 def check(project_dir, repair, out):
     """Run the checks (and repairs); returns the exit status."""
     try:
-        from boincpy.config import load_config
-        from boincpy.db import connect
         cfg = load_config(project_dir)
         db = connect(cfg)
         try:
