@@ -418,3 +418,41 @@ def test_refusals_change_nothing(tmp_path, made_project):
     proc = upgrade(p.root, "--yes")
     assert proc.returncode == 1 and "newer than" in proc.stderr
     assert _tree(p.root) == before
+
+
+def test_for_boinc_prepares_what_boincs_upgrade_reads(made_project):
+    """The way back: a boincpy project gets what BOINC's tools/upgrade and its
+    PHP steps open (html/project/project.inc, db_revision at BOINC's
+    revision) and an Apache configuration where every .php is PHP's."""
+    p = made_project
+    root = p.root
+    shutil.rmtree(os.path.join(root, "html/project"))
+    if os.path.exists(os.path.join(root, "db_revision")):
+        os.unlink(os.path.join(root, "db_revision"))
+    conf_path = os.path.join(root, p.short_name + ".httpd.conf")
+    old_conf = open(conf_path, "rb").read()
+    before = _tree(root)
+    dry = upgrade(root, "--for_boinc", "--dry_run")
+    assert dry.returncode == 0, dry.stderr
+    assert "add     html/project/project.inc" in dry.stdout
+    assert "replace %s.httpd.conf" % p.short_name in dry.stdout
+    assert _tree(root) == before
+    proc = upgrade(root, "--for_boinc", "--yes")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "tools/upgrade %s" % root in proc.stdout
+    assert rv.read_revision(root) == rv.LATEST
+    # what html/ops/upgrade_db.php and update_translations.php open
+    for rel in ("html/project/project.inc", "html/project/cache_parameters.inc",
+                "html/project/project_specific_prefs.inc", "db_revision", "config.xml"):
+        assert os.path.isfile(os.path.join(root, rel)), rel
+    conf = open(conf_path).read()
+    assert "cgi-script" not in conf.split('<Directory "%s/cgi-bin">' % root)[0]
+    assert 'ScriptAlias "/%s_cgi" "%s/cgi-bin"' % (p.short_name, root) in conf
+    (stamp,) = os.listdir(os.path.join(root, "upgrade_backup"))
+    assert open(os.path.join(root, "upgrade_backup", stamp, p.short_name + ".httpd.conf"),
+                "rb").read() == old_conf
+    # nothing else changed: programs, pages, keys, config.xml
+    after = _tree(root)
+    changed = {rel for rel in set(before) | set(after) if before.get(rel) != after.get(rel)}
+    assert {r for r in changed if not r.startswith(("html/project", "upgrade_backup"))} == \
+        {p.short_name + ".httpd.conf", "db_revision"}

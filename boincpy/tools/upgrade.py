@@ -2,7 +2,7 @@
 upgrades one to a new BOINC release.
 
     upgrade [--web_only | --server_only] [--srcdir DIR] [--dry_run] [--yes]
-            [--check_schema] project_root
+            [--check_schema] [--for_boinc] project_root
 
 The project is one made by BOINC's C++ make_project (ELF programs in bin/ and
 cgi-bin/, BOINC's PHP site in html/) or by an older boincpy.  After a
@@ -22,7 +22,9 @@ CGIs; the tool lists which are which.  It ends by telling the operator to run
 ``--web_only``: pages and Apache configuration only; ``--server_only``:
 programs only (BOINC's meaning); either way the database is brought up to
 date.  ``--dry_run`` lists every file it would replace or add and every
-database update, and changes nothing.  ``--check_schema`` only compares the
+database update, and changes nothing.  ``--for_boinc`` is the way back: it
+prepares a boincpy project for BOINC's own tools/upgrade (html/project/,
+db_revision, an Apache configuration for BOINC's PHP pages).  ``--check_schema`` only compares the
 live database with boincpy's schema and prints the differences (exit 1 if
 there are any).
 
@@ -498,6 +500,142 @@ def upgrade(project_root, srcdir=None, web=True, server=True, dry_run=False, yes
 
 
 # ---------------------------------------------------------------------------
+# The way back: a boincpy project prepared for BOINC's own tools/upgrade
+
+def boinc_httpd_conf(spec):
+    """SHORT.httpd.conf for the project once BOINC's PHP pages and C++
+    programs serve it (what BOINC's make_project writes, in substance): the
+    same URLs; html/ pages are PHP's, cgi-bin/ holds CGI programs."""
+    from boincpy.tools.make_project import _url_path
+    root = spec.project_root
+    user_path = _url_path(spec.master_url)
+    return """\
+## Apache 2.4 configuration of the BOINC project "{long}" ({short}) for BOINC's
+## C++ programs and PHP pages, written by boincpy's bin/upgrade --for_boinc.
+## Modules: alias, cgi (or cgid), PHP (mod_php or php-fpm), auth_basic,
+## authn_file, authz_core, authz_user.
+
+Alias "{download}" "{root}/download"
+Alias "{stats}" "{root}/html/stats"
+Alias "{profiles}" "{root}/html/user_profile"
+Alias "{ops}" "{root}/html/ops"
+ScriptAlias "{cgi}" "{root}/cgi-bin"
+Alias "{user}" "{root}/html/user"
+
+<Directory "{root}">
+    Options None
+    AllowOverride None
+    Require all denied
+</Directory>
+<Directory "{root}/keys">
+    Require all denied
+</Directory>
+<Directory "{root}/upload">
+    Require all denied
+</Directory>
+<Directory "{root}/html/cache">
+    Require all denied
+</Directory>
+
+# Static files only: no PHP, no CGI.
+<Directory "{root}/download">
+    Options FollowSymLinks
+    SetHandler none
+    RemoveType .php .phtml
+    Require all granted
+</Directory>
+<Directory "{root}/html/stats">
+    SetHandler none
+    RemoveType .php .phtml
+    Require all granted
+</Directory>
+<Directory "{root}/html/user_profile">
+    SetHandler none
+    RemoveType .php .phtml
+    Require all granted
+</Directory>
+
+# BOINC's PHP pages (PHP's own handler runs every .php).
+<Directory "{root}/html/user">
+    Options FollowSymLinks
+    DirectoryIndex index.php index.html
+    Require all granted
+</Directory>
+<Directory "{root}/html/ops">
+    Options FollowSymLinks
+    DirectoryIndex index.php
+    AuthType Basic
+    AuthName "{short} administration"
+    AuthUserFile "{root}/html/ops/.htpasswd"
+    Require valid-user
+</Directory>
+
+# The scheduler (cgi) and the upload handler: BOINC's compiled programs.
+<Directory "{root}/cgi-bin">
+    Options ExecCGI
+    SetHandler cgi-script
+    Require all granted
+</Directory>
+<FilesMatch "^\\.ht">
+    Require all denied
+</FilesMatch>
+""".format(long=spec.long_name, short=spec.short_name, root=root, user=user_path,
+           download=_url_path(spec.download_url), stats=user_path.rstrip("/") + "/stats",
+           profiles=user_path.rstrip("/") + "/user_profile", ops=_url_path(spec.ops_url),
+           cgi=_url_path(spec.cgi_url))
+
+
+def for_boinc(project_root, dry_run=False, yes=False, out=None):
+    """``--for_boinc``: prepare a boincpy project for BOINC's tools/upgrade
+    (what its PHP steps read: html/project/, db_revision at BOINC's revision)
+    and write the Apache configuration BOINC's pages need (the old one backed
+    up).  Programs, pages, keys, files and rows are left to BOINC's tool."""
+    from boincpy.db import revision
+    from boincpy.tools.make_project import REPO_ROOT, boinc_php_settings
+    out = out or sys.stdout
+
+    def say(text):
+        out.write(text + "\n")
+        out.flush()
+
+    project = recognise_project(project_root)
+    if project.kind != "boincpy":
+        raise ToolError("%s is served by BOINC's programs already (%s): nothing to prepare"
+                        % (project.root, "; ".join(project.evidence)))
+    spec = project_spec(project, REPO_ROOT)
+    plan = Plan()
+    for rel, text in boinc_php_settings(spec.long_name).items():
+        _consider(plan, project.root, rel, text.encode(), 0o644, only_if_missing=True)
+    _consider(plan, project.root, os.path.basename(project.conf_path),
+              boinc_httpd_conf(spec).encode(), 0o644)
+    db = _connect(project.cfg)
+    try:
+        rec = revision.recognise(db, project.root)
+        todo = revision.pending(rec.revision)
+        for c in plan.changes:
+            say("  %s %s" % ("replace" if c.action == "replace" else "add    ", c.rel))
+        say(rec.note)
+        for u in todo:
+            say("need update %s (revision %d)" % (u.name, u.revision))
+        if dry_run:
+            say("--dry_run: nothing was changed")
+            return 0
+        if not yes and not _ask("Prepare %s for BOINC's tools/upgrade" % project.root):
+            say("Nothing was changed")
+            return 1
+        backup = install(project, spec, plan, say)
+        if backup:
+            say("The files replaced are in %s" % backup)
+        revision.apply_updates(db, project.root, log=say)
+    finally:
+        db.close()
+    say("db_revision: %d (BOINC's numbering)" % revision.read_revision(project.root))
+    say("Now, from BOINC's source tree (built with make): tools/upgrade %s" % project.root)
+    say("then reload Apache (apache2ctl graceful) and run `bin/start'.")
+    return 0
+
+
+# ---------------------------------------------------------------------------
 # Command line
 
 def _command():
@@ -514,6 +652,10 @@ def _command():
                     "change nothing"),
         option("yes", is_flag=True, default=False,
                help="don't ask for confirmation (else answer y on stdin)"),
+        option("for_boinc", is_flag=True, default=False,
+               help="the way back: prepare a boincpy project for BOINC's own tools/upgrade "
+                    "(html/project/, db_revision, an Apache configuration for BOINC's PHP "
+                    "pages)"),
         option("check_schema", is_flag=True, default=False,
                help="only compare the database with boincpy's schema and print the "
                     "differences (exit 1 if any)"),
@@ -524,6 +666,8 @@ def _command():
         root = project_root_arg(values["project_root"])
         if values["check_schema"]:
             return check_schema(root, sys.stdout)
+        if values["for_boinc"]:
+            return for_boinc(root, dry_run=values["dry_run"], yes=values["yes"])
         return upgrade(root, values["srcdir"], web=not values["server_only"],
                        server=not values["web_only"], dry_run=values["dry_run"],
                        yes=values["yes"])
