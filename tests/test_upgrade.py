@@ -33,6 +33,7 @@ CXX_ONLY_USER = ("language_select.php", "old_news_archive.php")
 CXX_ONLY_OPS = ("manage_special_users_old.php",)
 ELF = b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 4
 STOP_LOG = "stop_calls"
+HOST = os.uname().nodename.split(".")[0]
 TABLES = ("user", "team", "host", "workunit", "result", "app", "app_version", "platform")
 
 
@@ -50,6 +51,9 @@ def _cxx_config(p):
     made = load_config(p.root)
     text = fixture_text("reference-server", "project", "config.xml").decode()
     text = text.replace("/srv1/ref/projects/refproj", p.root)
+    # the captured project's host was "vm": this machine is the project's host
+    text = text.replace("<host>vm</host>", "<host>%s</host>" % HOST)
+    text = text.replace("/log_vm<", "/log_%s<" % HOST)
     text = text.replace("http://127.0.0.1:8800/refproj", p.url_base + p.short_name)
     text = text.replace("<db_user>boincadm</db_user>", "<db_user>%s</db_user>" % p.db_user)
     text = text.replace("<db_name>refproj</db_name>", "<db_name>%s</db_name>" % p.db_name)
@@ -202,8 +206,7 @@ def cxx_project(made_project):
     # files, logs and keys that must stay
     _write(os.path.join(root, "download", "1a", "input_file_1"), b"input data\n")
     _write(os.path.join(root, "upload", "2b", "old_wu_2_0_r1_0"), b"an output\n")
-    os.makedirs(os.path.join(root, "log_vm"), exist_ok=True)
-    _write(os.path.join(root, "log_vm", "feeder.log"), b"2026-11-01 12:00:00 [normal] ...\n")
+    _write(os.path.join(root, "log_" + HOST, "feeder.log"), b"2026-11-01 12:00:00 [normal] ...\n")
     db = _root_db(p)
     try:
         _add_rows(db)
@@ -314,7 +317,7 @@ def test_take_over_keeps_everything_and_the_scheduler_knows_the_hosts(cxx_projec
     # kept: config.xml, keys, download/upload, logs, the project's own
     # programs and pages, its project.inc
     for rel in ("config.xml", "keys/upload_private", "keys/code_sign_public",
-                "download/1a/input_file_1", "upload/2b/old_wu_2_0_r1_0", "log_vm/feeder.log",
+                "download/1a/input_file_1", "upload/2b/old_wu_2_0_r1_0", "log_%s/feeder.log" % HOST,
                 "bin/my_validator", "html/inc/util.inc", "html/project/project.inc") + tuple("html/user/" + n for n in CXX_ONLY_USER) \
             + tuple("html/ops/" + n for n in CXX_ONLY_OPS):
         assert after[rel] == before_tree[rel], rel
@@ -329,7 +332,14 @@ def test_take_over_keeps_everything_and_the_scheduler_knows_the_hosts(cxx_projec
     for name in CXX_ONLY_USER:
         assert name in out.split("still served by PHP")[1].split("\n")[0]
     assert os.path.exists(os.path.join(root, "html/project/cache_parameters.inc"))
-    assert os.path.isdir(os.path.join(root, "pid_vm"))
+    assert os.path.isdir(os.path.join(root, "pid_" + HOST))
+    # boincpy's bin/status shows the project's daemons, its own validator too
+    status = subprocess.run([os.path.join(root, "bin", "status"), "-v"], cwd=root,
+                            capture_output=True, text=True, timeout=60)
+    assert status.returncode == 0, status.stderr
+    for cmd in ("feeder -d 3", "sample_bitwise_validator -d 3 --app example_app",
+                "my_validator -d 3"):
+        assert cmd in status.stdout, status.stdout
 
     # boincpy's scheduler answers host 1 of the old project as host 1,
     # with its credit and its user's
