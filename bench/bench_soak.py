@@ -11,9 +11,11 @@ replicas -- and besides:
 * the project's database lives on a MariaDB server of the bench's own
   (mariadbd with its own data directory and socket, also on 127.0.0.1:3340;
   never the machine's server): once 40% of the jobs are assimilated it is
-  shut down and started again, at 70% it is SIGKILLed (a crash) and started
-  again; daemons that lose it exit and ``bin/start --cron`` (every 5 s, as
-  BOINC's cron entry) starts them again;
+  shut down and started again, at 70% it is stopped (SIGSTOP) for a second,
+  so that requests and daemons wait on it, then SIGKILLed (a crash) and
+  started again; daemons that lose it exit and ``bin/start --cron`` (every
+  5 s, as BOINC's cron entry) starts them again, and a request that lost it
+  logs one line ("lost connection to database (...)"), never a traceback;
 * the upload directory is a tmpfs of its own (1.25 GB: the upload handler
   wants 1 GB free, as BOINC's): once 25% of the jobs are assimilated it is
   filled to the last byte for 30 s (the upload handler answers "Server is
@@ -63,6 +65,7 @@ DB_PORT = 3340
 UPLOAD_FS_MB = 1280
 DISK_FULL_SECONDS = 30.0
 CRON_PERIOD = 5.0
+PAUSE_BEFORE_CRASH = 1.0        # seconds MariaDB is stopped before its SIGKILL
 INPUT_CHECK_PERIOD = 30.0       # the live-input check reads every workunit: not every 0.5 s
 
 
@@ -139,8 +142,11 @@ class SoakRun(tf.Run):
         self.event("MariaDB shut down and started again (away %.1f s)" % away)
         if not self.wait_for_fraction(0.7):
             return
+        self.private_db.proc.send_signal(signal.SIGSTOP)
+        self.stop_faults.wait(PAUSE_BEFORE_CRASH)
         away = self.private_db.restart(signal.SIGKILL)
-        self.event("MariaDB SIGKILLed and started again (away %.1f s)" % away)
+        self.event("MariaDB stopped %.0f s, SIGKILLed and started again (away %.1f s)"
+                   % (PAUSE_BEFORE_CRASH, away))
 
     def disk_full(self):
         if not self.wait_for_fraction(0.25):
@@ -238,6 +244,30 @@ def failed_assertion(exc):
     return "FAILED at %s\n    %s" % (where, first[:500] + (" ..." if len(first) > 500 else ""))
 
 
+def lost_database_lines(run):
+    """The lines of the project's logs and Apache's error log saying a
+    request or a daemon lost the database."""
+    paths = [os.path.join(run.p.cfg.host_log_dir, name)
+             for name in sorted(os.listdir(run.p.cfg.host_log_dir))]
+    paths.append(run.apache.error_log)
+    lines = []
+    for path in paths:
+        if os.path.isfile(path):
+            with open(path, errors="replace") as f:
+                lines += [line for line in f if "lost connection to database (" in line
+                          or "lost the connection to the database" in line
+                          or "can't open database" in line]
+    return lines
+
+
+def check_apache_log(run):
+    """No traceback in Apache's error log either (the CGIs' stderr; the
+    fault test's check_outcome reads the project's logs)."""
+    with open(run.apache.error_log, errors="replace") as f:
+        text = f.read()
+    assert "Traceback" not in text, text[text.find("Traceback") - 300:][:3000]
+
+
 def report(run, ok, verdict):
     t_end = run.t_assimilated or time.monotonic()
     seconds = t_end - run.t_start
@@ -256,6 +286,9 @@ def report(run, ok, verdict):
     print("  results lost: %d %s" % (len(lost), lost[:5]))
     print("  double assimilations: %d %s (re-runs after an assimilator was killed: %d)"
           % (len(doubles), list(doubles.items())[:3], reruns))
+    lost_db = lost_database_lines(run)
+    print("  lines saying the database was lost (requests, daemons): %d, e.g. %s"
+          % (len(lost_db), sorted({line.split("]")[-1].strip()[:100] for line in lost_db})[:4]))
     print("  faults: %s; events: %s" % (dict(Counter(k[1] for k in run.kills)),
                                         ["%.0f s %s" % e for e in run.events]))
     print("  peak memory (RSS) by daemon:")
@@ -301,6 +334,7 @@ def main():
         diagnosis = None
         try:
             tf.check_outcome(run)
+            check_apache_log(run)
             verdict = "passed"
         except AssertionError as exc:
             verdict = failed_assertion(exc)
