@@ -26,7 +26,7 @@ def test_every_exception_class_derives_from_the_base():
                 outside.append("%s.%s" % (module.__name__, name))
     assert outside == []
     # the walk reached the modules that define their own errors
-    for name in ("boincpy.upload.UploadError", "boincpy.web.rpc_xml.XmlError",
+    for name in ("boincpy.upload.UploadError", "boincpy.web.rpc_xml.RpcError",
                  "boincpy.sched.request.RequestError", "boincpy.testing.client.ClientError"):
         assert name in found
 
@@ -45,9 +45,9 @@ def test_errors_keep_the_builtin_bases_callers_catch():
 
 def test_errors_with_their_own_fields_still_read_as_their_message():
     from boincpy.upload import UploadError
-    from boincpy.web.rpc_xml import XmlError
+    from boincpy.web.rpc_xml import RpcError
     from boincpy.web.page import PageError
     assert str(UploadError(-1, "bad file")) == "bad file"
-    err = XmlError(-136, "no such user")
+    err = RpcError(-136, "no such user")
     assert (err.num, err.msg, str(err)) == (-136, "no such user", "no such user")
     assert str(PageError("nope", "404 Not Found")) == "nope"

@@ -15,7 +15,7 @@ accepted report.
 
 import time
 
-from boincpy.errors import BoincpyError
+from boincpy.errors import Signal
 
 # The db.* writers are imported where used: most requests (no reports, no
 # trickles) need none of them, and a CGI pays for every import.
@@ -298,8 +298,9 @@ def _once_each(ctx, accepted):
     return keep
 
 
-class _RowsChanged(BoincpyError):
-    """Some reported rows were no longer as read when written."""
+class _RowsChanged(Signal):
+    """Some reported rows were no longer as read when written: not an error,
+    the savepoint is undone and the client reports them again."""
 
 
 def _update_rows(db, columns, rows):

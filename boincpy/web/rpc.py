@@ -21,7 +21,7 @@ managers fetch these fixed URLs under the master URL:
 
 Each handler takes an :class:`RpcContext` and returns a
 :class:`~boincpy.web.http.Response`; bad input raises
-:class:`~boincpy.web.rpc_xml.XmlError` with BOINC's error number and message, and
+:class:`~boincpy.web.rpc_xml.RpcError` with BOINC's error number and message, and
 changes nothing (each change runs in one transaction).  Replies keep the
 element order and layout of BOINC's PHP pages; every value is XML-escaped.
 ``html/user/NAME.php`` is a three-line entry point calling :func:`cgi_main`.
@@ -44,7 +44,7 @@ from boincpy.web.http import HTML_CONTENT_TYPE, BadRequest, Response, log_error,
 from boincpy.web.markup import esc
 from boincpy.web.rpc_xml import (ERR_ACCT_REQUIRE_CONSENT, ERR_BAD_EMAIL_ADDR, ERR_BAD_PASSWD,
                                  ERR_BAD_USER_NAME, ERR_DB_CANT_CONNECT, ERR_DB_NOT_FOUND,
-                                 ERR_DB_NOT_UNIQUE, ERR_PROJECT_DOWN, ERR_XML_PARSE, XmlError,
+                                 ERR_DB_NOT_UNIQUE, ERR_PROJECT_DOWN, ERR_XML_PARSE, RpcError,
                                  error_response, error_xml, xml_response)
 from boincpy.web.user.badges import badges_html
 from boincpy.xml import xml_escape
@@ -83,7 +83,7 @@ class RpcContext:
         the replica (show_user.php never asked for it)."""
         if self._db is None:
             if self.web_stopped():
-                raise XmlError(ERR_PROJECT_DOWN)
+                raise RpcError(ERR_PROJECT_DOWN)
             resident = self.request.resident
             try:
                 if resident is not None:     # the process's connection, kept open
@@ -94,7 +94,7 @@ class RpcContext:
                     self._db = connect(self.cfg)
             except DatabaseError as exc:
                 log_error("database: %s" % exc)
-                raise XmlError(ERR_DB_CANT_CONNECT) from None
+                raise RpcError(ERR_DB_CANT_CONNECT) from None
         return self._db
 
     def web_stopped(self):
@@ -152,7 +152,7 @@ def _platforms_xml(ctx):
             "AND app_version.deprecated = 0 AND app.deprecated = 0 "
             "GROUP BY platform.name, platform.user_friendly_name, app_version.plan_class "
             "ORDER BY platform.name, app_version.plan_class")
-    except (XmlError, DatabaseError) as exc:
+    except (RpcError, DatabaseError) as exc:
         log_error("get_project_config: no platform list: %s" % exc)
     out = ["    <platforms>"]
     for row in rows:
@@ -264,18 +264,18 @@ def create_account(ctx):
     cfg, req = ctx.cfg, ctx.request
     db = ctx.db()
     if cfg.disable_account_creation:
-        raise XmlError(-1, "The project is not accepting new accounts.")
+        raise RpcError(-1, "The project is not accepting new accounts.")
     if cfg.disable_account_creation_rpc:
         if cfg.no_web_account_creation:
-            raise XmlError(-1, "The project is not accepting new accounts.")
-        raise XmlError(-1, "Please visit the project web site to create an account, "
+            raise RpcError(-1, "The project is not accepting new accounts.")
+        raise RpcError(-1, "Please visit the project web site to create an account, "
                            "then try again.")
     invite_code = None
     pattern = cfg.invite_codes_rpc or cfg.invite_codes
     if pattern:
         invite_code = req.get_str("invite_code")
         if not accounts.invite_code_ok(pattern, invite_code):
-            raise XmlError(-1, "Invalid invitation code")
+            raise RpcError(-1, "Invalid invitation code")
 
     email_addr = passwords.ascii_lower(req.get_str("email_addr"))
     passwd_hash = req.get_str("passwd_hash")
@@ -286,23 +286,23 @@ def create_account(ctx):
 
     problem = accounts.user_name_problem(user_name)
     if problem:
-        raise XmlError(ERR_BAD_USER_NAME, problem)
+        raise RpcError(ERR_BAD_USER_NAME, problem)
     if not accounts.is_valid_email_syntax(email_addr):
-        raise XmlError(ERR_BAD_EMAIL_ADDR)
+        raise RpcError(ERR_BAD_EMAIL_ADDR)
     if accounts.is_banned_email_addr(cfg, email_addr):
-        raise XmlError(ERR_BAD_EMAIL_ADDR)
+        raise RpcError(ERR_BAD_EMAIL_ADDR)
     # The server sees only md5(password + e-mail): min_passwd_length can only
     # be enforced by the client, which reads it from get_project_config.php.
     if len(passwd_hash) != 32:
-        raise XmlError(-1, "password hash length not 32")
+        raise RpcError(-1, "password hash length not 32")
     if accounts.lookup_user_by_previous_email(db, email_addr):
-        raise XmlError(ERR_DB_NOT_UNIQUE)
+        raise RpcError(ERR_DB_NOT_UNIQUE)
 
     with db.transaction():
         user = accounts.lookup_user_by_email(db, email_addr)
         if user:
             if not passwords.matches_stored(passwd_hash, user.passwd_hash):
-                raise XmlError(ERR_DB_NOT_UNIQUE)
+                raise RpcError(ERR_DB_NOT_UNIQUE)
         else:
             ctid = _consent_type_id(db, CONSENT_TYPE_ENROLL)
             terms = _terms_of_use_exist(cfg)
@@ -314,7 +314,7 @@ def create_account(ctx):
                     log_error("Project configuration error! 'CONSENT_TYPE_ENROLL' disabled "
                               "while 'account_creation_rpc_require_consent' enabled!")
                 if consent_flag is None or not source:
-                    raise XmlError(
+                    raise RpcError(
                         ERR_ACCT_REQUIRE_CONSENT,
                         "This project requires you to consent to its terms of use. "
                         "Please update your BOINC software or register via the project's "
@@ -323,7 +323,7 @@ def create_account(ctx):
                 user = accounts.make_user(db, cfg, email_addr, user_name, passwd_hash)
             except DatabaseError as exc:
                 if _duplicate(exc):
-                    raise XmlError(ERR_DB_NOT_UNIQUE) from None
+                    raise RpcError(ERR_DB_NOT_UNIQUE) from None
                 raise
             if cfg.invite_codes_rpc:
                 user_table.set_signature(db, user.id, invite_code)
@@ -357,20 +357,20 @@ def lookup_account(ctx):
     # past the limit, this address or account is refused before any check.
     keys = accounts.login_failure_keys(req.remote_addr)
     if accounts.logins_refused(db, keys):
-        raise XmlError(ERR_BAD_PASSWD, TOO_MANY_FAILURES)
+        raise RpcError(ERR_BAD_PASSWD, TOO_MANY_FAILURES)
     user = accounts.lookup_user_by_email(db, email_addr)
     if not user:
         accounts.record_login_failure(db, keys)
-        raise XmlError(ERR_DB_NOT_FOUND)
+        raise RpcError(ERR_DB_NOT_FOUND)
     keys = accounts.login_failure_keys(req.remote_addr, user)
     if passwd_hash and accounts.logins_refused(db, keys):
-        raise XmlError(ERR_BAD_PASSWD, TOO_MANY_FAILURES)
+        raise RpcError(ERR_BAD_PASSWD, TOO_MANY_FAILURES)
     if not passwd_hash:
         # the caller only asks whether an account with this address exists
         return xml_response("<account_out>\n   <success/>\n</account_out>\n")
     if not accounts.check_passwd(db, user, passwd_hash):
         accounts.record_login_failure(db, keys)
-        raise XmlError(ERR_BAD_PASSWD)
+        raise RpcError(ERR_BAD_PASSWD)
     return xml_response("<account_out>\n<authenticator>%s</authenticator>\n</account_out>\n"
                         % xml_escape(user.authenticator))
 
@@ -390,7 +390,7 @@ def am_get_info(ctx):
     req.check_args(("account_key",))
     user = accounts.lookup_user_by_auth(db, req.get_str("account_key"))
     if not user:
-        raise XmlError(ERR_DB_NOT_FOUND)
+        raise RpcError(ERR_DB_NOT_FOUND)
     weak = passwords.weak_auth(user.id, user.authenticator, user.passwd_hash)
     cpid = passwords.external_cpid(user.cross_project_id, user.email_addr)
     ret = ("<id>%d</id>\n<name>%s</name>\n<country>%s</country>\n<weak_auth>%s</weak_auth>\n"
@@ -456,24 +456,24 @@ def am_set_info(ctx):
     """
     cfg, req = ctx.cfg, ctx.request
     if not cfg.enable_am_set_info_rpc:
-        return error_response(XmlError(-1, "not supported"), header=False)
+        return error_response(RpcError(-1, "not supported"), header=False)
     db = ctx.db()
     # the account key in the body means every parameter is there (POST)
     source = req.post if req.post("account_key") else req.get
     auth = source("account_key", None)
     if auth is None:
-        raise XmlError(-1, "missing or bad parameter: account_key")
+        raise RpcError(-1, "missing or bad parameter: account_key")
 
     def arg(name):
         return source(name, None)
     user = accounts.lookup_user_by_auth(db, auth)
     if not user:
-        raise XmlError(ERR_DB_NOT_FOUND)
+        raise RpcError(ERR_DB_NOT_FOUND)
 
     name = arg("name") or ""
     country = (arg("country") or "") if cfg.user_country else ""
     if not accounts.is_valid_country(country):
-        raise XmlError(-1, "invalid country")
+        raise RpcError(-1, "invalid country")
     global_prefs = (arg("global_prefs") or "").replace("\r\n", "\n")
     project_prefs = (arg("project_prefs") or "").replace("\r\n", "\n")
     if project_prefs:
@@ -498,31 +498,31 @@ def am_set_info(ctx):
               if value]
     if public and accounts.is_banished(db, user.id, now):
         # boincpy's counterpart of BOINC's forum ban (manage_user.php)
-        raise XmlError(-1, "you are banned from posting: your %s can't be changed"
+        raise RpcError(-1, "you are banned from posting: your %s can't be changed"
                        % " and ".join(public))
     new_email = email_addr and email_addr != user.email_addr
     if new_email:
         if accounts.lookup_user_by_email(db, email_addr):
-            raise XmlError(ERR_DB_NOT_UNIQUE, "There's already an account with that email "
+            raise RpcError(ERR_DB_NOT_UNIQUE, "There's already an account with that email "
                                               "address.")
         if accounts.lookup_user_by_previous_email(db, email_addr, now):
-            raise XmlError(ERR_DB_NOT_UNIQUE, "Email address is already in use")
+            raise RpcError(ERR_DB_NOT_UNIQUE, "Email address is already in use")
         if user.email_addr_change_time + 604800 > now:
-            raise XmlError(ERR_BAD_EMAIL_ADDR,
+            raise RpcError(ERR_BAD_EMAIL_ADDR,
                            "Email address was changed within the past 7 days, please look "
                            "for an email to %s if this email change is incorrect."
                            % user.previous_email_addr)
         if (not accounts.is_valid_email_syntax(email_addr)
                 or accounts.is_banned_email_addr(cfg, email_addr)):
-            raise XmlError(ERR_BAD_EMAIL_ADDR, "Invalid email address")
+            raise RpcError(ERR_BAD_EMAIL_ADDR, "Invalid email address")
     if global_prefs:
         why = _bad_xml(global_prefs, "<global_preferences>", "</global_preferences>")
         if why:
-            raise XmlError(ERR_XML_PARSE, "Invalid global preferences: %s" % why)
+            raise RpcError(ERR_XML_PARSE, "Invalid global preferences: %s" % why)
     if project_prefs:
         why = _bad_xml(project_prefs, "<project_preferences>", "</project_preferences>")
         if why:
-            raise XmlError(ERR_XML_PARSE, "Invalid project preferences: %s" % why)
+            raise RpcError(ERR_XML_PARSE, "Invalid project preferences: %s" % why)
 
     changes = {}
 
@@ -532,7 +532,7 @@ def am_set_info(ctx):
     if name:
         problem = accounts.user_name_problem(name)
         if problem:
-            raise XmlError(ERR_BAD_USER_NAME, problem)
+            raise RpcError(ERR_BAD_USER_NAME, problem)
         put("name", accounts.strip_tags(name))
     if country:
         put("country", country)
@@ -568,8 +568,8 @@ def am_set_info(ctx):
                 user_table.update_user_columns(db, user.id, changes)
             except DatabaseError as exc:
                 if _duplicate(exc):
-                    raise XmlError(ERR_DB_NOT_UNIQUE) from None
-                raise XmlError(-1, "database error: %s" % exc) from None
+                    raise RpcError(ERR_DB_NOT_UNIQUE) from None
+                raise RpcError(-1, "database error: %s" % exc) from None
         if all(v is not None for v in consent):
             ctid = _consent_type_id(db, consent[0])
             if ctid is not None:
@@ -593,14 +593,14 @@ def am_set_host_info(ctx):
     req.check_args(("hostid", "account_key", "venue"))
     user = accounts.lookup_user_by_auth(db, req.get_str("account_key"))
     if not user:
-        raise XmlError(ERR_DB_NOT_FOUND)
+        raise RpcError(ERR_DB_NOT_FOUND)
     hostid = req.get_int("hostid")
     owner = db.query_value("SELECT userid FROM host WHERE id = %s", (hostid,), default=None)
     if owner is None or int(owner) != user.id:
-        raise XmlError(ERR_DB_NOT_FOUND)
+        raise RpcError(ERR_DB_NOT_FOUND)
     venue = req.get_str("venue")
     if venue not in ("", "home", "work", "school"):
-        raise XmlError(-1, "bad venue")
+        raise RpcError(-1, "bad venue")
     host_table.set_host_venue(db, hostid, user.id, venue)
     return xml_response("<am_set_host_info_reply>\n    <success/>\n</am_set_host_info_reply>\n")
 
@@ -610,7 +610,7 @@ def req_number(text, name, lo=INT_MIN, hi=INT_MAX):
     BOINC's error for a bad one or one outside [lo, hi] (its column's range)."""
     number = int64(php_numeric(text))
     if number is None or not lo <= number <= hi:
-        raise XmlError(-1, "missing or bad parameter: %s" % name)
+        raise RpcError(-1, "missing or bad parameter: %s" % name)
     return number
 
 
@@ -693,7 +693,7 @@ def show_user(ctx):
         user = (accounts.lookup_user_by_auth(db, auth) if auth
                 else accounts.lookup_user_by_id(db, userid))
         if not user or (not xml and "deleted" in user.authenticator):
-            raise XmlError(ERR_DB_NOT_FOUND)
+            raise RpcError(ERR_DB_NOT_FOUND)
     except BadRequest as exc:
         if xml:
             raise
@@ -755,7 +755,7 @@ def team_lookup(ctx):
     if team_id:
         team = accounts.lookup_team_by_id(db, team_id)
         if not team:
-            raise XmlError(ERR_DB_NOT_FOUND)
+            raise RpcError(ERR_DB_NOT_FOUND)
         return xml_response(team_xml(team))
     if team_ids:
         out, found = ["<teams>\n"], 0
@@ -789,18 +789,18 @@ def create_team(ctx):
     does the same unless ``enable_create_team_rpc`` is set."""
     cfg, req = ctx.cfg, ctx.request
     if not cfg.enable_create_team_rpc:
-        return error_response(XmlError(-1, "Nope"), header=False)
+        return error_response(RpcError(-1, "Nope"), header=False)
     db = ctx.db()
     if cfg.disable_team_creation:
-        raise XmlError(-1, "team creation disabled")
+        raise RpcError(-1, "team creation disabled")
     user = accounts.lookup_user_by_auth(db, req.get_str("account_key"))
     if not user:
-        raise XmlError(ERR_DB_NOT_FOUND)
+        raise RpcError(ERR_DB_NOT_FOUND)
     if accounts.is_banished(db, user.id):
-        raise XmlError(-1, "you are banned from posting: you can't create a team")
+        raise RpcError(-1, "you are banned from posting: you can't create a team")
     name = req.get("name")
     if not name:
-        raise XmlError(-1, "must set team name")
+        raise RpcError(-1, "must set team name")
     url = accounts.strip_tags(req.get_str("url"))
     type_num = accounts.team_type_num(accounts.strip_tags(req.get_str("type")))
     name_html = req.get_str("name_html")
@@ -811,17 +811,17 @@ def create_team(ctx):
     for what, value, limit in (("team name", name, 191), ("url", url, 254),
                                ("name_html", name_html, 254)):
         if len(value) > limit:
-            raise XmlError(-1, "%s may have at most %d characters" % (what, limit))
+            raise RpcError(-1, "%s may have at most %d characters" % (what, limit))
     with db.transaction():
         try:
             team = accounts.make_team(db, user.id, name, url, type_num, name_html,
                                       description, country)
         except DatabaseError as exc:
             if _duplicate(exc):
-                raise XmlError(ERR_DB_NOT_UNIQUE, "could not create team") from None
+                raise RpcError(ERR_DB_NOT_UNIQUE, "could not create team") from None
             raise
         if team is None:
-            raise XmlError(ERR_DB_NOT_UNIQUE, "could not create team")
+            raise RpcError(ERR_DB_NOT_UNIQUE, "could not create team")
         accounts.join_team(db, team, user)
     return xml_response("<create_team_reply>\n    <success/>\n    <team_id>%d</team_id>\n"
                         "</create_team_reply>\n" % team.id)

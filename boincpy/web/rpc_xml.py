@@ -42,7 +42,7 @@ XML_DECLARATION = '<?xml version="1.0" encoding="ISO-8859-1" ?>\n'
 XML_CONTENT_TYPE = "text/xml;charset=UTF-8"
 
 
-class XmlError(BadRequest):
+class RpcError(BadRequest):
     """An ``<error>`` reply: BOINC error number and message.  (Any
     BadRequest a page raises is answered the same way, its number -1.)"""
 
@@ -84,7 +84,7 @@ def xml_response(body, header=True):
 
 
 def error_response(err, header=True):
-    """The reply to a BadRequest (an XmlError or a missing parameter): with
+    """The reply to a BadRequest (an RpcError or a missing parameter): with
     the XML declaration when the page had printed it (xml_header) before
     failing, else PHP's bare text/html block."""
     if header:

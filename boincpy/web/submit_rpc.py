@@ -41,7 +41,7 @@ from boincpy.log import failure_text
 from boincpy.states import BatchState, Outcome, ServerState, ValidateState, WuError
 from boincpy.web import accounts
 from boincpy.web.http import BadRequest, Response, log_error
-from boincpy.web.rpc_xml import XML_CONTENT_TYPE, XML_DECLARATION, XmlError, error_xml, php_float
+from boincpy.web.rpc_xml import XML_CONTENT_TYPE, XML_DECLARATION, RpcError, error_xml, php_float
 from boincpy.web.rpc import RpcContext, format_number
 from boincpy.xml import xml_escape
 

@@ -22,7 +22,7 @@ import importlib
 import os
 
 from boincpy.web.page import PageError, handle_in_project, run_page, serve
-from boincpy.web.rpc_xml import ERR_PROJECT_DOWN, XmlError, error_response
+from boincpy.web.rpc_xml import ERR_PROJECT_DOWN, RpcError, error_response
 from boincpy.web.user import session
 
 # The families, by module: a classic CGI imports only its page's family (its
@@ -79,7 +79,7 @@ def down_reply(page_name, req, pages=None):
     pages and the RSS feeds, which answer the 503 page as BOINC's
     show_project_down (its feeds never set $generating_xml)."""
     if xml_reply(page_name, req, pages):
-        return error_response(XmlError(ERR_PROJECT_DOWN))
+        return error_response(RpcError(ERR_PROJECT_DOWN))
     return None
 
 

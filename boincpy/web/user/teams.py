@@ -54,7 +54,7 @@ from boincpy.web.markup import Markup, fmt, join, link, url
 from boincpy.web.page import (PageError, Redirect, hidden, kv_table, num, render, select,
                               table, text_input)
 from boincpy.web.rpc import format_number, team_xml
-from boincpy.web.rpc_xml import XmlError, error_response, xml_response
+from boincpy.web.rpc_xml import RpcError, error_response, xml_response
 from boincpy.web.user.badges import team_badges_html
 from boincpy.web.user.common import date_str, time_str, user_link
 from boincpy.xml import xml_escape
@@ -1032,7 +1032,7 @@ def team_email_list(ctx):
         try:
             team = accounts.lookup_team_by_id(ctx.rdb, req.get_int("teamid"))
             if team is None:
-                raise XmlError(-136)
+                raise RpcError(-136)
         except BadRequest as exc:       # no such team, a bad teamid: BOINC's <error>
             return error_response(exc)
         creditonly = php_truthy(req.get("creditonly"))
@@ -1069,7 +1069,7 @@ def team_delta(ctx):
     team = accounts.lookup_team_by_id(ctx.db, teamid) if teamid else None
     if team is None or not is_team_admin(ctx.db, user, team):
         if xml:
-            return error_response(XmlError(-1, "Not founder or admin"))
+            return error_response(RpcError(-1, "Not founder or admin"))
         raise _refuse("Not founder or admin.")
     rows = ctx.rdb.query("SELECT d.*, u.name FROM team_delta d LEFT JOIN user u ON u.id = "
                          "d.userid WHERE d.teamid = %s ORDER BY d.timestamp, d.joining DESC",
