@@ -1,7 +1,9 @@
 """Fault test of the persistent mode: the processes (mod_fcgid's) serving
 the scheduler and the upload handler are SIGKILLed while simulated clients
 fetch jobs, upload outputs and report results, and the database server is
-restarted under that load (once shut down cleanly, once killed outright).
+restarted under that load (once shut down cleanly, once killed outright:
+paused first, so that requests are in flight, their statements waiting,
+when it dies).  The database faults are run in classic CGI mode too.
 
 The project is a real one (make_project, ``server_mode persistent`` with two
 processes, a private Apache, bin/start running the feeder and the
@@ -16,7 +18,11 @@ Then: every job has its result reported as a success with its output, correct,
 in upload/; every result a host was acknowledged is in the database as
 reported, by that host (no result lost); no complete reply a client could not
 use, and no HTTP failure beyond one per killed process; after each fault a
-client is served again (a reply with no ``project_is_down``) within seconds.
+client is served again (a reply with no ``project_is_down``) within seconds,
+and so is a web RPC (lookup_account.php, asked all along: every answer
+well-formed XML).  A request that lost its database logged one line naming
+it ("lost connection to database (...)", CRITICAL in scheduler.log): no log
+of the project's and no line of Apache's error log holds a traceback.
 """
 
 import os
@@ -33,6 +39,7 @@ from boincpy.files import dir_hier_path
 from boincpy.states import ClientState, Outcome, ServerState
 from boincpy.testing import simclient as sc
 from boincpy.tools.server_mode import persistent_pids
+from boincpy.xml import tree
 import mariadb_instance
 from conftest import TEST_BASE, make_test_project, remove_test_project
 from tests.sched_env import install_script_app, run_tool
@@ -48,6 +55,7 @@ BACK_WITHIN = 10.0           # seconds from a fault's end to a client served aga
 FINISH_LIMIT = 240.0
 USERS = (("alice", 2), ("bob", 1), ("carol", 1))
 DAEMONS = ("feeder -d 3 --sleep_interval 1", "transitioner -d 3 --sleep_interval 1")
+PAUSE_BEFORE_CRASH = 1.0     # seconds MariaDB is stopped (SIGSTOP) before its SIGKILL
 
 
 @pytest.fixture
@@ -62,15 +70,18 @@ def private_db():
         db.remove()
 
 
-@pytest.fixture
-def persistent_site(private_db):
-    """A made project on the private server, persistent, served by a private Apache."""
+@pytest.fixture(params=["persistent", "classic"])
+def persistent_site(private_db, request):
+    """A made project on the private server, persistent (or classic CGIs),
+    served by a private Apache."""
     from boincpy.tools import server_mode
     from boincpy.tools.httpd import PrivateApache
     p = make_test_project(private_db.params)
+    p.mode = request.param
     server = None
     try:
-        server_mode.set_mode(p.root, "persistent", processes=2)
+        if p.mode == "persistent":
+            server_mode.set_mode(p.root, "persistent", processes=2)
         opts = p.cfg.as_options()
         opts.update(min_sendwork_interval=0, resend_lost_results=1, max_wus_to_send=4,
                     daily_result_quota=10000, maintenance_delay=5)
@@ -129,6 +140,52 @@ def worker_pids(p):
     return persistent_pids(p.root)
 
 
+def web_rpcs(master, email, password, clock, stop, unusable):
+    """lookup_account.php (a web RPC that reads the database) every 0.1 s
+    until ``stop``: "ok" in ``clock`` when it gives the authenticator, "down"
+    for an <error> reply, "failed" for Apache's own error page (a process
+    killed in the request); any other answer that is not well-formed XML
+    goes to ``unusable``."""
+    from boincpy.passwords import client_passwd_hash
+    from urllib.parse import quote
+    url = "%s/lookup_account.php?email_addr=%s&passwd_hash=%s" % (
+        master.rstrip("/"), quote(email), client_passwd_hash(password, email))
+    while not stop.wait(0.1):
+        try:
+            status, body = sc.http_get(url, timeout=30.0)
+        except OSError:
+            clock.add("failed")
+            continue
+        if status >= 500 and body.startswith(b"<!DOCTYPE HTML"):
+            clock.add("failed")
+            continue
+        try:
+            root = tree.parse(sc.cgi_body(body).decode("utf-8", "replace"))
+        except tree.XmlError:
+            unusable.append((status, body[:300]))
+            continue
+        if root.findtext("authenticator"):
+            clock.add("ok")
+        elif root.findtext("error_num") is not None:
+            clock.add("down")
+        else:
+            unusable.append((status, body[:300]))
+
+
+def log_texts(p, server):
+    """{name: text} of the project's logs and Apache's error log."""
+    texts = {}
+    log_dir = p.cfg.host_log_dir
+    for name in sorted(os.listdir(log_dir)):
+        path = os.path.join(log_dir, name)
+        if os.path.isfile(path):
+            with open(path, errors="replace") as f:
+                texts[name] = f.read()
+    with open(server.error_log, errors="replace") as f:
+        texts["apache error.log"] = f.read()
+    return texts
+
+
 def test_worker_killed_and_mariadb_restarted_under_load(persistent_site, private_db):
     p, server = persistent_site
     rng = random.Random(SEED)
@@ -163,6 +220,8 @@ def test_worker_killed_and_mariadb_restarted_under_load(persistent_site, private
                               delay_cap=0.5, idle_delay=0.5, timeout=30.0)
             watched(host, clock)
             hosts.append(host)
+    web_clock = Clock()
+    web_unusable = []
 
     stop = threading.Event()
     errors = []
@@ -177,6 +236,8 @@ def test_worker_killed_and_mariadb_restarted_under_load(persistent_site, private
     threads = [threading.Thread(target=sc.run_host, args=(h, stop, errors), daemon=True)
                for h in hosts]
     threads.append(threading.Thread(target=cron, daemon=True))
+    threads.append(threading.Thread(target=web_rpcs, daemon=True, args=(
+        master, "alice@example.com", "pw-alice", web_clock, stop, web_unusable)))
     for t in threads:
         t.start()
 
@@ -199,6 +260,8 @@ def test_worker_killed_and_mariadb_restarted_under_load(persistent_site, private
     target = step
     plan = ["kill"] * 2 + ["mariadb TERM"] + ["kill"] * 2 + ["mariadb KILL"] + \
         ["kill"] * (WORKER_KILLS - 4)
+    if p.mode == "classic":
+        plan = [what for what in plan if what != "kill"]
     for what in plan:
         wait_reported(target)
         time.sleep(rng.uniform(0.0, 0.5))
@@ -212,6 +275,11 @@ def test_worker_killed_and_mariadb_restarted_under_load(persistent_site, private
             os.kill(rng.choice(pids), signal.SIGKILL)
         else:
             sig = signal.SIGTERM if what.endswith("TERM") else signal.SIGKILL
+            if sig == signal.SIGKILL:
+                # a crash that catches requests in flight: their statements
+                # wait on the stopped server, then its connections end
+                private_db.proc.send_signal(signal.SIGSTOP)
+                time.sleep(PAUSE_BEFORE_CRASH)
             away = private_db.restart(sig)
             what += " (away %.1f s)" % away
         faults.append((what, clock.now()))
@@ -241,6 +309,11 @@ def test_worker_killed_and_mariadb_restarted_under_load(persistent_site, private
                 print("feeder.log:\n" + f.read()[-3000:])
         assert back is not None and back - t < BACK_WITHIN, (what, t, back)
         print("%-28s served again after %.1f s" % (what, back - t))
+        web_back = web_clock.first_ok_after(t)
+        assert web_back is not None and web_back - t < BACK_WITHIN, (what, t, web_back)
+    assert not web_unusable, web_unusable[:3]
+    web_failed = sum(1 for _, what in web_clock.events if what == "failed")
+    assert web_failed <= WORKER_KILLS, web_failed
 
     # no reply a client could not use; HTTP failures only from the killed processes
     for h in hosts:
@@ -277,9 +350,22 @@ def test_worker_killed_and_mariadb_restarted_under_load(persistent_site, private
         for name in h.acked:
             assert state[name]["server_state"] == ServerState.OVER, name
             assert state[name]["hostid"] == hostid_of[h.name], (name, h.name)
+    # a lost database is an expected event: one CRITICAL line, never a traceback
+    texts = log_texts(p, server)
+    for name, text in texts.items():
+        assert "Traceback" not in text, (name, text[text.index("Traceback") - 400:][:3000])
+        assert "Scheduler failed" not in text and ".php failed" not in text, name
+    # (a request waiting on the stopped server lost it under a statement,
+    # or while opening its connection)
+    lost = [line for text in texts.values() for line in text.splitlines()
+            if "lost connection to database (" in line
+            or "cannot reach the database server" in line]
+    print("lines of requests that lost the database: %d\n  %s"
+          % (len(lost), "\n  ".join(sorted({line.split("]")[-1].strip()[:120]
+                                           for line in lost}))))
+    assert lost, "no request was in flight when MariaDB died"
     # the scheduler noticed the lost connections and carried on
-    with open(os.path.join(p.cfg.host_log_dir, "scheduler.log")) as f:
-        log = f.read()
+    log = texts["scheduler.log"]
     # (whether a surviving worker met a broken connection depends on which
     # workers the kills took: test_persistent.py proves the reconnection)
     print("scheduler.log: %d reconnections, %d failed opens"
