@@ -78,6 +78,11 @@ NOT_RUN = {
     "chgrp www-data /srv/boincpy/myproj/html/ops/.htpasswd\n"
     "chmod 640 /srv/boincpy/myproj/html/ops/.htpasswd":
         ("tests/test_httpd.py", "def test_ops_pages_need_the_password"),
+    # BOINC's own tools/upgrade needs BOINC's built source tree; what it reads
+    # is checked by the test named
+    "bin/upgrade --for_boinc --yes /srv/boincpy/myproj\ncd /usr/local/src/boinc\n"
+    "echo y | tools/upgrade /srv/boincpy/myproj":
+        ("tests/test_upgrade.py", "def test_for_boinc_prepares_what_boincs_upgrade_reads"),
     # the operator's crontab: what the cron line runs is tested
     "crontab -l 2>/dev/null | cat - /srv/boincpy/myproj/myproj.cronjob | crontab -":
         ("tests/test_control.py", "def test_cron_restarts_a_daemon_that_died"),

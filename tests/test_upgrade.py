@@ -179,6 +179,8 @@ def cxx_project(made_project):
     p = made_project
     root = p.root
     _write(os.path.join(root, "config.xml"), _cxx_config(p), 0o640)
+    if os.geteuid() == 0:         # the web server reads it, as BOINC's PHP did
+        shutil.chown(os.path.join(root, "config.xml"), group="www-data")
     p.reload()
     for rel in ("cgi-bin/cgi", "cgi-bin/file_upload_handler", "bin/feeder",
                 "bin/transitioner", "bin/file_deleter", "bin/my_validator"):
@@ -466,3 +468,30 @@ def test_for_boinc_prepares_what_boincs_upgrade_reads(made_project):
     changed = {rel for rel in set(before) | set(after) if before.get(rel) != after.get(rel)}
     assert {r for r in changed if not r.startswith(("html/project", "upgrade_backup"))} == \
         {p.short_name + ".httpd.conf", "db_revision"}
+
+
+@pytest.mark.slow
+def test_apache_runs_boincpys_pages_and_leaves_the_php_ones_to_php(cxx_project):
+    """Under Apache, after the take-over: boincpy's pages run as CGIs, the
+    project's own PHP pages are not (PHP's handler has them; without PHP, as
+    here, Apache serves the file), the scheduler answers."""
+    import urllib.error
+    import urllib.request
+    from boincpy.tools.httpd import PrivateApache
+    p = cxx_project
+    proc = upgrade(p.root, "--yes")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    server = PrivateApache(p.root, p.port, user="www-data" if os.geteuid() == 0 else None)
+    server.start()
+    try:
+        try:
+            with urllib.request.urlopen(p.master_url + "get_project_config.php",
+                                        timeout=30) as r:
+                body = r.read().decode()
+        except urllib.error.HTTPError:
+            pytest.fail(open(server.error_log).read()[-3000:])
+        assert "<project_config>" in body and "<name>Reference Project</name>" in body
+        with urllib.request.urlopen(p.master_url + CXX_ONLY_USER[0], timeout=30) as r:
+            assert r.read().startswith(b"<?php")       # not run as a CGI
+    finally:
+        server.stop(graceful=False)

@@ -154,6 +154,7 @@ def project_spec(project, srcdir):
     and names as config.xml gives them), for the files make_project writes."""
     import pwd
 
+    from boincpy import fcgi_pool
     from boincpy.tools import make_project as mp
     from boincpy.tools import server_mode
     cfg = project.cfg
@@ -164,12 +165,8 @@ def project_spec(project, srcdir):
         cgi_url = cfg.upload_url[:-len("file_upload_handler")]
     cgi_url = cgi_url or url_base + project.short_name + "_cgi/"
     ops_url = url_base + project.short_name + "_ops/"
-    httpd_user = raw.get("httpd_user") or "www-data"
-    try:
-        httpd_gid = pwd.getpwnam(httpd_user).pw_gid
-    except KeyError:
-        raise ToolError("%s: <httpd_user> %s is no user on this machine" % (cfg.path, httpd_user)) \
-            from None
+    httpd_user = fcgi_pool.httpd_user(project.root)
+    httpd_gid = pwd.getpwnam(httpd_user).pw_gid
     persistent, processes = False, server_mode.DEFAULT_PROCESSES
     if os.path.isfile(project.conf_path):
         with open(project.conf_path, encoding="utf-8", errors="replace") as f:
@@ -364,6 +361,10 @@ def report_config(project, srcdir, say):
             "by boincpy): %s" % ", ".join(sorted(cfg.unknown)))
     else:
         say("config.xml is kept as it is (boincpy knows every option in it)")
+    if "httpd_user" not in cfg.raw:
+        say("NOTE: config.xml has no <httpd_user> (BOINC's make_project doesn't write it): "
+            "the web server's user is taken to be www-data; add <httpd_user> if it is "
+            "another")
     ours = _program_names(srcdir)
     own = []
     for spec in list(cfg.daemons) + list(cfg.tasks):
