@@ -349,12 +349,19 @@ def test_take_over_keeps_everything_and_the_scheduler_knows_the_hosts(cxx_projec
     body = body.replace(b"<rpc_seqno>", b"<rpc_seqno>1")      # newer than the row's 3
     env = {"PATH": "/usr/bin:/bin", "BOINC_PROJECT_DIR": root, "REQUEST_METHOD": "POST",
            "CONTENT_LENGTH": str(len(body))}
+    # ... and accepts the result it was sent before the switch (old_wu_1_0)
+    report = fixture_text("reference-server", "sched", "05_report1_no_work_available.request.xml")
+    report = report.replace(b"uc_init_3_0", b"old_wu_1_0").replace(b"<rpc_seqno>", b"<rpc_seqno>2")
+
+    def post(data):
+        env["CONTENT_LENGTH"] = str(len(data))
+        return subprocess.run([os.path.join(root, "cgi-bin", "cgi")], input=data, env=env,
+                              capture_output=True, cwd=os.path.join(root, "cgi-bin"), timeout=60)
     feeder = SchedEnv(root, p.db_root_params)       # boincpy's feeder fills the job array
     try:
         feeder.job_array()
-        reply = subprocess.run([os.path.join(root, "cgi-bin", "cgi")], input=body, env=env,
-                               capture_output=True, cwd=os.path.join(root, "cgi-bin"),
-                               timeout=60)
+        reply = post(body)
+        reported = post(report)
     finally:
         feeder.close_array()
         feeder.conn.close()
@@ -364,7 +371,12 @@ def test_take_over_keeps_everything_and_the_scheduler_knows_the_hosts(cxx_projec
     assert "<hostid>" not in text or "<hostid>1</hostid>" in text
     hosts = _rows(p, "host")
     assert [h["id"] for h in hosts] == [1, 2]           # no new host made
-    assert hosts[0]["rpc_seqno"] == 10, (text, reply.stderr.decode()[-3000:])
+    assert hosts[0]["rpc_seqno"] > 3            # both requests taken as host 1's
+    text = reported.stdout.decode(errors="replace")
+    assert "<result_ack>\n    <name>old_wu_1_0</name>" in text, \
+        text[:3000] + reported.stderr.decode()[-2000:]
+    (res,) = [r for r in _rows(p, "result") if r["name"] == "old_wu_1_0"]
+    assert (res["server_state"], res["outcome"], res["hostid"]) == (5, 1, 1)
 
 
 def test_second_run_replaces_nothing_and_a_boincpy_project_gets_boincs_files(made_project):
