@@ -507,3 +507,26 @@ def test_apache_runs_boincpys_pages_and_leaves_the_php_ones_to_php(cxx_project):
             assert r.read().startswith(b"<?php")       # not run as a CGI
     finally:
         server.stop(graceful=False)
+
+
+def test_server_only_and_web_only(cxx_project):
+    """--server_only installs the programs, --web_only the pages and the
+    Apache configuration (without stopping the project), as BOINC's."""
+    p = cxx_project
+    root = p.root
+    before = _tree(root)
+    proc = upgrade(root, "--server_only", "--yes")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    after = _tree(root)
+    changed = {r for r in before if before[r] != after.get(r)}
+    assert "cgi-bin/cgi" in changed and "bin/feeder" in changed
+    assert not {r for r in changed if r.startswith("html/")}
+    assert p.short_name + ".httpd.conf" not in changed
+    assert open(os.path.join(root, STOP_LOG)).read().split() == ["stop"]
+    proc = upgrade(root, "--web_only", "--yes")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    final = _tree(root)
+    changed = {r for r in after if after[r] != final.get(r)}
+    assert "html/user/index.php" in changed and p.short_name + ".httpd.conf" in changed
+    assert not {r for r in changed if r.startswith(("bin/", "cgi-bin/"))}
+    assert open(os.path.join(root, STOP_LOG)).read().split() == ["stop"]   # not stopped again
