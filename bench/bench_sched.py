@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Scheduler throughput under Apache: boincpy's CGI, boincpy's persistent
-mode (processes mod_fcgid runs) and BOINC's C++ CGI, side by side.
+mode (FastCGI workers behind mod_proxy_fcgi) and BOINC's C++ CGI, side by side.
 
 Builds a throwaway project (under /var/tmp, readable by www-data) with its own
 database and database account, a private Apache (prefork + mod_cgi, children
-running as www-data, no keep-alive: a new TCP connection per RPC; plus four
-mod_fcgid processes for the persistent mode) on a free loopback port;
+running as www-data, no keep-alive: a new TCP connection per RPC; plus the
+project's four FastCGI workers, boincpy.fcgi_pool, for the persistent mode) on
+a free loopback port;
 then replays the reference server's captured work-fetch request
 (other_results stripped) from many simulated hosts (authenticator, hostid,
 rpc_seqno and host CPID varied per host) and prints requests/s and
@@ -27,11 +28,14 @@ without it only boincpy's two modes are measured.
 ``--profile`` prints where one CGI request's time goes instead (interpreter
 start-up, imports, configuration, parsing, database, reply) and the profile
 of one persistent request (cProfile, work sent); ``--memory N`` serves N
-requests in one persistent process and prints its resident set size.
+requests in one persistent process and prints its resident set size;
+``--restart`` restarts Apache and prints the p95 latency of the first 100
+no-work requests after it against that of the next ones (the persistent
+mode's workers are up before the first: no stall), for each server.
 
     python bench/bench_sched.py [--requests N] [--min_seconds S] [--hosts H] [--conc 1,2,4]
                                 [--scenarios a,b,...] [--servers cxx,cgi,persistent]
-                                [--cxx_dir DIR] [--profile] [--memory N] [--keep]
+                                [--cxx_dir DIR] [--profile] [--memory N] [--restart] [--keep]
 
 Needs root (it creates the Apache config, a database account and files
 owned by www-data), Debian's apache2, and MariaDB reachable as in the tests.
@@ -59,6 +63,7 @@ import MySQLdb  # noqa: E402
 
 from conftest import EXAMPLE_IN, EXAMPLE_OUT, root_db_params  # noqa: E402
 from sched_env import FIXTURES, reference_app_version_xml  # noqa: E402
+from boincpy import fcgi_pool  # noqa: E402
 from boincpy.config import short_hostname, write_config  # noqa: E402
 from boincpy.db import schema  # noqa: E402
 from boincpy.testing.simclient import ReportedResult, UploadedFile  # noqa: E402
@@ -113,9 +118,9 @@ class Project:
         from boincpy.tools.make_project import cgi_paths, copy_tree_files
         copy_tree_files(os.path.join(REPO, "cgi-bin"), os.path.join(root, "cgi-bin"),
                         sys.executable, cgi_paths(sys.executable))
-        # the persistent mode: a file named cgi handed to the processes
+        # the persistent mode: a file named cgi handed to the workers
         with open(os.path.join(root, "cgi-fcgi", "cgi"), "w") as f:
-            f.write("served by mod_fcgid's processes (boincpy.persistent)\n")
+            f.write("served by the FastCGI workers (boincpy.fcgi_pool)\n")
         from boincpy.tools.server_mode import write_fcgi_script
         self.fcgi_script = write_fcgi_script(root)
         if self.cxx_dir:
@@ -266,11 +271,14 @@ def free_port():
 class Apache:
     """A private Apache: prefork, mod_cgi, children as www-data, no keep-alive."""
 
-    MODULES = ("mpm_prefork", "authz_core", "alias", "mime", "cgi", "env", "fcgid")
+    MODULES = ("mpm_prefork", "authz_core", "alias", "mime", "cgi", "env", "proxy",
+               "proxy_fcgi")
 
     def __init__(self, project, workers=8, processes=4):
         self.processes = processes
         self.pool_filled = False
+        self.project = project
+        self.workers = None
         self.dir = os.path.join(project.root, "apache")
         os.makedirs(self.dir)
         self.port = free_port()
@@ -298,11 +306,6 @@ Timeout 120
 TypesConfig /etc/mime.types
 ScriptAlias /bench_cgi/ %(root)s/cgi-bin/
 Alias /bench_fcgi/ %(root)s/cgi-fcgi/
-FcgidIPCDir %(dir)s/fcgid
-FcgidProcessTableFile %(dir)s/fcgid_shm
-FcgidMaxProcessesPerClass %(processes)d
-FcgidMinProcessesPerClass %(processes)d
-FcgidMaxRequestsPerProcess 0
 <Directory />
     Require all denied
 </Directory>
@@ -311,14 +314,28 @@ FcgidMaxRequestsPerProcess 0
     Require all granted
 </Directory>
 <Directory %(root)s/cgi-fcgi>
-    SetHandler fcgid-script
-    FcgidWrapper %(script)s virtual
-    Options ExecCGI
+    SetHandler "proxy:unix:%(socket)s|fcgi://boincpy-bench/"
+    ProxyFCGIBackendType GENERIC
     Require all granted
 </Directory>
 """ % {"port": self.port, "dir": self.dir, "mods": mods, "workers": workers,
-                "max": workers * 2, "root": project.root, "processes": processes,
-                "script": project.fcgi_script})
+                "max": workers * 2, "root": project.root,
+                "socket": fcgi_pool.socket_path(project.root)})
+        self.start()
+
+    def start_workers(self):
+        """The persistent mode's workers, as bin/start runs them (its pid
+        file included), all up before the first request."""
+        os.makedirs(os.path.dirname(fcgi_pool.pid_path(self.project.root)), exist_ok=True)
+        self.workers = subprocess.Popen([self.project.fcgi_script], start_new_session=True,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with open(fcgi_pool.pid_path(self.project.root), "w") as f:
+            f.write("%d\n" % self.workers.pid)
+        if not fcgi_pool.wait_ready(self.project.root, 60):
+            raise RuntimeError("the FastCGI workers did not start")
+        self.pool_filled = True
+
+    def start(self):
         subprocess.run(["apache2", "-f", self.conf, "-k", "start"], check=True,
                        env={"PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin")})
         self.pid = None
@@ -331,7 +348,7 @@ FcgidMaxRequestsPerProcess 0
             except (OSError, ValueError):
                 time.sleep(0.05)
 
-    def stop(self):
+    def stop(self, workers=True):
         if self.pid:
             try:
                 os.kill(self.pid, signal.SIGTERM)
@@ -343,6 +360,10 @@ FcgidMaxRequestsPerProcess 0
                 except ProcessLookupError:
                     break
                 time.sleep(0.05)
+        if workers and self.workers is not None:
+            self.workers.send_signal(signal.SIGHUP)
+            self.workers.wait(60)
+            self.workers = None
 
 
 class Feeder:
@@ -893,6 +914,9 @@ def main(argv=None):
     parser.add_argument("--profile", action="store_true", help="profile one request only")
     parser.add_argument("--memory", type=int, default=0, metavar="N",
                         help="RSS of one persistent process over N requests only")
+    parser.add_argument("--restart", action="store_true",
+                        help="p95 of the first 100 requests after an Apache restart vs the "
+                             "next ones, only")
     parser.add_argument("--keep", action="store_true", help="keep the project and database")
     args = parser.parse_args(argv)
     if os.geteuid() != 0:
@@ -927,6 +951,10 @@ def main(argv=None):
             persistent_profile(project, feeder, key)
             return 0
         apache = Apache(project, workers=max(levels) + 2)
+        if args.restart:
+            restart_figures(project, feeder, apache, key, servers, max(levels),
+                            max(3, args.rounds))
+            return 0
         print("%-40s %4s %-10s %7s %7s %7s %7s  %5s" % (
             "scenario (new connection per RPC)", "conc", "server", "req/s", "p50", "p95",
             "p99", "/C++"))
@@ -967,7 +995,7 @@ def cpu_by_process():
     """CPU seconds (user + system, reaped children included) used so far by
     each kind of process a request passes through: the database server, the
     web server (Apache's children, and the CGIs they reaped), the persistent
-    workers (mod_fcgid's, running PROJECT/fcgi/boincpy.fcgi) and this benchmark."""
+    workers (running PROJECT/fcgi/boincpy.fcgi) and this benchmark."""
     import psutil
     from boincpy.tools.server_mode import FCGI_DIR, FCGI_SCRIPT
     fcgi_script = os.path.join(FCGI_DIR, FCGI_SCRIPT)
@@ -994,19 +1022,34 @@ def cpu_by_process():
     return kinds
 
 
-def fill_pool(project, apache, key):
-    """Start all of the persistent mode's processes before measuring it.
-    mod_fcgid starts one at the first request, and another only when a
-    request found every process busy for a second: bursts of no-work
-    requests, many at once, until all are up (at most 20 s), so that no
-    measurement waits for a start."""
-    reqs = Requests(project, key, want_work=False)
-    deadline = time.monotonic() + 20
-    from boincpy.tools.server_mode import persistent_pids
-    while len(persistent_pids(project.root)) < apache.processes and time.monotonic() < deadline:
-        run_load(apache.port, reqs, 8 * apache.processes, 4 * apache.processes, warmup=0,
-                 path=PATHS["persistent"])
-    apache.pool_filled = True
+def restart_figures(project, feeder, apache, key, servers, conc, rounds, later=400, first=100):
+    """p95 of the first ``first`` no-work requests after an Apache restart
+    against that of the ``later`` ones that follow, per server, ``rounds``
+    restarts each (after a warm-up, so that every host has had its first
+    RPC and the database its caches), with the median ratio."""
+    print("%-12s %4s %12s %12s %7s   (no work requested, after an Apache restart)"
+          % ("server", "conc", "p95 first %d" % first, "p95 next %d" % later, "ratio"))
+    feeder.start(100)
+    try:
+        for server in servers:
+            if server == "persistent" and not apache.pool_filled:
+                apache.start_workers()
+            reqs = Requests(project, key, want_work=False)
+            run_load(apache.port, reqs, 2 * project.nhosts, conc, warmup=0, path=PATHS[server])
+            ratios = []
+            for _ in range(rounds):
+                apache.stop(workers=False)
+                apache.start()
+                head = run_load(apache.port, reqs, first, conc, warmup=0, path=PATHS[server])
+                tail = run_load(apache.port, reqs, later, conc, warmup=0, path=PATHS[server])
+                ratios.append(head["p95"] / tail["p95"])
+                print("%-12s %4d %9.1f ms %9.1f ms %7.2f   errors %d"
+                      % (server, conc, head["p95"], tail["p95"], ratios[-1],
+                         head["errors"] + tail["errors"]))
+            print("%-12s median ratio %.2f over %d restarts" % (
+                server, sorted(ratios)[len(ratios) // 2], len(ratios)))
+    finally:
+        feeder.stop()
 
 
 def run_server(project, feeder, apache, key, name, conc, server, n, min_seconds=0.0):
@@ -1040,7 +1083,7 @@ def run_server(project, feeder, apache, key, name, conc, server, n, min_seconds=
         return stats
 
     if server == "persistent" and not apache.pool_filled:
-        fill_pool(project, apache, key)
+        apache.start_workers()
     supply(n + slots + 50 if name.startswith("sent_") else n)
     feeder.start(slots, cxx=cxx)
     feeder.wait_filled(min(slots, 100) if name.startswith("sent_") else 0, cxx=cxx)

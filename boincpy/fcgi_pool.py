@@ -242,9 +242,10 @@ class Master:
             os.setgroups([])
             os.setgid(self.user[1])
             os.setuid(self.user[0])
+        app = self.app
+        _warm(app.resident)
         os.write(self.ready_w, b"%d\n" % os.getpid())
         os.close(self.ready_w)
-        app = self.app
 
         def respond(environ, stream):
             out = app.respond(environ, stream)
@@ -330,6 +331,23 @@ class Master:
                 os.unlink(path)
             except OSError:
                 pass
+
+
+def _warm(resident):
+    """What a worker's first request would open, opened before it is ready:
+    the configuration, the database connection, the feeder's job array (each
+    one left to the first request if it can't be had now)."""
+    from boincpy.errors import BoincpyError
+    try:
+        cfg = resident.config()
+    except (BoincpyError, OSError):
+        return
+    for step in (resident.database, resident.job_array):
+        try:
+            step(cfg)
+        except (BoincpyError, OSError) as exc:
+            _log("normal", "worker %d: %s at start (left to the first request): %s"
+                 % (os.getpid(), step.__name__, exc))
 
 
 def _ended(status):
