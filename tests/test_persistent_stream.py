@@ -18,6 +18,7 @@ import pytest
 
 from boincpy import crypto, fcgi_pool
 from boincpy.files import dir_hier_path
+from tests.test_end_to_end import fullrun  # noqa: F401  (the demo over a fresh project)
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="Apache's children run as www-data")]
@@ -210,3 +211,153 @@ class server_site:
 
     def __init__(self, server, project):
         self.upload_url = project.upload_url
+
+
+class CuttingProxy:
+    """An HTTP proxy on 127.0.0.1 for a stock client: it passes requests on to
+    the web server, except the first upload of a file of more than
+    ``min_nbytes``, which it passes on up to half of the file's bytes and then
+    drops (both connections closed, no reply): a volunteer's connection lost
+    in the middle of an upload.  ``cuts``: (file name, bytes of the file
+    passed on, its size)."""
+
+    def __init__(self, min_nbytes):
+        import threading
+        self.min_nbytes = min_nbytes
+        self.cuts = []
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self):
+        self.closed = True
+        self.listener.close()
+
+    def _accept(self):
+        import threading
+        while not self.closed:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    @staticmethod
+    def _read_head(conn):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return None, b""
+            data += chunk
+        head, rest = data.split(b"\r\n\r\n", 1)
+        return head, rest
+
+    def _serve(self, conn):
+        from urllib.parse import urlsplit
+        try:
+            head, body = self._read_head(conn)
+            if head is None:
+                return
+            lines = head.decode("latin-1").split("\r\n")
+            method, url, version = lines[0].split(" ", 2)
+            target = urlsplit(url)
+            headers = [h for h in lines[1:] if h.split(":", 1)[0].lower() not in
+                       ("proxy-connection", "connection", "expect", "keep-alive")]
+            length = next((int(h.split(":", 1)[1]) for h in headers
+                           if h.lower().startswith("content-length:")), 0)
+            if any(h.lower().startswith("expect:") for h in lines[1:]):
+                conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+            while len(body) < length:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                body += chunk
+            up = socket.create_connection((target.hostname, target.port or 80), timeout=60)
+            path = target.path + ("?" + target.query if target.query else "")
+            up.sendall(("%s %s %s\r\n%s\r\nConnection: close\r\n\r\n" % (
+                method, path, version, "\r\n".join(headers))).encode("latin-1"))
+            cut = self._cut_at(body)
+            if cut is not None:
+                up.sendall(body[:cut])
+                time.sleep(1.0)         # what was sent reaches the server, then the drop
+                up.close()
+                return
+            up.sendall(body)
+            while True:
+                chunk = up.recv(65536)
+                if not chunk:
+                    break
+                conn.sendall(chunk)
+            up.close()
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def _cut_at(self, body):
+        if self.cuts or b"<file_upload>" not in body:
+            return None
+        m = re.search(rb"<name>([^<]+)</name>.*?<nbytes>(\d+)</nbytes>.*?<data>\n", body, re.S)
+        if not m or int(m.group(2)) <= self.min_nbytes:
+            return None
+        nbytes = int(m.group(2))
+        self.cuts.append((m.group(1).decode(), nbytes // 2, nbytes))
+        return m.end() + nbytes // 2
+
+
+def test_the_stock_client_resumes_an_upload_cut_at_half(fullrun):
+    """In persistent mode a stock 7.20.5 client whose connection drops in the
+    middle of an upload asks the data server what it kept (get_file_size) and
+    sends only the rest: the file completes with the bytes of both tries."""
+    from boincpy.tools.demo import expected_output
+    from tests.test_end_to_end import _batch_results, _output_name
+    run = fullrun
+    demo = run(njobs=5, min_quorum=1, volunteers=1, until="reported",
+               daemons=("feeder -d 3", "transitioner -d 3"), persistent=True)
+    # the client's output files: 76 bytes to 12 kB; the client asks what the
+    # server has of a file before uploading it only past 8 kB
+    proxy = CuttingProxy(min_nbytes=8192)
+    make_volunteers = demo.make_volunteers
+
+    def through_the_proxy():
+        volunteers = make_volunteers()
+        for v in volunteers:
+            v.client.options["proxy_info"] = (
+                "<http_server_name>127.0.0.1</http_server_name>"
+                "<http_server_port>%d</http_server_port>" % proxy.port)
+            base = v.client.environment
+
+            def environment(base=base):
+                env = base()
+                env.pop("no_proxy", None)   # loopback traffic through the proxy
+                env.pop("NO_PROXY", None)
+                return env
+            v.client.environment = environment
+        return volunteers
+    demo.make_volunteers = through_the_proxy
+    try:
+        demo.run()
+    finally:
+        proxy.close()
+    assert len(proxy.cuts) == 1, proxy.cuts
+    name, sent, nbytes = proxy.cuts[0]
+    cfg = demo.cfg
+    (v,) = demo.volunteers
+    log = v.client.log_text()
+    assert re.search(r"Temporarily failed upload of %s" % re.escape(name), log), log[-3000:]
+    assert re.search(r"Finished upload of %s" % re.escape(name), log)
+    with open(os.path.join(cfg.host_log_dir, "file_upload_handler.log")) as f:
+        handler_log = f.read()
+    kept = int(re.search(r"get_file_size: %s has (\d+) bytes" % re.escape(name),
+                         handler_log).group(1))
+    assert 0 < kept <= sent
+    assert "Uploaded %s (%d bytes, offset %d)" % (name, nbytes, kept) in handler_log
+    results = _batch_results(run, demo.batch)
+    (r,) = [r for r in results if _output_name(r) == name]
+    i = int(r["wu_name"].rsplit("_", 1)[1])
+    with open(dir_hier_path(cfg.upload_dir, name, cfg.uldl_dir_fanout)) as f:
+        assert f.read() == expected_output(demo.batch, i)
