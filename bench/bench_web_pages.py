@@ -16,7 +16,7 @@ and a team of M members (default 1,000).
 With --apache, the same rows go into a project made by make_project (as
 tests/conftest.make_test_project makes one, on a free loopback port), served
 by a private Apache as classic CGIs and then in persistent mode (--processes
-N mod_fcgid processes, all started before measuring); a load client on
+N FastCGI workers, all up before measuring: the private Apache starts them); a load client on
 127.0.0.1 (bare sockets, one connection a request, each concurrent stream its
 own process; the volunteer's ``auth`` cookie for home.php and results.php)
 sends --warmup requests, then GETs each page for S seconds (at most
@@ -351,18 +351,6 @@ def run_load(port, path, cookie, marker, conc, seconds, max_requests):
             "errors": sum(p["errors"] for p in parts)}
 
 
-def fill_pool(root, port, path, processes):
-    """Start every persistent process before measuring: mod_fcgid starts one
-    at the first request and another only when a request has waited for a
-    busy one, so bursts of concurrent requests until all are up (20 s at
-    most)."""
-    from boincpy.tools.server_mode import persistent_pids
-    deadline = time.monotonic() + 20
-    while len(persistent_pids(root)) < processes and time.monotonic() < deadline:
-        run_load(port, path, None, b"", 2 * processes, 1.0, 10 ** 6)
-    return len(persistent_pids(root))
-
-
 def measure_mode(project, mode, pages, args):
     """Serve ``project`` in ``mode`` ("cgi" or "persistent") and load each
     page at concurrency 1 and 2; returns {(page label, conc): stats}."""
@@ -375,8 +363,9 @@ def measure_mode(project, mode, pages, args):
     try:
         base = urlsplit(project.master_url).path
         if mode == "persistent":
-            up = fill_pool(project.root, project.port, base + "top_users.php", args.processes)
-            print("persistent mode: %d of %d processes running" % (up, args.processes))
+            from boincpy.tools.server_mode import persistent_pids
+            print("persistent mode: %d of %d processes running"
+                  % (len(persistent_pids(project.root)), args.processes))
         for label, query, auth, marker in pages:
             path = base + label + ("?" + query if query else "")
             for _ in range(args.warmup):

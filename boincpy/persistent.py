@@ -127,8 +127,8 @@ class Application:
 
     def respond(self, environ, stream):
         """The CGI output (bytes) for one request, or None for an unknown
-        script.  What goes to stderr reaches the web server's error log
-        (mod_fcgid sends it there)."""
+        script.  What goes to stderr reaches the workers' log
+        (log_HOST/boincpy_fcgi.log)."""
         script = environ.get("SCRIPT_NAME", "").rstrip("/").rsplit("/", 1)[-1]
         if script == SCHEDULER:
             from boincpy.sched import handler

@@ -342,7 +342,7 @@ def apache(made_project, request):
     """A running private Apache serving ``made_project`` (children run as www-data).
 
     Parametrize it indirectly with "cgi" (the default) or "persistent" (the
-    scheduler, upload handler and web RPCs in two mod_fcgid processes,
+    scheduler, upload handler and web RPCs in two FastCGI workers,
     bin/server_mode) to run a test in either mode."""
     from boincpy.tools.httpd import PrivateApache
     mode = getattr(request, "param", "cgi")

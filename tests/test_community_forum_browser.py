@@ -3,7 +3,7 @@ against a project made by make_project under a private Apache, through the
 pages' own links and forms: a volunteer posts a thread (subscribing to it),
 a second one subscribes too and replies quoting the first post, which
 notifies the first (home.php's notice leads to the thread); then the boards once more in the persistent mode
-(mod_fcgid), where the first volunteer answers.  One Apache serves the
+(FastCGI workers), where the first volunteer answers.  One Apache serves the
 module; screenshots go to tests/artifacts/forum-screens/."""
 
 import os

@@ -3,7 +3,7 @@ project made by make_project under a private Apache, through the pages' own
 links and forms: a moderator opens a post's moderation choices, hides the
 post with a reason, locks its thread; the author logs in and reads the
 moderation notices in their private messages.  Once as CGIs, once in the
-persistent mode (mod_fcgid).  One Apache serves the module."""
+persistent mode (FastCGI workers).  One Apache serves the module."""
 
 import os
 import time

@@ -154,7 +154,7 @@ def test_scheduler_five_jobs_through_one_stock_client(fullrun, persistent):
     """The scheduler issue: jobs sent, run, uploaded and reported by one stock
     client (app signatures checked as the client always does; upload
     certificates checked by the data server), with the scheduler and upload
-    handler as CGIs and as persistent processes (mod_fcgid)."""
+    handler as CGIs and as persistent processes (FastCGI workers)."""
     run = fullrun
     demo = run(njobs=5, min_quorum=1, volunteers=1, until="reported",
                daemons=("feeder -d 3", "transitioner -d 3"), persistent=persistent)

@@ -1,5 +1,5 @@
 """boincpy.fcgi: the FastCGI responder of the persistent mode, spoken to
-record by record as a web server would (mod_fcgid's own use is covered by
+record by record as a web server would (its use behind mod_proxy_fcgi is covered by
 test_persistent and the Apache tests run in both modes)."""
 
 import os

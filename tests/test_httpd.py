@@ -105,7 +105,7 @@ def test_download_is_static_with_byte_ranges(shared_apache):
     assert status == 200 and body.startswith(b"#!/bin/sh")
 
 
-# the upload handler as a CGI and in the persistent mode's processes (mod_fcgid)
+# the upload handler as a CGI and in the persistent mode's FastCGI workers
 BOTH_MODES = pytest.mark.parametrize("apache", ["cgi", "persistent"], indirect=True)
 
 

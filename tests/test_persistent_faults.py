@@ -1,4 +1,4 @@
-"""Fault test of the persistent mode: the processes (mod_fcgid's) serving
+"""Fault test of the persistent mode: the processes (FastCGI workers) serving
 the scheduler and the upload handler are SIGKILLed while simulated clients
 fetch jobs, upload outputs and report results, and the database server is
 restarted under that load (once shut down cleanly, once killed outright:
@@ -136,7 +136,7 @@ def watched(host, clock):
 
 
 def worker_pids(p):
-    """The project's persistent processes (mod_fcgid's)."""
+    """The project's persistent processes (its FastCGI workers)."""
     return persistent_pids(p.root)
 
 

@@ -22,7 +22,7 @@ WWW_UID = pwd.getpwnam("www-data").pw_uid
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0, reason="Apache's children run as www-data"),
-    # every test as CGIs and as persistent processes (mod_fcgid)
+    # every test as CGIs and as persistent processes (FastCGI workers)
     pytest.mark.parametrize("apache", ["cgi", "persistent"], indirect=True),
 ]
 

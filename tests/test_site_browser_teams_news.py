@@ -7,7 +7,7 @@ pages' own links and forms:
 * the operator posts a news item on the ops page news.php; old_news.php and
   rss_main.php show it;
 * the same pages once more with the project switched to the persistent mode
-  (mod_fcgid);
+  (FastCGI workers);
 * the stock 7.20.5 client, attached, finds the notices feed in gui_urls.xml
   (sent by the scheduler), fetches notices.php and lists the news item.
 

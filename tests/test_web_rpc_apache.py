@@ -12,7 +12,7 @@ from boincpy import passwords
 from webrpc_util import (HEX32, NUMBER, WEAK_AUTH, assert_same_elements, error_of,
                          fixture_response, text_of)
 
-# every test with the pages as CGIs and in persistent processes (mod_fcgid)
+# every test with the pages as CGIs and in persistent processes (FastCGI workers)
 pytestmark = pytest.mark.parametrize("apache", ["cgi", "persistent"], indirect=True)
 
 EMAIL = "Tester@Example.com"

@@ -121,7 +121,7 @@ class Settings:
     timeout: float = 900.0
     verbose: bool = False
     plan_class: str = ""        # install the example app as PLATFORM__PLAN_CLASS (e.g. "mt")
-    persistent: bool = False    # make_project --persistent (mod_fcgid's processes)
+    persistent: bool = False    # make_project --persistent (FastCGI workers)
 
     def __post_init__(self):
         self.project_root = os.path.abspath(os.path.expanduser(self.project_root))
