@@ -544,12 +544,13 @@ UPDATES = (
                                 "post_min_expavg_credit", "post_min_total_credit",
                                 "parent_type"), ("default",))),
     _u(27014, "update_1_27_2016", AddColumns("team", ("mod_time",))),
-    # job_file's md5 becomes name; BOINC keeps the old index 'md5' on it,
-    # schema.sql has constraints.sql's unique jf_name instead
+    # job_file's md5 becomes name; BOINC keeps the old index on it ('md5'
+    # from update_11_25_2012, or constraints.sql's unique 'jf_md5' in a
+    # project made then), schema.sql has constraints.sql's unique jf_name
     _u(27015, "update_2_17_2017",
        RenameColumn("job_file", "md5", "name"),
        AddIndexes("job_file", ("jf_name",)),
-       DropIndexes("job_file", ("md5",))),
+       DropIndexes("job_file", ("md5", "jf_md5"))),
     _u(27016, "update_3_17_2017",
        AddIndexes("credit_user", ("cu_total", "cu_avg")),
        AddIndexes("credit_team", ("ct_total", "ct_avg"))),
