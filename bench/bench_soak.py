@@ -31,7 +31,11 @@ failed (file, line, statement) with its message's first line -- the message
 in full (the run's diagnosis) comes after the figures.  Run it niced, as root:
 
     nice -n 10 .venv/bin/python bench/bench_soak.py [--jobs 10000] [--users 10]
-        [--hosts-per-user 4] [--minutes 120] [--seed N]
+        [--hosts-per-user 4] [--minutes 120] [--seed N] [--persistent N]
+
+``--persistent N`` runs the scheduler, the upload handler and the web RPCs in
+persistent mode with N processes: the CGI faults then SIGKILL or pause one
+of those processes instead.
 
 If the jobs are not all assimilated within --minutes the run stops there and
 says how far it got (the jobs per hour are then those assimilated so far).
@@ -85,6 +89,20 @@ class SoakRun(tf.Run):
         self.events = []                      # (seconds since start, text)
         self._last_input_check = 0.0
         self._cron_lock = threading.Lock()     # bin/start refuses to run twice at once
+
+    def _running_cgi(self, rng, in_database=False):
+        if not self.args.persistent:
+            return super()._running_cgi(rng, in_database)
+        # persistent mode: one of the processes serving the requests
+        from boincpy.tools.server_mode import persistent_pids
+        self.cgi_hunts += 1
+        pids = persistent_pids(self.p.root)
+        if not pids:
+            return None
+        try:
+            return psutil.Process(rng.choice(pids))
+        except psutil.Error:
+            return None
 
     def event(self, text):
         self.events.append((time.monotonic() - (self.t_start or self.t0), text))
@@ -307,6 +325,8 @@ def main():
     ap.add_argument("--minutes", type=float, default=120.0,
                     help="time limit for every job to be assimilated")
     ap.add_argument("--seed", type=int, default=tf.DEFAULT_SEED)
+    ap.add_argument("--persistent", type=int, default=0, metavar="N",
+                    help="persistent mode with N processes (default: classic CGIs)")
     args = ap.parse_args()
     if not available():
         sys.exit("needs root and mariadbd / mariadb-install-db")
@@ -322,12 +342,17 @@ def main():
     project = server = run = mounted = None
     try:
         project = make_test_project(db.params)
+        if args.persistent:
+            from boincpy.tools import server_mode
+            server_mode.set_mode(project.root, "persistent", processes=args.persistent)
         mounted = mount_upload_tmpfs(project.cfg)
         server = PrivateApache(project.root, project.port)
         server.start()
         run = SoakRun(RunningApache(project, server), args.seed, db, args)
-        print("soak seed %d: %d jobs; database on %s (port %d); upload dir a %d MB tmpfs"
-              % (args.seed, args.jobs, db.socket, DB_PORT, UPLOAD_FS_MB), flush=True)
+        print("soak seed %d: %d jobs, %s; database on %s (port %d); upload dir a %d MB tmpfs"
+              % (args.seed, args.jobs, "persistent mode, %d processes" % args.persistent
+                 if args.persistent else "classic CGIs", db.socket, DB_PORT, UPLOAD_FS_MB),
+              flush=True)
         run.setup()
         ok = run.run()
         run.stop_daemons()
