@@ -199,6 +199,7 @@ class Master:
         self.app = Application(self.project_dir)
         self.listener = self.bind()
         self.ready_r, self.ready_w = os.pipe()
+        self.master = os.getpid()
         for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._stop)
         _log("normal", "Starting %d workers on %s" % (self.processes,
@@ -242,6 +243,7 @@ class Master:
             os.setgroups([])
             os.setgid(self.user[1])
             os.setuid(self.user[0])
+        _end_with(self.master)
         app = self.app
         _warm(app.resident)
         os.write(self.ready_w, b"%d\n" % os.getpid())
@@ -337,17 +339,30 @@ def _warm(resident):
     """What a worker's first request would open, opened before it is ready:
     the configuration, the database connection, the feeder's job array (each
     one left to the first request if it can't be had now)."""
-    from boincpy.errors import BoincpyError
     try:
         cfg = resident.config()
-    except (BoincpyError, OSError):
+    except Exception:                   # noqa: BLE001 -- the first request says what
         return
     for step in (resident.database, resident.job_array):
         try:
             step(cfg)
-        except (BoincpyError, OSError) as exc:
+        except Exception as exc:        # noqa: BLE001 -- optional: the request retries
             _log("normal", "worker %d: %s at start (left to the first request): %s"
                  % (os.getpid(), step.__name__, exc))
+
+
+def _end_with(master):
+    """SIGTERM to this worker when its master dies (Linux's parent-death
+    signal, set after the change of user, which clears it): a worker left
+    behind would hold its database connection on a socket no longer bound."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)       # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != master:          # it died before the signal was set
+        raise SystemExit(0)
 
 
 def _ended(status):

@@ -361,3 +361,29 @@ def test_the_stock_client_resumes_an_upload_cut_at_half(fullrun):
     i = int(r["wu_name"].rsplit("_", 1)[1])
     with open(dir_hier_path(cfg.upload_dir, name, cfg.uldl_dir_fanout)) as f:
         assert f.read() == expected_output(demo.batch, i)
+
+
+def test_workers_end_with_a_killed_master_and_a_new_start_serves(made_project):
+    """A master killed outright takes its workers with it (none is left
+    holding a database connection on a socket no longer bound); bin/start's
+    way of starting it again brings up new ones on a new socket."""
+    import psutil
+    from boincpy.tools import server_mode
+    from boincpy.tools.control import start_persistent
+    p = made_project
+    server_mode.set_mode(p.root, "persistent", processes=2)
+    assert start_persistent(p.root)
+    try:
+        master = fcgi_pool.master_pid(p.root)
+        _, old = fcgi_pool.workers(p.root)
+        os.kill(master, 9)
+        gone, alive = psutil.wait_procs([psutil.Process(pid) for pid in old], timeout=10)
+        assert not alive, alive
+        assert start_persistent(p.root)
+        _, new = fcgi_pool.workers(p.root)
+        assert len(new) == 2 and not set(new) & set(old)
+        sock = socket.socket(socket.AF_UNIX)
+        sock.connect(fcgi_pool.socket_path(p.root))
+        sock.close()
+    finally:
+        fcgi_pool.stop(p.root)
