@@ -82,6 +82,40 @@ UNDO = {
     27001: ["alter table app drop column n_size_classes",
             "alter table workunit drop column size_class",
             "alter table result drop column size_class"],
+    27000: ["drop table job_file"],
+    26062: ["alter table app drop column locality_scheduling"],
+    26060: ["alter table app drop column non_cpu_intensive"],
+    25734: ["alter table batch drop column project_state, drop column description"],
+    25169: ["alter table workunit drop column transitioner_flags",
+            "alter table assignment drop index asgn_target"],
+    24248: ["alter table user_submit drop column submit_all, drop column manage_all, "
+            "add all_apps tinyint not null, add create_apps tinyint not null, "
+            "add create_app_versions tinyint not null",
+            "alter table user_submit_app drop column manage"],
+    24225: ["alter table result drop column runtime_outlier"],
+    24137: ["alter table user_submit drop column create_apps, drop column create_app_versions"],
+    23881: ["alter table batch " + ", ".join("drop column " + c for c in (
+        "fraction_done", "nerror_jobs", "state", "completion_time", "credit_estimate",
+        "credit_canonical", "credit_total", "name", "app_id"))],
+    23762: ["drop table batch", "drop table user_submit", "drop table user_submit_app"],
+    23635: ["alter table app drop column homogeneous_app_version",
+            "alter table workunit drop column app_version_id"],
+    21728: ["alter table app add max_jobs_in_progress integer not null, "
+            "add max_gpu_jobs_in_progress integer not null, "
+            "add max_jobs_per_rpc integer not null, add max_jobs_per_day_init integer not null"],
+    21226: ["alter table host_app_version drop column consecutive_valid, "
+            "add host_scale_time double not null, add scale_probation tinyint not null default 1, "
+            "add error_rate double not null"],
+    20932: ["drop table host_app_version",
+            "alter table app_version drop column pfc_n, drop column pfc_avg, "
+            "drop column pfc_scale, drop column expavg_credit, drop column expavg_time",
+            "alter table app drop column min_avg_pfc, drop column host_scale_check, "
+            "drop column max_jobs_in_progress, drop column max_gpu_jobs_in_progress, "
+            "drop column max_jobs_per_rpc, drop column max_jobs_per_day_init"],
+    20807: ["alter table workunit drop column fileset_id"],
+    19001: ["alter table result drop column elapsed_time, drop column flops_estimate, "
+            "drop column app_version_id"],
+    18490: [],          # state_counts: not in schema.sql
 }
 
 TEXT_TYPES = ("tinytext", "text", "mediumtext", "longtext")
@@ -111,13 +145,23 @@ def take_back(db, revision, charset=True):
     """Undo every update newer than ``revision`` (newest first); with
     ``charset=False`` the tables stay utf8mb4 (as BOINC's create_project has
     made them since 2024, revision 27028)."""
-    for rev in range(rv.LATEST, revision, -1):
+    for rev in sorted((u.revision for u in rv.pending(revision)), reverse=True):
         if rev == 27032:
             if charset:
                 undo_utf8mb4(db)
         else:
             for stmt in UNDO[rev]:
                 db.execute(stmt)
+
+
+def inferred(revision):
+    """The revision read from a schema at ``revision``: the same, or the
+    newest of the updates that follow with nothing to do here."""
+    for u in rv.pending(revision):
+        if u.steps:
+            break
+        revision = u.revision
+    return revision
 
 
 def utf8mb4_everywhere(db):
@@ -137,7 +181,8 @@ def shape(db):
 
 def test_updates_are_boincs_list_up_to_latest():
     revs = [u.revision for u in rv.UPDATES]
-    assert revs == list(range(rv.OLDEST + 1, rv.LATEST + 1))
+    assert revs == sorted(revs) and revs[0] > rv.OLDEST and revs[-1] == rv.LATEST
+    assert [r for r in revs if r >= 27000] == list(range(27000, rv.LATEST + 1))
     assert set(UNDO) | {27032} == set(revs)
     assert rv.pending(rv.LATEST) == [] and rv.pending(27029)[0].name == "update_11_23_2025"
     assert [u.revision for u in rv.pending(27025)] == list(range(27026, rv.LATEST + 1))
@@ -145,19 +190,19 @@ def test_updates_are_boincs_list_up_to_latest():
 
 # The fast tier brings these up to date (27001: every update); the slow one
 # every revision (about 5 s each on a loaded machine).
-FAST_REVISIONS = (27001, 27015, 27024, 27029, 27030, 27031)
+FAST_REVISIONS = (rv.OLDEST, 23881, 27015, 27024, 27029, 27030, 27031)
 
 
 @pytest.mark.parametrize("revision", [
     r if r in FAST_REVISIONS else pytest.param(r, marks=pytest.mark.slow)
-    for r in sorted(UNDO)])
+    for r in [rv.OLDEST] + sorted(UNDO)])
 def test_database_at_older_revision_is_brought_to_latest(schema_db, tmp_path, revision):
     db = schema_db()
     # a few rows, to see the updates keep them
     db.execute("insert into platform (name) values ('x86_64-pc-linux-gnu')")
     db.execute("insert into user (email_addr, name, authenticator) values ('a@b.c', 'Ann', 'k1')")
     # tables in latin1 for a few (converting them takes most of the time)
-    latin1 = revision in (27001, 27029, 27031)
+    latin1 = revision in (rv.OLDEST, 27029, 27031)
     take_back(db, revision, charset=latin1)
     # (check_schema does not compare character sets: update_5_2_2026b's undoing
     # is seen by utf8mb4_everywhere)
@@ -165,13 +210,14 @@ def test_database_at_older_revision_is_brought_to_latest(schema_db, tmp_path, re
     assert utf8mb4_everywhere(db) != latin1
     # no db_revision: the revision is read from the schema
     rec = rv.recognise(db, str(tmp_path))
-    assert (rec.revision, rec.inferred) == (revision, True)
-    assert "inferred revision %d" % revision in rec.note
+    assert (rec.revision, rec.inferred) == (inferred(revision), True)
+    assert "inferred revision %d" % inferred(revision) in rec.note
     rv.write_revision(str(tmp_path), revision)
     lines = []
     applied = rv.apply_updates(db, str(tmp_path), log=lines.append)
-    assert [u.revision for u in applied] == list(range(revision + 1, rv.LATEST + 1))
-    assert "performing update %s (revision %d)" % (applied[0].name, revision + 1) in lines
+    assert applied == rv.pending(revision) and applied[-1].revision == rv.LATEST
+    assert "performing update %s (revision %d)" % (applied[0].name, applied[0].revision) \
+        in lines
     assert rv.read_revision(str(tmp_path)) == rv.LATEST
     assert rv.check_schema(db) == []
     assert utf8mb4_everywhere(db)
@@ -312,7 +358,7 @@ def test_recognise_refuses_what_it_cannot_take(db_root_params, scratch_db_name, 
 def test_recognise_refuses_revisions_out_of_range(schema_db, tmp_path):
     db = schema_db()
     d = str(tmp_path)
-    for text, words in (("26062\n", "older than 27000"), ("27099", "newer than 27032"),
+    for text, words in (("18000\n", "older than 18489"), ("27099", "newer than 27032"),
                         ("", "expected a revision number"),
                         ("27a", "expected a revision number")):
         (tmp_path / "db_revision").write_text(text)
@@ -326,11 +372,31 @@ def test_recognise_refuses_revisions_out_of_range(schema_db, tmp_path):
         assert (rec.revision, rec.inferred) == (27025, False)
     # older than OLDEST, as read from the schema
     os.unlink(tmp_path / "db_revision")
-    take_back(db, rv.OLDEST)
-    db.execute("drop table job_file")
+    take_back(db, rv.OLDEST, charset=False)
+    db.execute("alter table team drop column joinable")     # update_10_7_2008's
     with pytest.raises(rv.RevisionError) as err:
         rv.recognise(db, d)
-    assert "older than revision 27000" in str(err.value)
+    assert "lacks app.target_nresults and team.joinable: its schema is older than " \
+        "BOINC's of 2009 (revision 18489)" in str(err.value)
+
+
+def test_updates_recorded_but_not_applied_are_completed(schema_db, tmp_path):
+    """BOINC's upgrade_db.php recorded a revision whose update had failed
+    (#2481): db_revision says LATEST, the database lacks 27025's columns."""
+    db = schema_db()
+    for stmt in UNDO[27025] + UNDO[27012]:
+        db.execute(stmt)
+    rv.write_revision(str(tmp_path), rv.LATEST)
+    rec = rv.recognise(db, str(tmp_path))
+    assert [u.revision for u in rec.missing] == [27012, 27025]
+    assert "lacks part of update_10_8_2014, update_4_19_2018" in rec.note
+    assert "update update_4_19_2018 (revision 27025)" in rv.describe_pending(db, str(tmp_path))
+    lines = []
+    assert rv.apply_updates(db, str(tmp_path), log=lines.append) == []
+    assert "completing update update_4_19_2018 (revision 27025), which db_revision counts " \
+        "as done" in lines
+    assert rv.check_schema(db) == [] and rv.read_revision(str(tmp_path)) == rv.LATEST
+    assert rv.recognise(db, str(tmp_path)).missing == []
 
 
 def test_revision_file_round_trip(tmp_path):

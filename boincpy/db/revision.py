@@ -19,17 +19,20 @@ on the same column, consent's foreign key, the latest_consent view and the
 consent_type rows of update_9_12_2018), the update leaves it out too.
 
 How the schema.sql side is read (for the updates' definitions and for
-:func:`check_schema`): every table of schema.sql is created as a TEMPORARY
-table (prefixed ``bpchk_``) on the caller's own connection and read back with
-SHOW COLUMNS / SHOW INDEX / SHOW CREATE TABLE, the statements the live side
-is read with, so both sides come in the server's own spelling and no CREATE
-TABLE parser is needed.  A scratch database beside the project's would do
-the same but needs CREATE on another database, which the project's own
-account (GRANT ALL ON project.*) does not have; temporary tables need only
-CREATE TEMPORARY TABLES, part of that grant, vanish with the connection if
-anything goes wrong, and take about 0.1 s for the ~50 tables.  They are
-Aria on MariaDB, MyISAM on MySQL (see _temporary_engine); the engine
-changes nothing that is compared.
+:func:`check_schema`): every table of schema.sql is created in the
+project's own database under a scratch prefix (``bpchk_XXXX_``), read back
+with SHOW COLUMNS / SHOW INDEX / SHOW CREATE TABLE, the statements the live
+side is read with, and dropped; so both sides come in the server's own
+spelling and no CREATE TABLE parser is needed.  Measured and chosen: a
+scratch database beside the project's would need CREATE on another
+database, which the project's account (GRANT ALL ON project.*) lacks;
+TEMPORARY tables need no more than that grant but MariaDB 10.11, asked for
+SHOW COLUMNS on a connection that has made a few hundred temporary tables,
+fails to make its internal one ("Error on delete of
+'/tmp/#sql-temptable-...MAD'") and sometimes crashes the server doing so
+(reproduced with MyISAM and Aria copies).  Real copies take about 1 s for
+the ~50 tables on an idle machine; a run killed half way leaves copies the
+next one drops, and nothing else reads them (live_tables leaves them out).
 
 What :func:`check_schema` compares: tables (and views), columns, column
 types and NULL-ability, indexes (kind, columns, prefix lengths); defaults
@@ -40,6 +43,7 @@ engines, foreign keys.
 
 import os
 import re
+import secrets
 from dataclasses import dataclass, field
 
 from boincpy.db.schema import schema_statements
@@ -53,8 +57,13 @@ REVISION_FILE = "db_revision"
 LATEST = 27032
 
 # The revision a database must have reached before UPDATES can take it on:
-# update_11_25_2012 made job_file.  Anything older is refused.
-OLDEST = 27000
+# the schema of mid-2009, before BOINC numbered its updates (the first in
+# $db_updates is 18490; upgrade_db.php takes a project without db_revision
+# to be at 0 and applies them all).  A number below it is refused.
+OLDEST = 18489
+
+# Columns a database at OLDEST has (its revision can't be inferred without).
+BASE_COLUMNS = (("app", "target_nresults"), ("team", "joinable"))
 
 # Tables every BOINC database has had since long before OLDEST: a database
 # with none of them is not a BOINC project's.
@@ -191,48 +200,40 @@ def _statement_table(stmt):
 
 def expected_schema(db):
     """{table: Table} of boincpy's schema.sql, in its order, read back from
-    temporary copies made on ``db``'s connection (dropped again)."""
+    copies made in ``db``'s database under a scratch prefix (dropped again)."""
+    for stale in live_tables(db, scratch=True):
+        db.execute("DROP TABLE IF EXISTS `%s`" % stale)     # of a run killed half way
+    prefix = "%s%s_" % (_PREFIX, secrets.token_hex(2))
     made, tables = [], {}
-    engine = _temporary_engine(db)
     try:
         for stmt in schema_statements():
             name = _statement_table(stmt)
             if name is None:
                 continue
-            body = stmt.split("(", 1)[1]
-            body = re.sub(r"engine\s*=\s*InnoDB", "engine=" + engine, body, flags=re.I)
-            tmp = _PREFIX + name
-            db.execute("DROP TEMPORARY TABLE IF EXISTS `%s`" % tmp)
-            db.execute("CREATE TEMPORARY TABLE `%s` (%s" % (tmp, body))
-            made.append(tmp)
-            tables[name] = _read_table(db, tmp, name, with_definitions=True)
+            copy = prefix + name
+            db.execute("CREATE TABLE `%s` (%s" % (copy, stmt.split("(", 1)[1]))
+            made.append(copy)
+            tables[name] = _read_table(db, copy, name, with_definitions=True)
     except DatabaseError as exc:
-        raise RevisionError("can't read schema.sql's tables back from temporary copies "
-                            "(does the project's database account have CREATE TEMPORARY "
-                            "TABLES?): %s" % exc) from None
+        raise RevisionError("can't read schema.sql's tables back from copies in the "
+                            "project's database (may its account CREATE and DROP "
+                            "tables?): %s" % exc) from None
     finally:
-        for tmp in made:
+        for copy in made:
             try:
-                db.execute("DROP TEMPORARY TABLE IF EXISTS `%s`" % tmp)
+                db.execute("DROP TABLE IF EXISTS `%s`" % copy)
             except DatabaseError:
                 pass
     return tables
 
 
-def _temporary_engine(db):
-    """Aria on MariaDB, MyISAM elsewhere.  (InnoDB refuses FULLTEXT indexes on
-    temporary tables; and MariaDB 10.11, given MyISAM temporary tables, soon
-    fails to make its own for a SHOW on the same connection -- "Error on
-    delete of '/tmp/#sql-temptable-...MAD'" -- and may crash doing so.)"""
-    version = db.query_value("SELECT VERSION()", default="") or ""
-    return "Aria" if "mariadb" in version.lower() else "MyISAM"
-
-
-def live_tables(db):
-    """{name: 'BASE TABLE' | 'VIEW'} of the connected database."""
-    return {r["TABLE_NAME"]: r["TABLE_TYPE"] for r in db.query(
-        "SELECT TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES "
-        "WHERE TABLE_SCHEMA = DATABASE()")}
+def live_tables(db, scratch=False):
+    """{name: 'BASE TABLE' | 'VIEW'} of the connected database (without
+    expected_schema's copies; only those with ``scratch``)."""
+    rows = db.query("SELECT TABLE_NAME, TABLE_TYPE FROM information_schema.TABLES "
+                    "WHERE TABLE_SCHEMA = DATABASE()")
+    return {r["TABLE_NAME"]: r["TABLE_TYPE"] for r in rows
+            if r["TABLE_NAME"].startswith(_PREFIX) == scratch}
 
 
 class _Live:
@@ -325,6 +326,20 @@ class AddColumns:
             coll = coll if coll.startswith("utf8mb4") else "utf8mb4_unicode_ci"
             adds.append("ADD COLUMN %s%s" % (_collated(want.columns[col], coll), where))
         return ["ALTER TABLE `%s` %s" % (self.table, ", ".join(adds))] if adds else []
+
+
+@dataclass(frozen=True)
+class DropColumns:
+    """Columns an update removes (BOINC's experiments it later undid)."""
+    table: str
+    columns: tuple
+
+    def statements(self, live, expected):
+        cur = live.table(self.table)
+        if cur is None:
+            return []
+        drops = ["DROP COLUMN `%s`" % c for c in self.columns if c in cur.columns]
+        return ["ALTER TABLE `%s` %s" % (self.table, ", ".join(drops))] if drops else []
 
 
 @dataclass(frozen=True)
@@ -518,6 +533,45 @@ def _u(revision, name, *steps):
 
 
 UPDATES = (
+    # a table schema.sql doesn't have (state_counts, MyISAM)
+    _u(18490, "update_6_16_2009"),
+    _u(19001, "update_9_3_2009",
+       AddColumns("result", ("elapsed_time", "flops_estimate", "app_version_id"))),
+    _u(20807, "update_3_5_2010", AddColumns("workunit", ("fileset_id",))),
+    # (app's max_jobs_in_progress ... are left out: update_6_10_2010 drops them)
+    _u(20932, "update_3_17_2010",
+       CreateTables(("host_app_version",)),
+       AddColumns("app_version", ("pfc_n", "pfc_avg", "pfc_scale", "expavg_credit",
+                                  "expavg_time")),
+       AddColumns("app", ("min_avg_pfc", "host_scale_check"))),
+    _u(21226, "update_4_21_2010",
+       DropColumns("host_app_version", ("host_scale_time", "scale_probation", "error_rate")),
+       AddColumns("host_app_version", ("consecutive_valid",))),
+    _u(21728, "update_6_10_2010",
+       DropColumns("app", ("max_jobs_in_progress", "max_gpu_jobs_in_progress",
+                           "max_jobs_per_rpc", "max_jobs_per_day_init"))),
+    _u(23635, "update_6_3_2011",
+       AddColumns("app", ("homogeneous_app_version",)),
+       AddColumns("workunit", ("app_version_id",))),
+    _u(23762, "update_6_20_2011", CreateTables(("batch", "user_submit", "user_submit_app"))),
+    _u(23881, "update_7_26_2011",
+       AddColumns("batch", ("fraction_done", "nerror_jobs", "state", "completion_time",
+                            "credit_estimate", "credit_canonical", "credit_total", "name",
+                            "app_id"))),
+    # user_submit's create_apps and create_app_versions: update_9_20_2011 drops them
+    _u(24137, "update_9_6_2011"),
+    _u(24225, "update_9_15_2011", AddColumns("result", ("runtime_outlier",))),
+    _u(24248, "update_9_20_2011",
+       DropColumns("user_submit", ("all_apps", "create_apps", "create_app_versions")),
+       AddColumns("user_submit", ("submit_all", "manage_all")),
+       AddColumns("user_submit_app", ("manage",))),
+    _u(25169, "update_1_30_2012",
+       AddColumns("workunit", ("transitioner_flags",)),
+       AddIndexes("assignment", ("asgn_target",))),
+    _u(25734, "update_6_4_2012", AddColumns("batch", ("project_state", "description"))),
+    _u(26060, "update_8_24_2012", AddColumns("app", ("non_cpu_intensive",))),
+    _u(26062, "update_8_26_2012", AddColumns("app", ("locality_scheduling",))),
+    _u(27000, "update_11_25_2012", CreateTables(("job_file",))),
     _u(27001, "update_4_26_2013",
        AddColumns("app", ("n_size_classes",)),
        AddColumns("workunit", ("size_class",)),
@@ -603,7 +657,7 @@ UPDATES = (
     _u(27032, "update_5_2_2026b", Utf8mb4(UTF8MB4_TABLES)),
 )
 
-assert UPDATES[-1].revision == LATEST and UPDATES[0].revision == OLDEST + 1
+assert UPDATES[-1].revision == LATEST and UPDATES[0].revision > OLDEST
 
 
 def pending(revision):
@@ -619,6 +673,9 @@ class Recognition:
     revision: int
     inferred: bool           # no db_revision file: read from the schema
     note: str
+    # updates db_revision counts as done whose additions the database lacks
+    # (BOINC's upgrade_db.php recorded revisions after failed updates, #2481)
+    missing: list = field(default_factory=list)
 
 
 def infer_revision(db, expected=None):
@@ -626,8 +683,10 @@ def infer_revision(db, expected=None):
     (OLDEST if none is), or None if the database is older than OLDEST."""
     expected = expected if expected is not None else expected_schema(db)
     live = _Live(db)
-    if live.table("job_file") is None:
-        return None
+    # the last unnumbered updates of 2008 (update_6_3_2008, update_10_7_2008)
+    for table, column in BASE_COLUMNS:
+        if column not in live.table(table).columns:
+            return None
     revision = OLDEST
     for u in UPDATES:
         if not u.done(db, expected, live):
@@ -657,20 +716,28 @@ def recognise(db, project_dir, expected=None):
     if revision is None:
         revision = infer_revision(db, expected)
         if revision is None:
-            raise RevisionError("%s has no job_file table: its schema is older than "
-                                "revision %d (BOINC's update_11_25_2012), the oldest boincpy "
-                                "can bring up to date; upgrade it with BOINC's tools first"
-                                % (where, OLDEST))
+            raise RevisionError("%s lacks %s: its schema is older than BOINC's of 2009 "
+                                "(revision %d), the oldest boincpy can bring up to date; "
+                                "upgrade it with BOINC's tools first"
+                                % (where, " and ".join("%s.%s" % tc for tc in BASE_COLUMNS),
+                                   OLDEST))
         return Recognition(revision, True, "no %s: inferred revision %d from the schema "
                            "of %s" % (path, revision, where))
     if revision < OLDEST:
-        raise RevisionError("%s says revision %d, older than %d (BOINC's update_11_25_2012), "
+        raise RevisionError("%s says revision %d, older than %d (BOINC's schema of 2009), "
                             "the oldest boincpy can bring up to date; upgrade it with "
                             "BOINC's tools first" % (path, revision, OLDEST))
     if revision > LATEST:
         raise RevisionError("%s says revision %d, newer than %d, the newest boincpy knows: "
                             "this database was upgraded by a newer BOINC" % (path, revision, LATEST))
-    return Recognition(revision, False, "%s says revision %d" % (path, revision))
+    expected = expected if expected is not None else expected_schema(db)
+    live = _Live(db)
+    missing = [u for u in UPDATES if u.revision <= revision
+               and not u.done(db, expected, live)]
+    note = "%s says revision %d" % (path, revision)
+    if missing:
+        note += "; the database lacks part of %s" % ", ".join(u.name for u in missing)
+    return Recognition(revision, False, note, missing)
 
 
 # ---------------------------------------------------------------------------
@@ -682,6 +749,9 @@ def apply_updates(db, project_dir, log=print):
     succeeded and never after a failure (BOINC #2481).  Then boincpy's own
     tables (BOINCPY_TABLES) are added if missing.
 
+    Updates db_revision counts as done but whose additions the database
+    lacks (Recognition.missing) are completed first, db_revision unchanged.
+
     Returns the updates applied.  Raises RevisionError naming the update and
     the database's error at the first failure; the updates before it stay
     applied and recorded.
@@ -690,6 +760,14 @@ def apply_updates(db, project_dir, log=print):
     rec = recognise(db, project_dir, expected)
     log(rec.note)
     log("DB version: %d" % rec.revision)
+    for u in rec.missing:
+        log("completing update %s (revision %d), which db_revision counts as done"
+            % (u.name, u.revision))
+        try:
+            u.apply(db, expected, log)
+        except DatabaseError as exc:
+            raise RevisionError("completing update %s (revision %d) failed: %s; db_revision "
+                                "stays at %d" % (u.name, u.revision, exc, rec.revision)) from None
     todo = pending(rec.revision)
     for u in todo:
         log("need update %s" % u.name)
@@ -721,7 +799,7 @@ def describe_pending(db, project_dir):
     rec = recognise(db, project_dir, expected)
     lines = [rec.note]
     live = _Live(db)
-    for u in pending(rec.revision):
+    for u in rec.missing + pending(rec.revision):
         stmts = u.needed(db, expected, live)
         lines.append("update %s (revision %d)%s" % (u.name, u.revision,
                                                     "" if stmts else ": nothing to do"))
