@@ -248,3 +248,48 @@ def test_mariadb_killed_under_a_waiting_request(private_project, persistent):
         assert "Request: [USER#1]" in again.log and "Sending reply" in again.log
     finally:
         resident.close()
+
+
+# -- a web RPC, persistent, its connection lost mid-request -------------------------------
+
+def test_a_web_rpc_whose_database_is_lost_logs_one_line_and_the_next_reconnects(
+        mini_project, capfd):
+    from boincpy import passwords
+    from boincpy.config import load_config
+    from boincpy.db import connect
+    from boincpy.web import rpc
+    from boincpy.web.http import Request
+    from webrpc_util import error_of, text_of
+    cfg = load_config(str(mini_project))
+    email, password = "lost@example.com", "pw"
+    hashed = passwords.client_passwd_hash(password, email)
+
+    def call(name, get, resident=None):
+        req = Request.of(method="GET", get=get, post={}, environ={"REMOTE_ADDR": "127.0.0.1"})
+        req.resident = resident
+        return rpc.handle(name, cfg, req)
+    made = call("create_account", {"email_addr": email, "passwd_hash": hashed,
+                                   "user_name": "Lost"})
+    auth = text_of(made.body, "authenticator")
+    assert auth, made.body
+    lookup = {"email_addr": email, "passwd_hash": hashed}
+    killer = connect(cfg)
+    resident = Resident(str(mini_project), persistent=True)
+    try:
+        db = resident.database(cfg)
+        db.conn = _DroppedAt(db, killer, at=1)
+        capfd.readouterr()
+        resp = call("lookup_account", lookup, resident)
+        err = capfd.readouterr().err
+        # the well-formed <error> reply, one line in the error log, no traceback
+        assert error_of(resp.body) is not None, resp.body
+        lines = err.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(
+            "[boincpy web] lookup_account.php: lost connection to database ("), err
+        # the server is back: the next request, on a new connection, is served
+        again = call("lookup_account", lookup, resident)
+        assert text_of(again.body, "authenticator") == auth, again.body
+        assert resident._db is not db and capfd.readouterr().err == ""
+    finally:
+        resident.close()
+        killer.close()
