@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Scheduler throughput under Apache: boincpy's CGI, boincpy's persistent
-mode (FastCGI workers behind mod_proxy_fcgi) and BOINC's C++ CGI, side by side.
+mode (FastCGI workers behind mod_proxy_fcgi), BOINC's C++ CGI and BOINC's
+C++ FastCGI build (sched/fcgi under mod_fcgid), side by side.
 
 Builds a throwaway project (under /var/tmp, readable by www-data) with its own
 database and database account, a private Apache (prefork + mod_cgi, children
@@ -11,13 +12,20 @@ then replays the reference server's captured work-fetch request
 (other_results stripped) from many simulated hosts (authenticator, hostid,
 rpc_seqno and host CPID varied per host) and prints requests/s and
 p50/p95/p99 latency per scenario, concurrency and server, with the ratio to
-the C++ CGI measured in the same run (the three servers alternate, each with
-its own feeder: bin/feeder, or the C++ feeder for the C++ CGI).  Each
+the C++ CGI measured in the same run (the servers alternate, in reverse order
+every other round, each with its own feeder: bin/feeder, or the C++ feeder
+for the C++ servers), the CPU each kind of process spent per RPC (steadier
+than requests/s on a loaded machine) and the load average.  Each
 server's measurement lasts at least ``--min_seconds``: a run of ``--requests``
 that was shorter is taken as a warm-up and followed by a longer one.  The C++
 server is the one built from BOINC's source outside this repository
 (``--cxx_dir``, a tree where ``make`` has built sched/cgi and sched/feeder);
-without it only boincpy's two modes are measured.
+without it only boincpy's two modes are measured.  Where that tree also has
+sched/fcgi (BOINC configured with libfcgi), it is measured as ``cxx_fcgi``:
+four processes under the same Apache's mod_fcgid, all four started before
+each measurement (after its feeder, whose new job array a running process
+would not see), and the summary gives the persistent mode's ratio to it
+as well.
 
     no work requested            work_req_seconds 0
     work requested, none left    the array is empty
@@ -34,7 +42,7 @@ no-work requests after it against that of the next ones (the persistent
 mode's workers are up before the first: no stall), for each server.
 
     python bench/bench_sched.py [--requests N] [--min_seconds S] [--hosts H] [--conc 1,2,4]
-                                [--scenarios a,b,...] [--servers cxx,cgi,persistent]
+                                [--scenarios a,b,...] [--servers cxx,cxx_fcgi,cgi,persistent]
                                 [--cxx_dir DIR] [--profile] [--memory N] [--restart] [--keep]
 
 Needs root (it creates the Apache config, a database account and files
@@ -76,9 +84,14 @@ TITLES = {
     "sent_2000": "work sent, 1 job/reply, 2000-slot array",
 }
 SCENARIOS = ("no_work", "none_available", "report", "sent_100", "sent_2000")
-SERVERS = ("cxx", "cgi", "persistent")
+SERVERS = ("cxx", "cxx_fcgi", "cgi", "persistent")
+CXX_SERVERS = ("cxx", "cxx_fcgi")
 # the URL path of each server's scheduler
-PATHS = {"cxx": "/bench_cgi/cgi_cxx", "cgi": "/bench_cgi/cgi", "persistent": "/bench_fcgi/cgi"}
+PATHS = {"cxx": "/bench_cgi/cgi_cxx", "cxx_fcgi": "/bench_cxx_fcgi/fcgi",
+         "cgi": "/bench_cgi/cgi", "persistent": "/bench_fcgi/cgi"}
+# where the C++ FastCGI scheduler is copied in the project (a directory of
+# the project's, as BOINC's scheduler finds config.xml in its parent)
+CXX_FCGI_DIR = "cgi-cxx-fcgi"
 PLATFORM = "x86_64-pc-linux-gnu"
 
 
@@ -90,6 +103,7 @@ class Project:
 
     def __init__(self, hosts, cxx_dir=None):
         self.cxx_dir = cxx_dir
+        self.cxx_fcgi = bool(cxx_dir) and os.path.exists(os.path.join(cxx_dir, "sched", "fcgi"))
         self.params = root_db_params()
         self.root = tempfile.mkdtemp(prefix="boincpy_bench_", dir="/var/tmp")
         os.chmod(self.root, 0o755)
@@ -127,6 +141,11 @@ class Project:
             # BOINC's C++ scheduler, built from its source outside this repository
             shutil.copy(os.path.join(self.cxx_dir, "sched", "cgi"),
                         os.path.join(root, "cgi-bin", "cgi_cxx"))
+        if self.cxx_fcgi:
+            # and its FastCGI build, run by mod_fcgid
+            os.makedirs(os.path.join(root, CXX_FCGI_DIR), mode=0o755)
+            shutil.copy(os.path.join(self.cxx_dir, "sched", "fcgi"),
+                        os.path.join(root, CXX_FCGI_DIR, "fcgi"))
         self.options = {
             "long_name": "Bench Project", "master_url": "http://127.0.0.1/bench/",
             "download_url": "http://127.0.0.1/bench/download",
@@ -176,7 +195,15 @@ class Project:
                         (userid, "bench%d" % h))
             self.hosts.append([cur.lastrowid, auth, cpid, 1])
         db.commit()
+        cur.execute("SELECT @@pid_file")
+        pid_file = cur.fetchone()[0]
         db.close()
+        # the database server's process, for its CPU per RPC
+        try:
+            with open(pid_file) as f:
+                self.db_pid = int(f.read())
+        except (OSError, ValueError):
+            self.db_pid = None
 
     def connect(self):
         return MySQLdb.connect(db=self.db_name, autocommit=False, charset="utf8mb4",
@@ -283,8 +310,9 @@ class Apache:
         os.makedirs(self.dir)
         self.port = free_port()
         self.conf = os.path.join(self.dir, "httpd.conf")
+        modules = self.MODULES + (("fcgid",) if project.cxx_fcgi else ())
         mods = "\n".join("LoadModule %s_module /usr/lib/apache2/modules/mod_%s.so" % (m, m)
-                         for m in self.MODULES)
+                         for m in modules)
         with open(self.conf, "w") as f:
             f.write("""ServerRoot /etc/apache2
 ServerName 127.0.0.1
@@ -321,7 +349,65 @@ Alias /bench_fcgi/ %(root)s/cgi-fcgi/
 """ % {"port": self.port, "dir": self.dir, "mods": mods, "workers": workers,
                 "max": workers * 2, "root": project.root,
                 "socket": fcgi_pool.socket_path(project.root)})
+            if project.cxx_fcgi:
+                # BOINC's FastCGI scheduler: as many processes as boincpy's
+                # workers, kept (no idle end, no request limit); spawning not
+                # throttled, so that fill_cxx_fcgi starts them at once
+                f.write("""FcgidIPCDir %(dir)s/fcgid
+FcgidProcessTableFile %(dir)s/fcgid_shm
+FcgidMaxProcessesPerClass %(processes)d
+FcgidMinProcessesPerClass %(processes)d
+FcgidMaxRequestsPerProcess 0
+FcgidIdleTimeout 0
+FcgidProcessLifeTime 0
+FcgidSpawnScoreUpLimit 1000
+FcgidInitialEnv BOINC_PROJECT_DIR %(root)s
+Alias /bench_cxx_fcgi/ %(root)s/%(sub)s/
+<Directory %(root)s/%(sub)s>
+    SetHandler fcgid-script
+    Options ExecCGI
+    Require all granted
+</Directory>
+""" % {"dir": self.dir, "processes": processes, "root": project.root,
+                    "sub": CXX_FCGI_DIR})
         self.start()
+
+    def cxx_fcgi_pids(self):
+        """Process ids of BOINC's FastCGI scheduler that mod_fcgid runs."""
+        import psutil
+        exe = os.path.join(self.project.root, CXX_FCGI_DIR, "fcgi")
+        pids = []
+        for proc in psutil.process_iter(["cmdline"]):
+            if (proc.info["cmdline"] or [""])[0] == exe:
+                pids.append(proc.pid)
+        return pids
+
+    def fill_cxx_fcgi(self, key):
+        """All of mod_fcgid's processes of BOINC's FastCGI scheduler started,
+        the old ones ended first: a process attaches the feeder's job array
+        once, and a restarted C++ feeder makes a new one.  mod_fcgid starts
+        one process at the first request and another only when a request
+        found every process busy: bursts of no-work requests, many at once,
+        until all are up (at most 30 s), so that no measurement waits for a
+        start."""
+        old = self.cxx_fcgi_pids()
+        for pid in old:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 10
+        while set(old) & set(self.cxx_fcgi_pids()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        reqs = Requests(self.project, key, want_work=False)
+        deadline = time.monotonic() + 30
+        while len(self.cxx_fcgi_pids()) < self.processes and time.monotonic() < deadline:
+            run_load(self.port, reqs, 8 * self.processes, 4 * self.processes, warmup=0,
+                     path=PATHS["cxx_fcgi"])
+        n = len(self.cxx_fcgi_pids())
+        if n < self.processes:
+            print("(only %d of mod_fcgid's %d C++ FastCGI processes started)"
+                  % (n, self.processes))
 
     def start_workers(self):
         """The persistent mode's workers, as bin/start runs them (its pid
@@ -677,8 +763,9 @@ def print_row(name, conc, server, r, cxx=None):
              r.get("requests", 0), r["jobs"], r["acks"], r["errors"], r["down"],
              r.get("feeder_cpu", 0.0)))
     if r.get("cpu"):
-        print("%57s CPU ms/RPC: %s" % ("", ", ".join(
-            "%s %.2f" % (k, v) for k, v in sorted(r["cpu"].items()) if v > 0.005)))
+        print("%57s CPU ms/RPC: server side %.2f (%s); load %.1f" % (
+            "", server_cpu(r), ", ".join("%s %.2f" % (k, v) for k, v in sorted(r["cpu"].items())
+                                         if v > 0.005), r.get("load", 0.0)))
     sys.stdout.flush()
 
 
@@ -907,8 +994,9 @@ def main(argv=None):
     parser.add_argument("--servers", default=",".join(SERVERS),
                         help="comma-separated subset of: " + ", ".join(SERVERS))
     parser.add_argument("--cxx_dir", default=os.environ.get("BOINC_CXX_DIR", ""),
-                        help="BOINC source tree with sched/cgi and sched/feeder built "
-                             "(default $BOINC_CXX_DIR); without it, no C++ figures")
+                        help="BOINC source tree with sched/cgi and sched/feeder built, "
+                             "and sched/fcgi for the FastCGI build's figures (default "
+                             "$BOINC_CXX_DIR); without it, no C++ figures")
     parser.add_argument("--rounds", type=int, default=1,
                         help="alternate the servers this many times per row (default 1)")
     parser.add_argument("--profile", action="store_true", help="profile one request only")
@@ -932,6 +1020,12 @@ def main(argv=None):
     if not cxx_dir and "cxx" in servers:
         print("No C++ build (--cxx_dir): measuring boincpy only, without ratios.")
         servers.remove("cxx")
+    if "cxx_fcgi" in servers and not (cxx_dir and os.path.exists(
+            os.path.join(cxx_dir, "sched", "fcgi"))):
+        if cxx_dir:
+            print("No sched/fcgi in %s (BOINC configured without libfcgi): no C++ FastCGI "
+                  "figures." % cxx_dir)
+        servers.remove("cxx_fcgi")
     subprocess.run([sys.executable, "-m", "compileall", "-q", os.path.join(REPO, "boincpy")],
                    check=True, stdout=subprocess.DEVNULL)
     levels = [int(c) for c in args.conc.split(",")]
@@ -963,15 +1057,17 @@ def main(argv=None):
             if name not in wanted:
                 continue
             for conc in levels:
-                for _ in range(args.rounds):
+                for k in range(args.rounds):
                     row = {}
-                    for server in servers:
+                    # alternated, in reverse order every other round: no
+                    # server always measured right after the same one
+                    for server in (servers if k % 2 == 0 else servers[::-1]):
                         row[server] = run_server(project, feeder, apache, key, name, conc,
                                                  server, args.requests, args.min_seconds)
                     for server in servers:
                         print_row(name, conc, server, row[server], row.get("cxx"))
                     results.append((name, conc, row))
-        if "cxx" in servers:
+        if "cxx" in servers or "cxx_fcgi" in servers:
             summary(results)
         errors = os.path.join(apache.dir, "error.log")
         if os.path.exists(errors) and os.path.getsize(errors):
@@ -991,35 +1087,47 @@ def main(argv=None):
     return 0
 
 
-def cpu_by_process():
+def cpu_by_process(project, apache):
     """CPU seconds (user + system, reaped children included) used so far by
-    each kind of process a request passes through: the database server, the
-    web server (Apache's children, and the CGIs they reaped), the persistent
-    workers (running PROJECT/fcgi/boincpy.fcgi) and this benchmark."""
+    each kind of process a request passes through: the project's database
+    server, this benchmark's Apache (its children, and the CGIs they
+    reaped), the project's persistent workers, BOINC's FastCGI scheduler
+    (mod_fcgid's processes) and this benchmark.  Other helpers' Apaches,
+    databases and workers on the same machine are not counted."""
     import psutil
     from boincpy.tools.server_mode import FCGI_DIR, FCGI_SCRIPT
-    fcgi_script = os.path.join(FCGI_DIR, FCGI_SCRIPT)
+    fcgi_script = os.path.join(project.root, FCGI_DIR, FCGI_SCRIPT)
+    cxx_fcgi = os.path.join(project.root, CXX_FCGI_DIR, "fcgi")
+    procs = {os.getpid(): "bench client"}
+    if project.db_pid:
+        procs[project.db_pid] = "database"
+    try:
+        web = psutil.Process(apache.pid)
+        procs[web.pid] = "web server + CGIs"
+        for child in web.children(recursive=True):
+            procs[child.pid] = "web server + CGIs"
+    except (psutil.Error, TypeError, ValueError):
+        pass
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = proc.info["cmdline"] or []
+        if fcgi_script in cmd:
+            procs[proc.pid] = "persistent workers"
+        elif cmd[:1] == [cxx_fcgi]:
+            procs[proc.pid] = "C++ FastCGI"
     kinds = {}
-    for proc in psutil.process_iter(["name", "cmdline"]):
+    for pid, kind in procs.items():
         try:
-            name = proc.info["name"] or ""
-            cmd = " ".join(proc.info["cmdline"] or [])
-            if proc.pid == os.getpid():
-                kind = "bench client"
-            elif name.startswith("mariadbd") or name.startswith("mysqld"):
-                kind = "database"
-            elif fcgi_script in cmd:
-                kind = "persistent workers"
-            elif name == "apache2":
-                kind = "web server + CGIs"
-            else:
-                continue
-            t = proc.cpu_times()
-            kinds[kind] = kinds.get(kind, 0.0) + t.user + t.system + t.children_user + \
-                t.children_system
+            t = psutil.Process(pid).cpu_times()
         except psutil.Error:
             continue
+        kinds[kind] = kinds.get(kind, 0.0) + t.user + t.system + t.children_user + \
+            t.children_system
     return kinds
+
+
+def server_cpu(r):
+    """CPU ms per RPC of the server side: all but the load client."""
+    return sum(v for k, v in r.get("cpu", {}).items() if k != "bench client")
 
 
 def restart_figures(project, feeder, apache, key, servers, conc, rounds, later=400, first=100):
@@ -1061,7 +1169,7 @@ def run_server(project, feeder, apache, key, name, conc, server, n, min_seconds=
     requests took less than ``min_seconds`` they were a warm-up, and as many
     as fill ``min_seconds`` at that rate are measured instead: a fast
     server's 400 requests last under a second, too short to be steady."""
-    cxx = server == "cxx"
+    cxx = server in CXX_SERVERS
     slots = int(name.split("_")[1]) if name.startswith("sent_") else 100
     reqs = Requests(project, key, want_work=name.startswith("sent_")
                     or name == "none_available")
@@ -1076,13 +1184,14 @@ def run_server(project, feeder, apache, key, name, conc, server, n, min_seconds=
 
     def measure(count, warmup):
         before = feeder.cpu_seconds()
-        cpu_before = cpu_by_process()
+        cpu_before = cpu_by_process(project, apache)
         stats = run_load(apache.port, reqs, count, conc, warmup=warmup, path=PATHS[server])
         stats["feeder_cpu"] = (feeder.cpu_seconds() - before) * 1000 / count
-        cpu_after = cpu_by_process()
+        cpu_after = cpu_by_process(project, apache)
         stats["cpu"] = {k: (v - cpu_before.get(k, 0.0)) * 1000 / (count + warmup)
                         for k, v in cpu_after.items()}
         stats["requests"] = count
+        stats["load"] = os.getloadavg()[0]
         return stats
 
     if server == "persistent" and not apache.pool_filled:
@@ -1091,6 +1200,8 @@ def run_server(project, feeder, apache, key, name, conc, server, n, min_seconds=
     feeder.start(slots, cxx=cxx)
     feeder.wait_filled(min(slots, 100) if name.startswith("sent_") else 0, cxx=cxx)
     try:
+        if server == "cxx_fcgi":
+            apache.fill_cxx_fcgi(key)
         stats = measure(n, 5)
         if min_seconds and n / stats["rps"] < min_seconds:
             count = int(stats["rps"] * min_seconds) + 1
@@ -1108,25 +1219,46 @@ def run_server(project, feeder, apache, key, name, conc, server, n, min_seconds=
 
 
 def summary(results):
-    """The targets: persistent >= 2x the C++ CGI in every scenario at
-    concurrency 2, >= 5x sending from 2,000 slots; CGI >= 0.6x with no work."""
-    print("\nRatios to the C++ CGI (req/s), measured in the same run; sending work, also "
-          "of jobs sent per second\n(a server whose array runs dry answers some requests "
-          "without a job, which costs less):")
-    for name, conc, row in results:
-        if "cxx" not in row:
+    """Ratios to each C++ server measured (req/s, and jobs/s sending work;
+    server-side CPU per RPC in parentheses, a figure steadier than req/s on a
+    loaded machine), then the targets: persistent >= 2x the C++ CGI in every
+    scenario at concurrency 2 (>= 5x sending from 2,000 slots), CGI >= 0.6x
+    with no work; persistent >= 1.2x the C++ FastCGI with no work and with
+    work requested and none available, at concurrency 2."""
+    for base, title in (("cxx", "the C++ CGI"), ("cxx_fcgi", "the C++ FastCGI build")):
+        rows = [(name, conc, row) for name, conc, row in results if base in row]
+        if not rows:
             continue
-        others = [server for server in row if server != "cxx"]
-        parts = ["%s %.2fx" % (server, row[server]["rps"] / row["cxx"]["rps"])
-                 for server in others]
-        if name.startswith("sent_") and row["cxx"]["jobs"]:
-            base = _jobs_per_second(row["cxx"])
-            parts.append("| jobs/s: " + "  ".join(
-                "%s %.2fx" % (server, _jobs_per_second(row[server]) / base)
-                for server in others))
-        print("  %-40s c=%d  %s" % (TITLES[name], conc, "  ".join(parts)))
-    print("Targets: persistent >= 2x in every scenario at c=2 (>= 5x sending from 2,000 "
-          "slots); CGI >= 0.6x with no work.")
+        print("\nRatios to %s (req/s; in parentheses, its server-side CPU per RPC over "
+              "theirs), measured in the same run;\nsending work, also of jobs sent per second "
+              "(a server whose array runs dry answers some requests without a job, which "
+              "costs less):" % title)
+        for name, conc, row in rows:
+            others = [server for server in row if server != base]
+            parts = ["%s %.2fx (%.2fx)" % (server, row[server]["rps"] / row[base]["rps"],
+                                           _cpu_ratio(row[base], row[server]))
+                     for server in others]
+            if name.startswith("sent_") and row[base]["jobs"]:
+                rate = _jobs_per_second(row[base])
+                parts.append("| jobs/s: " + "  ".join(
+                    "%s %.2fx" % (server, _jobs_per_second(row[server]) / rate)
+                    for server in others))
+            print("  %-40s c=%d  %s" % (TITLES[name], conc, "  ".join(parts)))
+    print("\nTargets: persistent >= 2x the C++ CGI in every scenario at c=2 (>= 5x sending "
+          "from 2,000 slots); CGI >= 0.6x with no work;\npersistent >= 1.2x the C++ FastCGI "
+          "with no work and with work requested and none available, c=2.")
+    for name in ("no_work", "none_available"):
+        got = [row["persistent"]["rps"] / row["cxx_fcgi"]["rps"] for n, conc, row in results
+               if n == name and conc == 2 and "persistent" in row and "cxx_fcgi" in row]
+        if got:
+            print("  persistent / C++ FastCGI, %s, c=2: %s -> %s" % (
+                TITLES[name], ", ".join("%.2fx" % x for x in got),
+                "met" if min(got) >= 1.2 else "not met"))
+
+
+def _cpu_ratio(base, other):
+    """base's server-side CPU per RPC over other's (0 where not measured)."""
+    return server_cpu(base) / server_cpu(other) if server_cpu(other) else 0.0
 
 
 def _jobs_per_second(r):
