@@ -30,11 +30,20 @@ being started under load by the web server (a second's stall each).
 """
 
 import os
+import pwd
 import select
 import signal
 import socket
 import sys
+import threading
 import time
+import traceback
+
+from boincpy import fcgi
+from boincpy.config import DaemonSpec, load_config
+from boincpy.errors import ConfigError
+from boincpy.persistent import Application
+from boincpy.shmem import pid_alive
 
 NAME = "boincpy_fcgi"
 SOCKET = "boincpy.sock"             # in PROJECT/fcgi/
@@ -54,7 +63,6 @@ def socket_path(project_dir):
 
 
 def _pid_dir(project_dir):
-    from boincpy.config import load_config
     return load_config(project_dir, aux=False).pid_dir
 
 
@@ -65,7 +73,6 @@ def pid_path(project_dir):
 
 def daemon_spec(cfg):
     """The master as one of bin/start's daemons (cfg: the project's Config)."""
-    from boincpy.config import DaemonSpec
     return DaemonSpec(script_path(cfg.project_dir), host=cfg.host, output=NAME + ".log",
                       pid_file=NAME + ".pid", lock_file=NAME + ".lock")
 
@@ -76,16 +83,6 @@ def workers_path(project_dir):
     return os.path.join(_pid_dir(project_dir), NAME + ".workers")
 
 
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def master_pid(project_dir):
     """The running master's pid, or None."""
     try:
@@ -93,7 +90,7 @@ def master_pid(project_dir):
             pid = int(f.read().split()[0])
     except (OSError, ValueError, IndexError):
         return None
-    return pid if _alive(pid) else None
+    return pid if pid_alive(pid) else None
 
 
 def workers(project_dir):
@@ -107,7 +104,7 @@ def workers(project_dir):
         configured, pids = int(words[1]), [int(word) for word in words[2:]]
     except (OSError, ValueError, IndexError):
         return 0, []
-    return configured, [pid for pid in pids if _alive(pid)]
+    return configured, [pid for pid in pids if pid_alive(pid)]
 
 
 def wait_ready(project_dir, timeout=60.0):
@@ -128,7 +125,7 @@ def stop(project_dir, timeout=STOP_GRACE + 10):
         return False
     os.kill(pid, signal.SIGHUP)
     deadline = time.monotonic() + timeout
-    while _alive(pid) and time.monotonic() < deadline:
+    while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     try:
         os.unlink(pid_path(project_dir))    # as bin/stop does
@@ -147,9 +144,6 @@ def _log(severity, text):
 def httpd_user(project_dir):
     """The project's <httpd_user> (www-data if unset): the web server's user,
     whom the CGIs and these workers run as."""
-    import pwd
-    from boincpy.config import load_config
-    from boincpy.errors import ConfigError
     name = load_config(project_dir, aux=False).raw.get("httpd_user") or "www-data"
     try:
         pwd.getpwnam(name)
@@ -168,7 +162,6 @@ class Master:
         self.stopping = False
         self.user = None
         if os.geteuid() == 0:
-            import pwd
             entry = pwd.getpwnam(httpd_user(self.project_dir))
             self.user = entry.pw_uid, entry.pw_gid
 
@@ -194,11 +187,13 @@ class Master:
 
     def serve(self):
         """Run until SIGHUP or SIGTERM; returns the exit status."""
-        from boincpy.persistent import Application
         os.environ.setdefault("BOINC_PROJECT_DIR", self.project_dir)
         self.app = Application(self.project_dir)
         self.listener = self.bind()
         self.ready_r, self.ready_w = os.pipe()
+        # the master's life line: only the master keeps its write end, so a
+        # worker reads EOF from the other as soon as the master is gone
+        self.life_r, self.life_w = os.pipe()
         self.master = os.getpid()
         for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._stop)
@@ -227,23 +222,22 @@ class Master:
         except SystemExit as exc:
             status = exc.code if isinstance(exc.code, int) else 0
         except BaseException:
-            import traceback
             traceback.print_exc()
         finally:
             sys.stderr.flush()
             os._exit(status)
 
     def _worker(self):
-        from boincpy import fcgi
         for sig in (signal.SIGHUP, signal.SIGINT):
             signal.signal(sig, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.close(self.ready_r)
+        os.close(self.life_w)
         if self.user:
             os.setgroups([])
             os.setgid(self.user[1])
             os.setuid(self.user[0])
-        _end_with(self.master)
+        _end_with(self.master, self.life_r)
         app = self.app
         _warm(app.resident)
         os.write(self.ready_w, b"%d\n" % os.getpid())
@@ -351,18 +345,24 @@ def _warm(resident):
                  % (os.getpid(), step.__name__, exc))
 
 
-def _end_with(master):
-    """SIGTERM to this worker when its master dies (Linux's parent-death
-    signal, set after the change of user, which clears it): a worker left
-    behind would hold its database connection on a socket no longer bound."""
-    try:
-        import ctypes
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGTERM, 0, 0, 0)       # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-    if os.getppid() != master:          # it died before the signal was set
+def _end_with(master, life_r):
+    """SIGTERM to this worker when its master dies: a worker left behind
+    would hold its database connection on a socket no longer bound.  A
+    thread waits on the read end of the master's life line, which gives EOF
+    once no process holds its write end, however the master ended (SIGKILL
+    included); a thread blocked in read costs the requests nothing."""
+    if os.getppid() != master:          # it died before this worker got here
         raise SystemExit(0)
+
+    def watch():
+        try:
+            while os.read(life_r, 64):
+                pass
+        except OSError:
+            pass
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="master-watch", daemon=True).start()
 
 
 def _ended(status):
