@@ -273,7 +273,6 @@ def lost_database_lines(run):
         if os.path.isfile(path):
             with open(path, errors="replace") as f:
                 lines += [line for line in f if "lost connection to database (" in line
-                          or "lost the connection to the database" in line
                           or "can't open database" in line]
     return lines
 

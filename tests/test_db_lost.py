@@ -82,7 +82,7 @@ def test_an_unreachable_server_is_a_lost_database_and_a_refusal_is_not():
 
 
 def test_failure_text_is_one_line_for_a_lost_database_and_a_traceback_otherwise():
-    lost = DatabaseLostError("lost the connection to the database server (x)",
+    lost = DatabaseLostError("lost connection to database (x)",
                              reason="Lost connection to server\nduring query")
     assert failure_text(lost, "Scheduler failed") == \
         "lost connection to database (Lost connection to server during query)"

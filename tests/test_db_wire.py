@@ -338,7 +338,7 @@ def test_a_connection_lost_during_a_statement_retries_only_a_select(pair, db_roo
                                      "WHERE SLEEP(0.6) = 0"))
     thread.join()
     assert isinstance(err, DatabaseError) and heard == [1]
-    assert str(err) == ("lost the connection to the database server "
+    assert str(err) == ("lost connection to database "
                         "(Lost connection to server during query)")
     db.conn = lite._open(db.params)
     assert db.query_value("SELECT create_time FROM platform") == before

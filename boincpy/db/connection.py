@@ -418,7 +418,7 @@ class Database:
             return err
         if code in LOST_CODES:
             self.lost = True
-            err = DatabaseLostError("lost the connection to the database server (%s)" % text,
+            err = DatabaseLostError("lost connection to database (%s)" % text,
                                     reason=text)
             err.mysql_code = code
             return err
