@@ -21,18 +21,19 @@ consent_type rows of update_9_12_2018), the update leaves it out too.
 How the schema.sql side is read (for the updates' definitions and for
 :func:`check_schema`): every table of schema.sql is created in the
 project's own database under a scratch prefix (``bpchk_XXXX_``), read back
-with SHOW COLUMNS / SHOW INDEX / SHOW CREATE TABLE, the statements the live
-side is read with, and dropped; so both sides come in the server's own
+with information_schema (the same two queries as the live side) and SHOW
+CREATE TABLE, and dropped; so both sides come in the server's own
 spelling and no CREATE TABLE parser is needed.  Measured and chosen: a
 scratch database beside the project's would need CREATE on another
 database, which the project's account (GRANT ALL ON project.*) lacks;
-TEMPORARY tables need no more than that grant but MariaDB 10.11, asked for
-SHOW COLUMNS on a connection that has made a few hundred temporary tables,
-fails to make its internal one ("Error on delete of
-'/tmp/#sql-temptable-...MAD'") and sometimes crashes the server doing so
-(reproduced with MyISAM and Aria copies).  Real copies take about 1 s for
-the ~50 tables on an idle machine; a run killed half way leaves copies the
-next one drops, and nothing else reads them (live_tables leaves them out).
+TEMPORARY tables need no more than that grant, but neither information_schema
+nor InnoDB (no FULLTEXT on temporary tables) serves them, and MariaDB 10.11
+answering SHOW COLUMNS for each of them (and of the live tables), hundreds
+per run, under load failed to make its internal temporary table ("Error on
+delete of '/tmp/#sql-temptable-...MAD'") and at times crashed.  Real copies
+take about 1 s for the ~50 tables on an idle machine; a run killed half way
+leaves copies the next one drops, and nothing else reads them (live_tables
+and _read_tables leave them out).
 
 What :func:`check_schema` compares: tables (and views), columns, column
 types and NULL-ability, indexes (kind, columns, prefix lengths); defaults
@@ -162,35 +163,57 @@ class Table:
     view: bool = False
 
 
-def _read_table(db, real, name, with_definitions=False):
-    """A Table read with SHOW statements from table ``real`` (named ``name``)."""
-    t = Table(name)
-    for r in db.query("SHOW FULL COLUMNS FROM `%s`" % real):
-        t.columns[r["Field"]] = Column(r["Type"], r["Null"] == "YES", r["Default"],
-                                       r["Extra"] or "", r["Collation"] or "")
+def _read_tables(db, prefix=""):
+    """{name: Table} of the connected database's tables whose names start
+    with ``prefix`` (the prefix taken off; expected_schema's copies left out
+    when it is empty), read in two information_schema queries: one SHOW per
+    table made MariaDB 10.11 run out of internal temporary tables under
+    load, and crash."""
+    tables = {}
+
+    def wanted(real):
+        return real.startswith(prefix) if prefix else not real.startswith(_PREFIX)
+
+    for r in db.query(
+            "SELECT TABLE_NAME, COLUMN_NAME, COLUMN_TYPE, IS_NULLABLE, COLUMN_DEFAULT, EXTRA, "
+            "COLLATION_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+            "ORDER BY TABLE_NAME, ORDINAL_POSITION"):
+        if wanted(r["TABLE_NAME"]):
+            name = r["TABLE_NAME"][len(prefix):]
+            t = tables.setdefault(name, Table(name))
+            t.columns[r["COLUMN_NAME"]] = Column(
+                r["COLUMN_TYPE"], r["IS_NULLABLE"] == "YES", r["COLUMN_DEFAULT"],
+                r["EXTRA"] or "", r["COLLATION_NAME"] or "")
     parts = {}
-    for r in db.query("SHOW INDEX FROM `%s`" % real):
-        key = r["Key_name"]
-        col = r["Column_name"] + ("(%s)" % r["Sub_part"] if r["Sub_part"] else "")
-        parts.setdefault(key, []).append((int(r["Seq_in_index"]), col))
-        t.indexes[key] = Index(not int(r["Non_unique"]), r["Index_type"], ())
-    for key, cols in parts.items():
-        t.indexes[key].parts = tuple(c for _, c in sorted(cols))
-    if with_definitions:
-        create = db.query("SHOW CREATE TABLE `%s`" % real)[0]
-        text = create.get("Create Table") or ""
-        for line in text.splitlines()[1:]:
-            line = line.strip().rstrip(",")
-            m = re.match(r"`([^`]+)` ", line)
-            if m and m.group(1) in t.columns:
-                t.columns[m.group(1)].definition = line
-                continue
-            m = re.match(r"(?:PRIMARY KEY|(?:UNIQUE |FULLTEXT |SPATIAL )?KEY `([^`]+)`)", line)
-            if m:
-                key = m.group(1) or "PRIMARY"
-                if key in t.indexes:
-                    t.indexes[key].definition = line
-    return t
+    for r in db.query(
+            "SELECT TABLE_NAME, INDEX_NAME, NON_UNIQUE, SEQ_IN_INDEX, COLUMN_NAME, SUB_PART, "
+            "INDEX_TYPE FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE()"):
+        name = r["TABLE_NAME"][len(prefix):]
+        if not wanted(r["TABLE_NAME"]) or name not in tables:
+            continue
+        key = r["INDEX_NAME"]
+        col = r["COLUMN_NAME"] + ("(%s)" % r["SUB_PART"] if r["SUB_PART"] else "")
+        parts.setdefault((name, key), []).append((int(r["SEQ_IN_INDEX"]), col))
+        tables[name].indexes[key] = Index(not int(r["NON_UNIQUE"]), r["INDEX_TYPE"], ())
+    for (name, key), cols in parts.items():
+        tables[name].indexes[key].parts = tuple(c for _, c in sorted(cols))
+    return tables
+
+
+def _read_definitions(db, real, t):
+    """Each column's and index's definition as SHOW CREATE TABLE spells it."""
+    text = db.query("SHOW CREATE TABLE `%s`" % real)[0].get("Create Table") or ""
+    for line in text.splitlines()[1:]:
+        line = line.strip().rstrip(",")
+        m = re.match(r"`([^`]+)` ", line)
+        if m and m.group(1) in t.columns:
+            t.columns[m.group(1)].definition = line
+            continue
+        m = re.match(r"(?:PRIMARY KEY|(?:UNIQUE |FULLTEXT |SPATIAL )?KEY `([^`]+)`)", line)
+        if m:
+            key = m.group(1) or "PRIMARY"
+            if key in t.indexes:
+                t.indexes[key].definition = line
 
 
 def _statement_table(stmt):
@@ -204,7 +227,7 @@ def expected_schema(db):
     for stale in live_tables(db, scratch=True):
         db.execute("DROP TABLE IF EXISTS `%s`" % stale)     # of a run killed half way
     prefix = "%s%s_" % (_PREFIX, secrets.token_hex(2))
-    made, tables = [], {}
+    made, order = [], []
     try:
         for stmt in schema_statements():
             name = _statement_table(stmt)
@@ -213,7 +236,11 @@ def expected_schema(db):
             copy = prefix + name
             db.execute("CREATE TABLE `%s` (%s" % (copy, stmt.split("(", 1)[1]))
             made.append(copy)
-            tables[name] = _read_table(db, copy, name, with_definitions=True)
+            order.append(name)
+        read = _read_tables(db, prefix)
+        tables = {name: read[name] for name in order}
+        for name, t in tables.items():
+            _read_definitions(db, prefix + name, t)
     except DatabaseError as exc:
         raise RevisionError("can't read schema.sql's tables back from copies in the "
                             "project's database (may its account CREATE and DROP "
@@ -244,14 +271,17 @@ class _Live:
         self.forget()
 
     def forget(self):
-        self._names = None
-        self._tables = {}
+        self._tables = None
         self._collations = None
 
     def names(self):
-        if self._names is None:
-            self._names = {n for n, kind in live_tables(self.db).items() if kind != "VIEW"}
-        return self._names
+        return set(self._all())
+
+    def _all(self):
+        if self._tables is None:
+            views = {n for n, kind in live_tables(self.db).items() if kind == "VIEW"}
+            self._tables = {n: t for n, t in _read_tables(self.db).items() if n not in views}
+        return self._tables
 
     def collation(self, name):
         """The table's default collation ('' if unknown)."""
@@ -263,11 +293,7 @@ class _Live:
 
     def table(self, name):
         """The live Table, or None if the database has no such table."""
-        if name not in self.names():
-            return None
-        if name not in self._tables:
-            self._tables[name] = _read_table(self.db, name, name)
-        return self._tables[name]
+        return self._all().get(name)
 
 
 # ---------------------------------------------------------------------------
@@ -832,12 +858,13 @@ def check_schema(db, defaults=False):
     and NULL-ability, indexes; column defaults too with ``defaults=True``."""
     expected = expected_schema(db)
     kinds = live_tables(db)
+    live = _read_tables(db)
     lines = []
     for name, want in expected.items():
         if kinds.get(name) != "BASE TABLE":
             lines.append("%s: table is missing" % name)
             continue
-        lines += _compare(name, _read_table(db, name, name), want, defaults)
+        lines += _compare(name, live[name], want, defaults)
     for name in sorted(kinds):
         if name not in expected:
             kind = "view" if kinds[name] == "VIEW" else "table"
