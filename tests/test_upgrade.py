@@ -530,3 +530,64 @@ def test_server_only_and_web_only(cxx_project):
     assert "html/user/index.php" in changed and p.short_name + ".httpd.conf" in changed
     assert not {r for r in changed if r.startswith(("bin/", "cgi-bin/"))}
     assert open(os.path.join(root, STOP_LOG)).read().split() == ["stop"]   # not stopped again
+
+
+def test_report_names_the_php_tasks_run_in_ops_cant_run(tmp_path):
+    """BOINC's make_project lists its PHP ops scripts as "run_in_ops
+    ./NAME.php" tasks: those boincpy has a program for are not reported, the
+    others are named as tasks boincpy's run_in_ops can't run (not as programs
+    missing from bin/), a daemon of the project's own stays reported."""
+    from boincpy.config import load_config
+    from boincpy.tools import upgrade as up
+    (tmp_path / "config.xml").write_text(
+        "<boinc><config><master_url>http://127.0.0.1/x/</master_url></config>\n"
+        "<daemons><daemon><cmd>feeder -d 3</cmd></daemon>\n"
+        "<daemon><cmd>my_validator -d 3</cmd></daemon></daemons>\n<tasks>\n"
+        "<task><cmd>run_in_ops ./update_uotd.php</cmd><period>1 days</period></task>\n"
+        "<task><cmd>run_in_ops ./badge_assign.php</cmd><period>1 days</period></task>\n"
+        "<task><cmd>run_in_ops ./team_import.php</cmd><period>1 days</period>"
+        "<disabled>1</disabled></task>\n"
+        "<task><cmd>run_in_ops ./my_report.php</cmd><period>1 days</period></task>\n"
+        "</tasks></boinc>\n")
+    project = up.Project(str(tmp_path), load_config(str(tmp_path)), "BOINC C++", [], "x", "")
+    lines = []
+    up.report_config(project, REPO, lines.append)
+    text = "\n".join(lines)
+    assert "MISSING from bin/" in text and "my_validator (MISSING" in text
+    assert "update_uotd" not in text and "badge_assign" not in text
+    (php,) = [ln for ln in lines if ln.startswith("tasks boincpy's run_in_ops can't run")]
+    assert php.endswith(": my_report.php, team_import.php (disabled)")
+    assert "my_report.php" not in text.replace(php, "")
+
+
+def test_columns_without_defaults_get_schema_sqls(schema_db, tmp_path):
+    """BOINC's schema.sql gives its NOT NULL columns no default (its programs
+    name every column); a database it made refuses boincpy's INSERTs that
+    leave columns to their defaults (the transitioner's new result: found by
+    the take-over of a real C++ project, tests/test_upgrade_cxx.py) until the
+    schema's updates set schema.sql's defaults."""
+    from boincpy.errors import DatabaseError
+    db = schema_db()
+    dropped = (("result", "outcome"), ("result", "validate_state"), ("user", "total_credit"),
+               ("host", "venue"))
+    for table, col in dropped:
+        db.execute("ALTER TABLE `%s` ALTER COLUMN `%s` DROP DEFAULT" % (table, col))
+    assert {ln for ln in rv.check_schema(db, defaults=True) if "default None" in ln} == \
+        {"%s.%s: default None, expected %s" % (t, c, "''" if c == "venue" else 0)
+         for t, c in dropped}
+    insert = ("INSERT INTO result (create_time, workunitid, server_state, name, xml_doc_in, "
+              "xml_doc_out, stderr_out) VALUES (1, 1, 2, 'r_0', '', '', '')")
+    with pytest.raises(DatabaseError, match="outcome"):
+        db.execute(insert)
+    rv.write_revision(str(tmp_path), rv.LATEST)
+    lines = []
+    rv.apply_updates(db, str(tmp_path), log=lines.append)
+    assert not [ln for ln in rv.check_schema(db, defaults=True) if "default" in ln]
+    db.execute(insert)
+    assert db.query("SELECT outcome, validate_state FROM result WHERE name = 'r_0'") == \
+        [{"outcome": 0, "validate_state": 0}]
+    assert rv.read_revision(str(tmp_path)) == rv.LATEST
+    # nothing left to do the second time
+    lines = []
+    rv.apply_updates(db, str(tmp_path), log=lines.append)
+    assert not [ln for ln in lines if ln.startswith("adding boincpy's own")]

@@ -247,6 +247,15 @@ class CxxProject:
         self.run(os.path.join(self.root, "bin", "create_work"), "--appname", APP,
                  "--wu_name", name, "in_" + name)
 
+    def add_boincpy_job(self, name):
+        """A job made the operator's way once boincpy runs the project."""
+        src = os.path.join(self.base, "in_" + name)
+        with open(src, "w") as f:
+            f.write("input of %s\n" % name)
+        self.run(os.path.join(self.root, "bin", "stage_file"), "--copy", src)
+        self.run(os.path.join(self.root, "bin", "create_work"), "--appname", APP,
+                 "--wu_name", name, "in_" + name)
+
     # -- running it --------------------------------------------------------------
 
     def start_apache(self):
@@ -308,6 +317,15 @@ def clients(request):
     yield make
     for client in made.values():
         client.close(failed=request.session.testsfailed > failed_before)
+
+
+def _running(pid):
+    """True while process ``pid`` runs (a zombie has exited)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _tasks(client, prefix):
@@ -397,11 +415,16 @@ def test_take_over_a_real_cxx_project_with_jobs_in_flight(cxx_project, clients):
     proc = p.run(sys.executable, os.path.join(REPO, "bin", "upgrade"), "--yes", p.root)
     out = proc.stdout
     assert "a project made by BOINC C++" in out, out
+    assert "says revision %d" % _db_revision(CXX_DIR) in out
     assert "Stopping the project (bin/stop)" in out
+    # BOINC's tasks (run_in_ops ./NAME.php) are boincpy's programs but one
+    # make_project leaves disabled; no daemon stays BOINC's
+    assert "MISSING" not in out and "stay the project's own programs" not in out, out
+    assert "run_in_ops can't run (" in out and ": team_import.php (disabled)\n" in out, out
     assert "Run `bin/start' to restart the project." in out
-    for name, pid in cxx_pids.items():      # BOINC's bin/stop stopped BOINC's daemons
-        assert not os.path.exists("/proc/%d" % pid) or \
-            b"python" in open("/proc/%d/cmdline" % pid, "rb").read(), name
+    # BOINC's bin/stop stopped BOINC's daemons (it signals them; they exit soon after)
+    _wait("BOINC's daemons to exit", lambda: not [pid for pid in cxx_pids.values()
+                                                   if _running(pid)], 30)
     p.apache.stop()                           # Apache reloaded with boincpy's configuration
     p.start_apache()
     p.run(os.path.join(p.root, "bin", "start"))
@@ -419,22 +442,23 @@ def test_take_over_a_real_cxx_project_with_jobs_in_flight(cxx_project, clients):
 
     # -- the same clients carry on against boincpy ------------------------------------
     t3 = time.monotonic()
+    p.add_boincpy_job("new_0")         # and a job made with boincpy's tools
     with open(p.gate, "w") as f:
         f.write("open\n")
 
     def all_done():
         rows = p.rows("SELECT assimilate_state FROM workunit")
-        return len(rows) == 5 and all(r["assimilate_state"] == 2 for r in rows)
+        return len(rows) == 6 and all(r["assimilate_state"] == 2 for r in rows)
     _wait("every job validated and assimilated by boincpy's daemons", all_done, 300,
           nudge_all, every=10)
-    timings["boincpy: the 3 jobs reported, validated, assimilated"] = time.monotonic() - t3
+    timings["boincpy: 4 jobs sent or reported, validated, assimilated"] = time.monotonic() - t3
 
     results = {r["name"]: r for r in p.rows("SELECT * FROM result")}
-    assert len(results) == 5
+    assert len(results) == 6
     for name, r in results.items():
         assert (r["server_state"], r["outcome"], r["validate_state"]) == (5, 1, 1), name
         assert r["hostid"] in hostids.values()
-    for name in gated:
+    for name in list(gated) + ["new_0_0"]:
         r = results[name]
         assert r["received_time"] >= switched_at, name      # reported to boincpy
         assert r["granted_credit"] > 0, name

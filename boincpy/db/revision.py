@@ -400,6 +400,38 @@ class ConformColumns:
         return out
 
 
+@dataclass(frozen=True)
+class SetDefaults:
+    """schema.sql's defaults on the columns that have none.  BOINC's own
+    schema.sql gives its NOT NULL columns no default (its programs name every
+    column they insert); boincpy's INSERTs leave the columns they don't set
+    to the defaults, which MariaDB's strict mode refuses without one.  Adding
+    a default changes nothing for BOINC's programs or pages."""
+
+    def statements(self, live, expected):
+        out = []
+        for name, want in expected.items():
+            cur = live.table(name)
+            if cur is None:
+                continue
+            sets = ["ALTER COLUMN `%s` SET DEFAULT %s" % (col, _default_literal(need.default))
+                    for col, need in want.columns.items()
+                    if col in cur.columns and cur.columns[col].default is None
+                    and need.default not in (None, "NULL") and not need.extra]
+            if sets:
+                out.append("ALTER TABLE `%s` %s" % (name, ", ".join(sets)))
+        return out
+
+
+def _default_literal(value):
+    """A default as information_schema gives it, as SQL: MariaDB spells it
+    as SQL already ('' quoted, numbers bare); MySQL gives the bare value."""
+    text = str(value)
+    if re.fullmatch(r"'.*'|-?[0-9][0-9.eE+-]*", text, re.S):
+        return text
+    return "'%s'" % text.replace("\\", "\\\\").replace("'", "''")
+
+
 def _keeping(have, need):
     """schema.sql's definition of a column, in the live column's collation:
     a MODIFY would otherwise move it to the table's default, and a column
@@ -836,7 +868,8 @@ def describe_pending(db, project_dir):
 def _boincpy_additions(db, expected, log):
     """Add what boincpy's schema.sql has beyond BOINC's (no revision of BOINC's
     makes it, and BOINC's programs never see it)."""
-    steps = [CreateTables(BOINCPY_TABLES)] + [AddIndexes(t, i) for t, i in BOINCPY_INDEXES]
+    steps = [CreateTables(BOINCPY_TABLES)] + [AddIndexes(t, i) for t, i in BOINCPY_INDEXES] \
+        + [SetDefaults()]
     live = _Live(db)
     for step in steps:
         for stmt in step.statements(live, expected):

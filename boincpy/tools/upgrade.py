@@ -366,10 +366,16 @@ def report_config(project, srcdir, say):
             "the web server's user is taken to be www-data; add <httpd_user> if it is "
             "another")
     ours = _program_names(srcdir)
-    own = []
+    own, php = [], []
     for spec in list(cfg.daemons) + list(cfg.tasks):
         name = command_basename(spec.cmd)
-        if name == "run_in_ops":
+        if spec.cmd.split()[:1] == ["run_in_ops"]:
+            # BOINC's make_project lists its PHP ops scripts as "run_in_ops
+            # ./NAME.php"; boincpy's run_in_ops runs bin/NAME for them, and
+            # can't run the PHP scripts it has no program for
+            stem = name[:-4] if name.endswith(".php") else name
+            if stem not in ours:
+                php.append(name + (" (disabled)" if spec.disabled else ""))
             continue
         if name not in ours:
             present = os.path.exists(os.path.join(project.root, "bin", name))
@@ -377,6 +383,10 @@ def report_config(project, srcdir, say):
     if own:
         say("daemons and tasks that stay the project's own programs: %s"
             % ", ".join(sorted(set(own))))
+    if php:
+        say("tasks boincpy's run_in_ops can't run (BOINC's PHP ops scripts, no boincpy "
+            "program for them; disable or remove them in config.xml): %s"
+            % ", ".join(sorted(set(php))))
 
 
 def report_pages(plan, say):
