@@ -172,6 +172,10 @@ class SchedLog(MessageLog):
         except (OSError, ValueError):
             pass
 
+    def fileno(self):
+        """The log file's descriptor (what it is, for a process that keeps it)."""
+        return self.stream.fileno()
+
     def close(self):
         self.flush()
         if self.stream not in (sys.stderr, sys.stdout):

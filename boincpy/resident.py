@@ -54,6 +54,7 @@ class Resident:
         self._db_cfg = None
         self._array = None
         self._array_path = None
+        self._kept = {}             # path -> (device and inode, pid, open object)
 
     # -- configuration --------------------------------------------------
 
@@ -110,6 +111,29 @@ class Resident:
         None if missing; raises what read_key raises for a bad file."""
         from boincpy import crypto
         return self.file_value(os.path.join(cfg.key_dir, name), crypto.read_key)
+
+    def kept_open(self, path, opener):
+        """``opener(path)`` (an object with ``fileno`` and ``close``: a log),
+        kept open from one request to the next, as BOINC's FastCGI scheduler
+        keeps its log; opened again when the file at ``path`` is no longer the
+        open one (rotated, removed) or the process is another (forked since).
+        One ``stat`` a request instead of an open and a close.  Raises what
+        ``opener`` raises."""
+        hit = self._kept.get(path)
+        if hit is not None:
+            ident, pid, obj = hit
+            try:
+                st = os.stat(path)
+                if (st.st_dev, st.st_ino) == ident and pid == os.getpid():
+                    return obj
+            except OSError:
+                pass
+            del self._kept[path]
+            _close_quietly(obj)
+        obj = opener(path)
+        st = os.fstat(obj.fileno())
+        self._kept[path] = ((st.st_dev, st.st_ino), os.getpid(), obj)
+        return obj
 
     # -- database ---------------------------------------------------------
 
@@ -178,4 +202,14 @@ class Resident:
         """Give everything back (a CGI's end, or a persistent process exiting)."""
         self.close_database()
         self.close_job_array()
+        kept, self._kept = self._kept, {}
+        for _, _, obj in kept.values():
+            _close_quietly(obj)
+
+
+def _close_quietly(obj):
+    try:
+        obj.close()
+    except (OSError, ValueError):
+        pass
 

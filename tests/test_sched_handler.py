@@ -1021,3 +1021,50 @@ def test_a_persistent_request_that_fails_is_not_taken_for_a_missing_feeder(sched
         resident.close()
     assert r.messages()[0][1].startswith("Server error: the scheduler could not handle"), r.raw
     assert "Scheduler failed" in r.log and "Can't attach shmem" not in r.log
+
+
+def test_a_persistent_process_keeps_its_scheduler_log_open(sched_env, persistent,
+                                                           monkeypatch):
+    """A persistent process opens scheduler.log once, as BOINC's FastCGI
+    scheduler does, not once a request; each request's lines are in the file
+    when it has been answered, start at indent 0 again, and when the log is
+    rotated (renamed away) the next request writes a new scheduler.log."""
+    env = sched_env
+    attach(env)
+    opened = []
+    real_open = SchedLog.open
+
+    def counting_open(path, *args, **kwargs):
+        opened.append(path)
+        return real_open(path, *args, **kwargs)
+    monkeypatch.setattr(SchedLog, "open", counting_open)
+    path = os.path.join(env.cfg.host_log_dir, "scheduler.log")
+
+    def request(seqno):
+        data = body("no_work", "03_sched_workfetch_hostid1.body.xml", rpc_seqno=seqno)
+        out = handle_request(env.cfg, data, dict(ENV), job_array=env.job_array(),
+                             resident=persistent)
+        assert b"</scheduler_reply>" in out
+        with open(path) as f:
+            return f.read().count("Scheduler ran")
+
+    ran = request(10)
+    assert request(11) == ran + 1 and request(12) == ran + 2
+    assert opened == [path]
+    # a request starts at indent 0 whatever the last one left (BOINC's
+    # set_indent_level(0)): seen on a line logged before the request is read
+    persistent.kept_open(path, None).indent = 3
+    key = os.path.join(env.cfg.key_dir, "code_sign_public")
+    os.rename(key, key + ".away")
+    try:
+        handle_request(env.cfg, body("no_work", "03_sched_workfetch_hostid1.body.xml"),
+                       dict(ENV), job_array=env.job_array(), resident=persistent)
+    finally:
+        os.rename(key + ".away", key)
+    with open(path) as f:
+        assert "] [CRITICAL] Can't read code sign key file" in f.read()
+    os.rename(path, path + ".1")
+    assert request(14) == 1
+    assert len(opened) == 2
+    with open(path + ".1") as f:
+        assert f.read().count("Scheduler ran") == ran + 2

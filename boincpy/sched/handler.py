@@ -52,6 +52,25 @@ def open_log(cfg):
         return SchedLog(sys.stderr, cfg.sched_debug_level, buffer_size=size)
 
 
+def _kept_log(cfg, resident):
+    """A persistent process's scheduler.log, kept open between its requests
+    (BOINC's FastCGI scheduler opens it once), with this configuration's
+    debug level and buffer and each request's indent starting at 0 (BOINC's
+    set_indent_level(0) per request); None if it can't be opened (then the
+    request opens its own, as a CGI does)."""
+    from boincpy.files import log_path
+    from boincpy.log import SchedLog
+    try:
+        log = resident.kept_open(os.path.join(cfg.host_log_dir, "scheduler.log"),
+                                 lambda path: SchedLog.open(log_path(cfg, "scheduler.log")))
+    except OSError:
+        return None
+    log.debug_level = cfg.sched_debug_level
+    log.buffer_size = cfg.scheduler_log_buffer
+    log.indent = 0
+    return log
+
+
 def read_code_sign_key(cfg):
     """KEY_DIR/code_sign_public, whitespace-stripped (None if unreadable)."""
     try:
@@ -86,6 +105,9 @@ def handle_request(cfg, body, environ=None, job_array=None, log=None, now=None,
     """
     environ = environ if environ is not None else os.environ
     own_log = log is None
+    if own_log and resident is not None and resident.persistent:
+        log = _kept_log(cfg, resident)
+        own_log = log is None
     if own_log:
         log = open_log(cfg)
     start = time.time()
