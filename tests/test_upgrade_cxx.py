@@ -23,8 +23,8 @@ attach with their authenticators (as an account manager does), and the master
 page is schedulers.txt saved as index.html.  The project's groups are set as
 BOINC's guide asks (upload/ and the log directory writable by www-data).
 
-Skipped without BOINC_CXX_DIR (CI has no C++ tree).  It takes about two
-minutes.
+Skipped without BOINC_CXX_DIR (CI has no C++ tree).  It takes about 100 s
+(most of it the clients' first jobs with the C++ server).
 """
 
 import hashlib
@@ -483,6 +483,7 @@ def test_take_over_a_real_cxx_project_with_jobs_in_flight(cxx_project, clients):
         reply = a.lookup_account(p.url, email, password)
         assert reply.authenticator == p.auth[name], reply.output
     assert a.lookup_account(p.url, "alice@example.com", "not-her-password").error
+    assert a.get_project_config(p.url).get("name") == "C++ project %s" % p.short
     # the clients saw nothing wrong, before or after
     for c in (a, b):
         log = c.log_text()
