@@ -34,8 +34,10 @@ as well.
     work sent, 2000 slots        shmem_work_items 2000
 
 ``--profile`` prints where one CGI request's time goes instead (interpreter
-start-up, imports, configuration, parsing, database, reply) and the profile
-of one persistent request (cProfile, work sent); ``--memory N`` serves N
+start-up, imports, configuration, parsing, database, reply), what a
+persistent request costs with no work and none available (round trips,
+statements, CPU microseconds, in process) and the profile of persistent
+requests (cProfile, work sent); ``--memory N`` serves N
 requests in one persistent process and prints its resident set size;
 ``--restart`` restarts Apache and prints the p95 latency of the first 100
 no-work requests after it against that of the next ones (the persistent
@@ -920,6 +922,43 @@ def in_process_app(project):
     return app, serve
 
 
+def persistent_costs(project, key, n=1000, blocks=5):
+    """What one persistent request costs, in process and warm, with no work
+    requested and with work requested and none available (the feeder's
+    array empty): round trips to MariaDB and the statements they carry, and
+    CPU microseconds a request (median of ``blocks`` blocks of ``n / blocks``
+    requests: the machine is shared).  Printed."""
+    from jobs_helpers import count_round_trips
+    app, serve = in_process_app(project)
+    print("Persistent requests, in process and warm (CPU: median of %d blocks of %d):"
+          % (blocks, n // blocks))
+    for name in ("no_work", "none_available"):
+        reqs = Requests(project, key, want_work=name == "none_available")
+        # every host past its first request of the day (which reads its
+        # host_app_version rows too)
+        for _ in range(len(project.hosts) + 20):
+            serve(reqs.next())
+        db = app.resident.database(app.resident.config())
+        inner = db.conn
+        sent = count_round_trips(db)
+        for _ in range(20):
+            serve(reqs.next())
+        db.conn = inner
+        statements = sum(len(text.split(b";\n")) for text in sent) / 20.0
+        cpu = []
+        for _ in range(blocks):
+            bodies = [reqs.next() for _ in range(n // blocks)]
+            t = time.process_time()
+            for data in bodies:
+                serve(data)
+            cpu.append((time.process_time() - t) / len(bodies) * 1e6)
+        print("  %-40s %4.1f round trips, %4.1f statements, %5.0f us CPU a request"
+              % (TITLES[name], len(sent) / 20.0, statements, sorted(cpu)[blocks // 2]))
+        print("      round trips: %s" % " | ".join(
+            text[:60].decode("utf-8", "replace").replace("\n", " ") for text in sent[:3]))
+    app.resident.close()
+
+
 def persistent_profile(project, feeder, key, n=200):
     """cProfile of persistent requests that get a job (warm process), over
     ``n`` requests so that one slow database round trip does not decide it."""
@@ -1042,6 +1081,7 @@ def main(argv=None):
         if args.profile:
             feeder.start(100)
             profile(project, key)
+            persistent_costs(project, key)
             persistent_profile(project, feeder, key)
             return 0
         apache = Apache(project, workers=max(levels) + 2)
