@@ -31,8 +31,15 @@ import os
 import signal
 import sys
 import time
+import warnings
 from types import SimpleNamespace
 
+import click
+
+from boincpy.cli import option, resolve_groups
+from boincpy.config import load_config
+from boincpy.db import connect
+from boincpy.doorbell import Doorbell
 from boincpy.errors import BoincpyError, ConfigError
 from boincpy.log import MessageLog
 
@@ -78,7 +85,6 @@ class Daemon:
 
     def initialise(self):
         """Open the database and read what the passes need.  Default: connect."""
-        from boincpy.db import connect
         self.db = connect(self.cfg)
 
     def one_pass(self):
@@ -135,7 +141,6 @@ class Daemon:
         self.initialise()
         try:
             if self.doorbell and not (self.one_shot or self.args.one_pass):
-                from boincpy.doorbell import Doorbell
                 self._bell = Doorbell(self.cfg, self.doorbell)
             while True:
                 if self.stop_requested():
@@ -183,13 +188,11 @@ def progress(length, label):
         tty = False
     if not tty:
         return _NoProgress()
-    import click
     return click.progressbar(length=max(int(length), 1), label=label, file=sys.stdout)
 
 
 def daemon_options(daemon_class):
     """The daemon's click options: the common ones plus its own."""
-    from boincpy.cli import option
     params = [option("debug_level", "-d", "--d", *daemon_class.debug_level_spellings,
                      type=int, default=3, metavar="N",
                      help="log verbosity: 1 critical, 2-3 normal, 4 debug")]
@@ -210,9 +213,6 @@ def daemon_options(daemon_class):
 def daemon_command(daemon_class):
     """The daemon's click command; invoking it returns the parsed options
     as a namespace (``args``)."""
-    import click
-    from types import SimpleNamespace
-    from boincpy.cli import resolve_groups
     params = daemon_options(daemon_class)
 
     def parsed(**values):
@@ -242,8 +242,6 @@ def run_daemon(daemon_class, argv=None):
     CRITICAL and gives exit status 1, so ``bin/start --cron`` restarts the
     daemon later, as BOINC's daemons expect.
     """
-    import click
-    from boincpy.config import load_config
     command = daemon_command(daemon_class)
     try:
         args = command.main(args=sys.argv[1:] if argv is None else list(argv),
@@ -254,7 +252,6 @@ def run_daemon(daemon_class, argv=None):
     if not isinstance(args, SimpleNamespace):
         return args or 0            # --help: click printed it
     log = MessageLog(sys.stderr, args.debug_level)
-    import warnings
     try:
         # config.xml's warnings (unknown options) go to the daemon's log
         with warnings.catch_warnings(record=True) as caught:

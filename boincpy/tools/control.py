@@ -44,11 +44,19 @@ import glob
 import os
 import shlex
 import signal
+import subprocess
 import sys
 import time
 
+import click
+import psutil
+
+from boincpy import fcgi_pool
+from boincpy.config import load_config
 from boincpy.errors import BoincpyError, ConfigError
-from boincpy.files import make_host_log_dir
+from boincpy.files import atomic_write, make_host_log_dir
+from boincpy.tools import server_mode
+from boincpy.xml import tree, xml_escape
 
 STOP_DAEMONS = "stop_daemons"
 STOP_SCHED = "stop_sched"
@@ -113,7 +121,6 @@ class RunState:
             return state
         except OSError as exc:
             raise ControlError("can't read %s: %s" % (path, exc.strerror)) from None
-        from boincpy.xml import tree
         try:
             root = tree.parse(data)
         except tree.XmlError as exc:
@@ -140,8 +147,6 @@ class RunState:
         self.last_run = {c: t for c, t in self.last_run.items() if c in self._touched}
 
     def write(self):
-        from boincpy.files import atomic_write
-        from boincpy.xml import xml_escape
         lines = ['<?xml version="1.0" ?>', "<boinc>", "    <tasks>"]
         for cmd, last in self.last_run.items():
             lines += ["        <task>", "            <cmd>%s</cmd>" % xml_escape(cmd),
@@ -323,7 +328,6 @@ class Control:
             self.say("  (No processes stopped)")
 
     def wait_for_exit(self, procs):
-        import psutil
         if not procs:
             return
         if self.verbose:
@@ -451,7 +455,6 @@ class Control:
     def wait_for_persistent(self):
         """In persistent mode, return once the FastCGI workers are all up (so
         no request waits for one to start), or say they are not."""
-        from boincpy import fcgi_pool
         pool = persistent_daemon(self.cfg)
         if pool is None or pool.host != self.host or pool.disabled:
             return
@@ -513,7 +516,6 @@ class Control:
             disabled = " yes    " if spec.disabled else " no     "
             self.say("  %2d" % n, " %5d" % pid, running, lock, disabled, " ", spec.cmd)
         if persistent_daemon(self.cfg) is not None:
-            from boincpy import fcgi_pool
             configured, ready = fcgi_pool.workers(self.project)
             self.say()
             self.say("FastCGI workers: %d of %d up%s" % (
@@ -560,8 +562,6 @@ def start_persistent(project_dir, timeout=PERSISTENT_STARTUP_SECONDS):
     bin/start does (its lock, pid file and log), unless it runs, and wait for
     its workers: for a private Apache (boincpy.tools.httpd), which leaves the
     other daemons to its user.  False in CGI mode."""
-    from boincpy import fcgi_pool
-    from boincpy.config import load_config
     cfg = load_config(project_dir)
     pool = persistent_daemon(cfg)
     if pool is None:
@@ -583,8 +583,6 @@ def start_persistent(project_dir, timeout=PERSISTENT_STARTUP_SECONDS):
 def persistent_daemon(cfg):
     """In persistent mode (bin/server_mode), the project's FastCGI server
     (boincpy.fcgi_pool) as one more daemon of the main host; else None."""
-    from boincpy import fcgi_pool
-    from boincpy.tools import server_mode
     try:
         with open(server_mode.conf_path(cfg.project_dir), encoding="utf-8") as f:
             mode = server_mode.current_mode(f.read())
@@ -643,7 +641,6 @@ def read_pid(path):
 
 def pid_running(pid):
     """True if process ``pid`` exists and is not a zombie."""
-    import psutil
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
@@ -653,7 +650,6 @@ def pid_running(pid):
 def daemon_process(pid, pid_file_time):
     """The psutil.Process named by a pid file, or None if it is gone or the pid
     now belongs to a process started after the file was written (pid reuse)."""
-    import psutil
     if pid <= 0:
         return None
     try:
@@ -675,7 +671,6 @@ def _child_failed(spec, exc):
 
 
 def _gone(exc):
-    import psutil
     return isinstance(exc, psutil.NoSuchProcess)
 
 
@@ -739,7 +734,6 @@ _ACTIONS = {"start": "enable", "stop": "disable", "status": "status"}
 def _action_flag(decls, action):
     """A flag selecting ``action``; the last such flag given wins, as with
     BOINC's getopt loop (click calls the callbacks in command-line order)."""
-    import click
 
     def chosen(ctx, param, value):
         if value:
@@ -749,7 +743,6 @@ def _action_flag(decls, action):
 
 
 def _seconds(ctx, param, value):
-    import click
     if value is None:
         return None
     try:
@@ -760,7 +753,6 @@ def _seconds(ctx, param, value):
 
 def _command():
     """start/stop/status's options, spelled as BOINC's sched/start spells them."""
-    import click
     params = [
         _action_flag(["-e", "--enable", "--start"], "enable"),
         _action_flag(["-c", "--cron"], "cron"),
@@ -786,7 +778,6 @@ def _command():
 
 
 def _main(argv, prog):
-    import click
     invocation_dir = os.getcwd()
     try:
         opts = _command().main(args=list(argv), prog_name=prog, standalone_mode=False)
@@ -811,7 +802,6 @@ def _main(argv, prog):
         raise ControlError('No command specified and script name is not "start", "stop", '
                            'or "status"')
 
-    from boincpy.config import load_config
     project = _find_project(sys.argv[0])
     if project is None and config_file:
         project = os.path.dirname(os.path.abspath(config_file))
@@ -875,7 +865,6 @@ def _run_on_other_hosts(cfg, host, prog, argv, verbose, invocation_dir):
     else:
         cwd, cmd = invocation_dir, sys.argv[0]
     ssh = cfg.ssh_exec or "/usr/bin/ssh"
-    import subprocess
     for other in others:
         remote = [ssh, other, "cd", cwd, " && ", cmd] + list(argv)
         if verbose:

@@ -21,6 +21,8 @@ group.
 """
 
 import glob
+import grp
+import ipaddress
 import os
 import pwd
 import shutil
@@ -31,8 +33,15 @@ import sys
 import time
 from urllib.parse import urlsplit
 
+import click
+import psutil
+
+from boincpy import fcgi_pool
+from boincpy.cli import boinc_option, click_main
+from boincpy.config import load_config
 from boincpy.errors import BoincpyError, ToolError
 from boincpy.fcgi_pool import httpd_user
+from boincpy.tools.control import start_persistent
 
 MODULE_DIR = "/usr/lib/apache2/modules"
 MODULES = (
@@ -77,7 +86,6 @@ def _uses_proxy_fcgi(snippet):
 
 def default_port(project_dir):
     """The port of the project's master URL if it is a loopback URL."""
-    from boincpy.config import load_config
     url = urlsplit(load_config(project_dir).master_url)
     if url.hostname in ("127.0.0.1", "localhost") and url.port:
         return url.port
@@ -88,7 +96,6 @@ def default_port(project_dir):
 def loopback_address(address):
     """``address`` if it is an IPv4 loopback address (127.0.0.0/8), else ToolError:
     a private Apache never listens elsewhere."""
-    import ipaddress
     try:
         ip = ipaddress.IPv4Address(address)
     except ValueError:
@@ -113,7 +120,6 @@ def conf_text(project_dir, port, run_dir, user=None, address="127.0.0.1"):
     ]
     if user:
         group = pwd.getpwnam(user).pw_gid
-        import grp
         lines += ["User %s" % user, "Group %s" % grp.getgrgid(group).gr_name]
     lines += ["LoadModule %s %s" % (name, os.path.join(MODULE_DIR, so)) for name, so in MODULES]
     snippet = project_snippet(project_dir)
@@ -258,8 +264,6 @@ class PrivateApache:
         # In persistent mode the project's FastCGI workers must be up before
         # Apache takes requests: started here as bin/start would (unless it
         # did), and stopped with Apache; the other daemons stay the user's.
-        from boincpy.tools.control import start_persistent
-        from boincpy import fcgi_pool
         marker = os.path.join(self.run_dir, "workers_started")
         running = fcgi_pool.master_pid(self.project_dir) is not None
         if start_persistent(self.project_dir) and not running:
@@ -267,7 +271,6 @@ class PrivateApache:
                 f.write("%d\n" % fcgi_pool.master_pid(self.project_dir))
 
     def _stop_workers(self):
-        from boincpy import fcgi_pool
         marker = os.path.join(self.run_dir, "workers_started")
         if os.path.exists(marker):
             fcgi_pool.stop(self.project_dir)
@@ -294,7 +297,6 @@ def _apache_env(run_dir):
 
 
 def _alive(pid):
-    import psutil
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.Error:
@@ -302,7 +304,6 @@ def _alive(pid):
 
 
 def _is_apache(pid):
-    import psutil
     try:
         name = psutil.Process(pid).name()
     except psutil.Error:
@@ -311,7 +312,6 @@ def _is_apache(pid):
 
 
 def _group_alive(pgid):
-    import psutil
     for proc in psutil.process_iter(["pid"]):
         try:
             if os.getpgid(proc.info["pid"]) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
@@ -346,8 +346,6 @@ def free_port():
 
 
 def _command():
-    import click
-    from boincpy.cli import boinc_option
 
     @click.command(help="A private Apache for one BOINC project.",
                    context_settings={"help_option_names": ["-h", "--help"]})
@@ -367,7 +365,6 @@ def _command():
 
 def main(argv=None):
     """``python -m boincpy.tools.httpd start|stop|status|conf PROJECT_DIR``."""
-    from boincpy.cli import click_main
     return click_main(_command(), argv, "python -m boincpy.tools.httpd")
 
 

@@ -15,6 +15,7 @@ URLs and the same replies in both modes.  make_project's --persistent writes
 the same block when it creates the project.
 """
 
+import ast
 import glob
 import os
 import re
@@ -24,7 +25,10 @@ import sys
 import click
 
 from boincpy.cli import boinc_option, click_main, project_dir_option
+from boincpy.config import find_project_dir
 from boincpy.errors import BoincpyError, ToolError
+from boincpy.fcgi_pool import script_path, socket_path, workers
+from boincpy.persistent import SCHEDULER, UPLOAD_HANDLER, WEB_PAGES
 
 MODES = ("cgi", "persistent")
 DEFAULT_PROCESSES = 4
@@ -51,7 +55,6 @@ def cgi_paths(python):
     hook setuptools installs for this flat layout (no path at all: the
     directory holding the package ``python`` finds is added, after the
     others, as the hook comes after sys.path's own finders)."""
-    import ast
     code = ("import sys, importlib.util; paths = sys.path[1:]; "
             "spec = importlib.util.find_spec('boincpy'); "
             "print(repr((paths, list(spec.submodule_search_locations or ()) if spec else [])))")
@@ -72,14 +75,12 @@ def cgi_paths(python):
 
 def fcgi_script_path(project_dir):
     """PROJECT/fcgi/boincpy.fcgi, the program bin/start runs."""
-    from boincpy.fcgi_pool import script_path
     return script_path(project_dir)
 
 
 def persistent_pids(project_dir):
     """Process ids of the persistent workers serving the project in
     ``project_dir`` (those up and accepting)."""
-    from boincpy.fcgi_pool import workers
     return workers(project_dir)[1]
 
 
@@ -111,8 +112,6 @@ def persistent_block(short_name, project_dir, processes):
     """The Apache directives handing the scheduler, the upload handler and
     the web RPCs of boincpy.persistent.WEB_PAGES to the project's FastCGI
     workers (boincpy.fcgi_pool) through mod_proxy_fcgi."""
-    from boincpy.fcgi_pool import socket_path
-    from boincpy.persistent import SCHEDULER, UPLOAD_HANDLER, WEB_PAGES
     pages = "|".join(re.escape(name[:-len(".php")]) for name in sorted(WEB_PAGES))
     # mod_alias maps the URLs to the files (cgi-bin/cgi, html/user/NAME.php) as
     # for the CGIs; only the handler of those files changes.  GENERIC: the
@@ -207,7 +206,6 @@ def set_mode(project_dir, mode, processes=DEFAULT_PROCESSES):
 def server_mode_cmd(mode, processes, project_dir):
     """Print or set the serving mode."""
     try:
-        from boincpy.config import find_project_dir
         project_dir = project_dir or find_project_dir()
         if mode is None:
             with open(conf_path(project_dir), encoding="utf-8") as f:
