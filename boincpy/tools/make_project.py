@@ -52,6 +52,7 @@ from urllib.parse import urlsplit
 
 from boincpy.config import SAFE_NEW_PROJECT
 from boincpy.db.connection import open_server, server_params
+from boincpy.db.revision import LATEST, write_revision
 from boincpy.errors import BoincpyError, DatabaseError, ToolError
 from boincpy.tools import server_mode
 from boincpy.tools.server_mode import cgi_paths
@@ -946,6 +947,9 @@ def build_tree(spec, stage, undo, say):
     _write(S("project.xml"), project_xml(spec))
     for rel, text in boinc_php_settings(spec.long_name).items():
         _write(S(rel), text)
+    # the schema's revision, as BOINC's make_project records it (upgrades and
+    # server_status.php read it)
+    write_revision(stage, LATEST)
     # the Manager's project menu and the notices feed, sent in scheduler replies
     _write(S("gui_urls.xml"), GUI_URLS_XML)
     # the db_dump task's spec (its command names ../db_dump_spec.xml from tmp_HOST)
