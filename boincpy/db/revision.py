@@ -862,16 +862,28 @@ def describe_pending(db, project_dir):
         lines.append("update %s (revision %d)%s" % (u.name, u.revision,
                                                     "" if stmts else ": nothing to do"))
         lines += ["  " + " ".join(s.split()) for s in stmts]
+    # (on the database as it is now: an update above may already make some)
+    additions = [" ".join(stmt.split()) for step in _additions()
+                 for stmt in step.statements(live, expected)]
+    if additions:
+        lines.append("boincpy's own tables, indexes and column defaults:")
+        lines += ["  " + stmt for stmt in additions]
+    if len(lines) == 1:
+        lines.append("No updates needed")
     return lines
+
+
+def _additions():
+    """The steps adding what boincpy's schema.sql has beyond BOINC's."""
+    return [CreateTables(BOINCPY_TABLES)] + [AddIndexes(t, i) for t, i in BOINCPY_INDEXES] \
+        + [SetDefaults()]
 
 
 def _boincpy_additions(db, expected, log):
     """Add what boincpy's schema.sql has beyond BOINC's (no revision of BOINC's
     makes it, and BOINC's programs never see it)."""
-    steps = [CreateTables(BOINCPY_TABLES)] + [AddIndexes(t, i) for t, i in BOINCPY_INDEXES] \
-        + [SetDefaults()]
     live = _Live(db)
-    for step in steps:
+    for step in _additions():
         for stmt in step.statements(live, expected):
             log("adding boincpy's own: " + " ".join(stmt.split())[:100])
             try:

@@ -460,8 +460,7 @@ def upgrade(project_root, srcdir=None, web=True, server=True, dry_run=False, yes
     spec = project_spec(project, srcdir)
     db = _connect(project.cfg)
     try:
-        rec = revision.recognise(db, project.root)
-        todo = revision.pending(rec.revision)
+        revision.recognise(db, project.root)     # refuses a database it can't take
         plan = plan_upgrade(project, spec, web, server)
 
         report_config(project, srcdir, say)
@@ -476,12 +475,10 @@ def upgrade(project_root, srcdir=None, web=True, server=True, dry_run=False, yes
         say("%d files to replace, %d to add, %d unchanged"
             % (sum(c.action == "replace" for c in plan.changes),
                sum(c.action == "add" for c in plan.changes), plan.unchanged))
-        say(rec.note)
-        say("DB version: %d" % rec.revision)
-        for u in todo:
-            say("need update %s (revision %d)" % (u.name, u.revision))
-        if not todo:
-            say("No updates needed")
+        # the database's plan: each pending update with the statements it
+        # would run, and boincpy's own additions
+        for line in revision.describe_pending(db, project.root):
+            say(line)
         if dry_run:
             say("--dry_run: nothing was changed")
             return 0
@@ -621,13 +618,10 @@ def for_boinc(project_root, dry_run=False, yes=False, out=None):
               boinc_httpd_conf(spec).encode(), 0o644)
     db = _connect(project.cfg)
     try:
-        rec = revision.recognise(db, project.root)
-        todo = revision.pending(rec.revision)
         for c in plan.changes:
             say("  %s %s" % ("replace" if c.action == "replace" else "add    ", c.rel))
-        say(rec.note)
-        for u in todo:
-            say("need update %s (revision %d)" % (u.name, u.revision))
+        for line in revision.describe_pending(db, project.root):
+            say(line)
         if dry_run:
             say("--dry_run: nothing was changed")
             return 0
