@@ -223,6 +223,7 @@ class ProjectSpec:
 def _command():
     """make_project's options, as click parameters (``-opt`` and ``--opt``)."""
     import click
+
     from boincpy.cli import option
 
     def a(name, **kwargs):
@@ -1018,6 +1019,30 @@ def _cgi_files(names, default):
     return "^(?:%s)$" % "|".join(re.escape(n) for n in sorted(names))
 
 
+def httpd_base(spec, deny=()):
+    """What every SHORT.httpd.conf of a project starts with, boincpy's or the
+    one bin/upgrade --for_boinc writes for BOINC's programs: the project's
+    URLs mapped to its directories, then nothing under the root served
+    unless a later block grants it, and keys/, upload/ and ``deny``
+    (absolute directories) never."""
+    root = spec.project_root
+    user_path = _url_path(spec.master_url)
+    aliases = (("Alias", _url_path(spec.download_url), "download"),
+               ("Alias", user_path.rstrip("/") + "/stats", "html/stats"),
+               ("Alias", user_path.rstrip("/") + "/user_profile", "html/user_profile"),
+               ("Alias", _url_path(spec.ops_url), "html/ops"),
+               ("ScriptAlias", _url_path(spec.cgi_url), "cgi-bin"),
+               ("Alias", user_path, "html/user"))
+    lines = ['%s "%s" "%s/%s"' % (kind, url, root, rel) for kind, url, rel in aliases]
+    lines += ["", "# Nothing of the project is served unless granted below: not keys/,",
+              "# upload/, config.xml, logs.",
+              '<Directory "%s">' % root, "    Options None", "    AllowOverride None",
+              "    Require all denied", "</Directory>"]
+    for path in [os.path.join(root, "keys"), os.path.join(root, "upload")] + list(deny):
+        lines += ['<Directory "%s">' % path, "    Require all denied", "</Directory>"]
+    return "\n".join(lines) + "\n"
+
+
 def httpd_conf(spec, cgi_pages=None):
     """PROJECT/SHORT.httpd.conf for Apache 2.4 (Include it in the server config).
 
@@ -1026,11 +1051,6 @@ def httpd_conf(spec, cgi_pages=None):
     pages are CGIs there and PHP's handler serves the rest."""
     root = spec.project_root
     user_path = _url_path(spec.master_url)
-    download_path = _url_path(spec.download_url)
-    stats_path = user_path.rstrip("/") + "/stats"
-    profile_path = user_path.rstrip("/") + "/user_profile"
-    ops_path = _url_path(spec.ops_url)
-    cgi_path = _url_path(spec.cgi_url)
     cgi_pages = cgi_pages or {}
     user_cgis = _cgi_files(cgi_pages.get("html/user"), "\\.php$")
     ops_cgis = _cgi_files(cgi_pages.get("html/ops"), "\\.(php|cgi)$")
@@ -1038,9 +1058,7 @@ def httpd_conf(spec, cgi_pages=None):
     if cgi_pages:
         php_note = ("\n# The project's other .php pages are PHP's: its handler (mod_php or\n"
                     "# php-fpm, configured outside this file) serves them.")
-    key_deny = ""
-    if not spec.key_dir.startswith(root + os.sep):
-        key_deny = '<Directory "%s">\n    Require all denied\n</Directory>\n' % spec.key_dir
+    deny = () if spec.key_dir.startswith(root + os.sep) else (spec.key_dir,)
     return """\
 ## Apache 2.4 configuration of the BOINC project "{long}" ({short}),
 ## written by boincpy's make_project.  Include it in the server configuration:
@@ -1054,27 +1072,7 @@ def httpd_conf(spec, cgi_pages=None):
 ##   {cgi_url}cgi  the scheduler, {cgi_url}file_upload_handler
 ##   {ops_url}  html/ops (HTTP basic auth: html/ops/.htpasswd)
 
-Alias "{download_path}" "{root}/download"
-Alias "{stats_path}" "{root}/html/stats"
-Alias "{profile_path}" "{root}/html/user_profile"
-Alias "{ops_path}" "{root}/html/ops"
-ScriptAlias "{cgi_path}" "{root}/cgi-bin"
-Alias "{user_path}" "{root}/html/user"
-
-# Nothing of the project is served unless granted below: not keys/, upload/,
-# config.xml, logs.
-<Directory "{root}">
-    Options None
-    AllowOverride None
-    Require all denied
-</Directory>
-<Directory "{root}/keys">
-    Require all denied
-</Directory>
-<Directory "{root}/upload">
-    Require all denied
-</Directory>
-{key_deny}
+{base}
 # Downloads: static files only, never a script, never a listing, never
 # compressed on the fly (the client resumes with Range requests).
 <Directory "{root}/download">
@@ -1143,9 +1141,8 @@ Alias "{user_path}" "{root}/html/user"
 """.format(long=spec.long_name, short=spec.short_name, root=root,
            master_url=spec.master_url, download_url=spec.download_url,
            cgi_url=spec.cgi_url, ops_url=spec.ops_url, user_path=user_path,
-           download_path=download_path, stats_path=stats_path, ops_path=ops_path, cgi_path=cgi_path,
-           profile_path=profile_path, user_cgis=user_cgis, ops_cgis=ops_cgis,
-           php_note=php_note, key_deny=key_deny) + (
+           user_cgis=user_cgis, ops_cgis=ops_cgis, php_note=php_note,
+           base=httpd_base(spec, deny)) + (
         "\n" + server_mode.persistent_block(spec.short_name, root, spec.processes)
         if spec.persistent else "")
 

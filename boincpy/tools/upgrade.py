@@ -33,6 +33,7 @@ As with BOINC's tool, PROJECT_ROOT is a path, or a name under
 """
 
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -43,8 +44,19 @@ import warnings
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+import click
+
+from boincpy import fcgi_pool
 from boincpy.cli import click_main, group_flag, option, resolve_groups
+from boincpy.config import CONFIG_FILE, command_basename, load_config
+from boincpy.db import connect, revision
 from boincpy.errors import ToolError
+from boincpy.files import atomic_write
+from boincpy.tools import make_project as mp, server_mode
+from boincpy.tools.make_project import (REPO_ROOT, _ask as ask, boinc_php_settings, compile_package,
+                                        httpd_base)
+from boincpy.tools.server_mode import cgi_paths
+from boincpy.web import csrf
 
 BACKUP_DIR = "upgrade_backup"
 
@@ -116,7 +128,6 @@ def _short_name(root, cfg):
 def recognise_project(root):
     """The Project in ``root``, or ToolError saying why it is not one upgrade
     can take (nothing is changed)."""
-    from boincpy.config import CONFIG_FILE, load_config
     if not os.path.isdir(root):
         raise ToolError("%s: no such project directory" % root)
     if not os.path.isfile(os.path.join(root, CONFIG_FILE)):
@@ -152,11 +163,7 @@ def _url_base(url):
 def project_spec(project, srcdir):
     """make_project's ProjectSpec for this existing project (its URLs, paths
     and names as config.xml gives them), for the files make_project writes."""
-    import pwd
 
-    from boincpy import fcgi_pool
-    from boincpy.tools import make_project as mp
-    from boincpy.tools import server_mode
     cfg = project.cfg
     raw = cfg.raw
     url_base = _url_base(cfg.master_url)
@@ -236,9 +243,6 @@ def _consider(plan, root, rel, data, mode, only_if_missing=False):
 def plan_upgrade(project, spec, web=True, server=True):
     """Every file upgrade would replace or add, every directory it would
     create, and which pages are whose.  Touches nothing in the project."""
-    from boincpy.tools import make_project as mp
-    from boincpy.tools.server_mode import cgi_paths
-    from boincpy.web import csrf
     root = project.root
     plan = Plan(persistent=spec.persistent)
     python = sys.executable
@@ -300,9 +304,6 @@ def _backup_dir(root):
 def install(project, spec, plan, say):
     """Back up what ``plan`` replaces, then write its files and directories;
     returns the backup directory (None when nothing was replaced)."""
-    from boincpy.files import atomic_write
-    from boincpy.tools import make_project as mp
-    from boincpy.web import csrf
     root = project.root
     perms = mp._Perms(spec.httpd_gid)
     for d, mode, group in plan.dirs:
@@ -328,7 +329,6 @@ def install(project, spec, plan, say):
         csrf.create_secret(plan.secret)
         perms.group(plan.secret, 0o640)
     if plan.persistent:
-        from boincpy.tools import server_mode
         server_mode.set_mode(root, "persistent", spec.processes)
     if perms.failed:
         say("NOTE: could not give these to group %s (the web server's): %s"
@@ -354,7 +354,6 @@ def _program_names(srcdir):
 def report_config(project, srcdir, say):
     """Say what of config.xml boincpy doesn't know (kept as it is) and which
     daemons and tasks stay the project's own programs."""
-    from boincpy.config import command_basename
     cfg = project.cfg
     if cfg.unknown:
         say("config.xml is kept as it is; options boincpy does not know (kept, not used "
@@ -406,14 +405,11 @@ def report_pages(plan, say):
 
 
 def _connect(cfg):
-    from boincpy.db import connect
     return connect(cfg)
 
 
 def check_schema(project_root, out):
     """``--check_schema``: print the differences; 1 if there are any."""
-    from boincpy.config import load_config
-    from boincpy.db import revision
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cfg = load_config(project_root)
@@ -433,7 +429,6 @@ def check_schema(project_root, out):
 
 
 def _ask(question):
-    from boincpy.tools.make_project import _ask as ask
     return ask(question)
 
 
@@ -442,8 +437,6 @@ def upgrade(project_root, srcdir=None, web=True, server=True, dry_run=False, yes
     """Take the project in ``project_root`` over (see the module docstring);
     returns the exit status.  BoincpyError for anything that stops it before
     a change (or, naming the update, a failed database update)."""
-    from boincpy.db import revision
-    from boincpy.tools.make_project import REPO_ROOT, compile_package
     out = out or sys.stdout
 
     def say(text):
@@ -514,37 +507,14 @@ def boinc_httpd_conf(spec):
     """SHORT.httpd.conf for the project once BOINC's PHP pages and C++
     programs serve it (what BOINC's make_project writes, in substance): the
     same URLs; html/ pages are PHP's, cgi-bin/ holds CGI programs."""
-    from boincpy.tools.make_project import _url_path
     root = spec.project_root
-    user_path = _url_path(spec.master_url)
     return """\
 ## Apache 2.4 configuration of the BOINC project "{long}" ({short}) for BOINC's
 ## C++ programs and PHP pages, written by boincpy's bin/upgrade --for_boinc.
 ## Modules: alias, cgi (or cgid), PHP (mod_php or php-fpm), auth_basic,
 ## authn_file, authz_core, authz_user.
 
-Alias "{download}" "{root}/download"
-Alias "{stats}" "{root}/html/stats"
-Alias "{profiles}" "{root}/html/user_profile"
-Alias "{ops}" "{root}/html/ops"
-ScriptAlias "{cgi}" "{root}/cgi-bin"
-Alias "{user}" "{root}/html/user"
-
-<Directory "{root}">
-    Options None
-    AllowOverride None
-    Require all denied
-</Directory>
-<Directory "{root}/keys">
-    Require all denied
-</Directory>
-<Directory "{root}/upload">
-    Require all denied
-</Directory>
-<Directory "{root}/html/cache">
-    Require all denied
-</Directory>
-
+{base}
 # Static files only: no PHP, no CGI.
 <Directory "{root}/download">
     Options FollowSymLinks
@@ -587,10 +557,8 @@ Alias "{user}" "{root}/html/user"
 <FilesMatch "^\\.ht">
     Require all denied
 </FilesMatch>
-""".format(long=spec.long_name, short=spec.short_name, root=root, user=user_path,
-           download=_url_path(spec.download_url), stats=user_path.rstrip("/") + "/stats",
-           profiles=user_path.rstrip("/") + "/user_profile", ops=_url_path(spec.ops_url),
-           cgi=_url_path(spec.cgi_url))
+""".format(long=spec.long_name, short=spec.short_name, root=root,
+           base=httpd_base(spec, deny=(os.path.join(root, "html", "cache"),)))
 
 
 def for_boinc(project_root, dry_run=False, yes=False, out=None):
@@ -598,8 +566,6 @@ def for_boinc(project_root, dry_run=False, yes=False, out=None):
     (what its PHP steps read: html/project/, db_revision at BOINC's revision)
     and write the Apache configuration BOINC's pages need (the old one backed
     up).  Programs, pages, keys, files and rows are left to BOINC's tool."""
-    from boincpy.db import revision
-    from boincpy.tools.make_project import REPO_ROOT, boinc_php_settings
     out = out or sys.stdout
 
     def say(text):
@@ -644,7 +610,6 @@ def for_boinc(project_root, dry_run=False, yes=False, out=None):
 # Command line
 
 def _command():
-    import click
     params = [
         click.Argument(["project_root"], metavar="PROJECT_ROOT"),
         group_flag("web_only", "part", help="install only the pages and the Apache "
