@@ -61,29 +61,34 @@ class ConnectionClosed(ProtocolError):
 
 def read_pairs(data):
     """FastCGI name-value pairs (bytes) -> {name: value}, both bytes."""
+    # a request's thirty-odd CGI variables go through here: the two lengths
+    # read inline (one byte each below 128, else four)
     pairs = {}
     pos, end = 0, len(data)
     while pos < end:
-        lengths = []
-        for _ in range(2):
-            if pos >= end:
-                raise ProtocolError("name-value pair cut short")
-            n = data[pos]
-            if n & 0x80:
-                if pos + 4 > end:
-                    raise ProtocolError("name-value pair cut short")
-                n = int.from_bytes(data[pos:pos + 4], "big") & 0x7FFFFFFF
-                pos += 4
-            else:
-                pos += 1
-            lengths.append(n)
-        name_len, value_len = lengths
-        if pos + name_len + value_len > end:
+        name_len = data[pos]
+        if name_len < 128:
+            pos += 1
+        elif pos + 4 <= end:
+            name_len = int.from_bytes(data[pos:pos + 4], "big") & 0x7FFFFFFF
+            pos += 4
+        else:
             raise ProtocolError("name-value pair cut short")
-        name = data[pos:pos + name_len]
-        pos += name_len
-        pairs[name] = data[pos:pos + value_len]
-        pos += value_len
+        if pos >= end:
+            raise ProtocolError("name-value pair cut short")
+        value_len = data[pos]
+        if value_len < 128:
+            pos += 1
+        elif pos + 4 <= end:
+            value_len = int.from_bytes(data[pos:pos + 4], "big") & 0x7FFFFFFF
+            pos += 4
+        else:
+            raise ProtocolError("name-value pair cut short")
+        stop = pos + name_len + value_len
+        if stop > end:
+            raise ProtocolError("name-value pair cut short")
+        pairs[data[pos:pos + name_len]] = data[pos + name_len:stop]
+        pos = stop
     return pairs
 
 
@@ -117,29 +122,39 @@ class _Reader:
     def __init__(self, sock):
         self.sock = sock
         self.buf = b""
+        self.pos = 0            # where the unread part of buf starts
 
-    def _take(self, n):
-        while len(self.buf) < n:
-            chunk = self.sock.recv(max(65536, n - len(self.buf)))
+    def _fill(self, n):
+        """At least ``n`` unread bytes in buf (False if the connection ends
+        first).  What was read is dropped only here, not record by record:
+        a request's records mostly come in one recv."""
+        buf, pos = self.buf, self.pos
+        if pos:
+            buf = buf[pos:]
+            self.pos = 0
+        while len(buf) < n:
+            chunk = self.sock.recv(max(65536, n - len(buf)))
             if not chunk:
-                return None
-            self.buf += chunk
-        data, self.buf = self.buf[:n], self.buf[n:]
-        return data
+                self.buf = buf
+                return False
+            buf += chunk
+        self.buf = buf
+        return True
 
     def next(self):
         """(type, request id, content), or None where the connection ends
         between records."""
-        head = self._take(HEADER.size)
-        if head is None:
+        if len(self.buf) - self.pos < HEADER.size and not self._fill(HEADER.size):
             return None
-        version, kind, request_id, length, pad = HEADER.unpack(head)
+        version, kind, request_id, length, pad = HEADER.unpack_from(self.buf, self.pos)
         if version != VERSION:
             raise ProtocolError("FastCGI version %d" % version)
-        body = self._take(length + pad)
-        if body is None:
+        need = HEADER.size + length + pad
+        if len(self.buf) - self.pos < need and not self._fill(need):
             raise ProtocolError("connection closed inside a record")
-        return kind, request_id, body[:length]
+        start = self.pos + HEADER.size
+        self.pos += need
+        return kind, request_id, self.buf[start:start + length]
 
     def next_of(self, request_id):
         """The next record of ``request_id`` as (type, content); management

@@ -262,3 +262,59 @@ def test_a_connection_closed_inside_the_body_is_its_end_for_the_application():
     app.close()
     assert replies(web) == []
     web.close()
+
+
+def test_name_value_pairs_short_and_long_and_cut_anywhere():
+    """Lengths below 128 take one byte, longer ones four; a block cut at a
+    pair's end is the pairs before it, cut anywhere else it is named."""
+    pairs = {b"A": b"1", b"EMPTY": b"", b"N" * 127: b"v" * 128, b"L" * 300: b"x",
+             b"": b"no name", b"HTTP_USER_AGENT": b"BOINC client (x86_64-pc-linux-gnu 7.20.5)"}
+    data = fcgi.write_pairs(pairs)
+    assert fcgi.read_pairs(data) == pairs
+    ends_at = {}
+    for k in range(1, len(pairs) + 1):
+        ends_at[len(fcgi.write_pairs(dict(list(pairs.items())[:k])))] = k
+    for cut in range(len(data)):
+        if cut in ends_at or cut == 0:
+            assert fcgi.read_pairs(data[:cut]) == dict(list(pairs.items())[:ends_at.get(cut, 0)])
+        else:
+            with pytest.raises(fcgi.ProtocolError, match="cut short"):
+                fcgi.read_pairs(data[:cut])
+
+
+class _Trickle:
+    """A connection whose recv gives ``step`` bytes at a time."""
+
+    def __init__(self, data, step):
+        self.data, self.step, self.sent = data, step, b""
+
+    def recv(self, n):
+        chunk, self.data = self.data[:min(n, self.step)], self.data[min(n, self.step):]
+        return chunk
+
+    def sendall(self, data):
+        self.sent += data
+
+
+@pytest.mark.parametrize("step", [1, 7, 8, 4096, 1 << 20])
+def test_records_split_anywhere_by_the_connection_read_the_same(step):
+    """However the bytes of a keep-alive connection's two requests arrive,
+    the application sees the same environments and bodies and the replies
+    are the same records."""
+    body = bytes(range(256)) * 300                      # records of 1000 bytes
+    data = (request_records(1, {"SCRIPT_NAME": "/x/cgi", "CONTENT_LENGTH": str(len(body))},
+                            body, keep=True)
+            + request_records(2, {"SCRIPT_NAME": "/x/two", "Q": "z" * 200}, b"second"))
+    seen = []
+
+    def respond(environ, stream):
+        seen.append((environ, stream.read()))
+        return b"Content-type: text/plain\n\n" + environ["SCRIPT_NAME"].encode()
+
+    conn = _Trickle(data, step)
+    fcgi.serve_connection(conn, respond)
+    assert seen == [({"SCRIPT_NAME": "/x/cgi", "CONTENT_LENGTH": str(len(body))}, body),
+                    ({"SCRIPT_NAME": "/x/two", "Q": "z" * 200}, b"second")]
+    back = replies(_Trickle(conn.sent, step))
+    assert stdout_of(back, 1).endswith(b"/x/cgi") and stdout_of(back, 2).endswith(b"/x/two")
+    assert ends(back) == [(1, fcgi.REQUEST_COMPLETE), (2, fcgi.REQUEST_COMPLETE)]
