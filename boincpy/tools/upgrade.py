@@ -165,12 +165,12 @@ def project_spec(project, srcdir):
     and names as config.xml gives them), for the files make_project writes."""
 
     cfg = project.cfg
-    raw = cfg.raw
     url_base = _url_base(cfg.master_url)
-    cgi_url = raw.get("cgi_url") or ""
-    if not cgi_url and cfg.upload_url.endswith("file_upload_handler"):
+    # the cgi-bin URL, as BOINC's make_project made it: upload_url's directory
+    # (config.xml's <cgi_url> is read by no BOINC program, so not trusted here)
+    cgi_url = url_base + project.short_name + "_cgi/"
+    if cfg.upload_url.endswith("file_upload_handler"):
         cgi_url = cfg.upload_url[:-len("file_upload_handler")]
-    cgi_url = cgi_url or url_base + project.short_name + "_cgi/"
     ops_url = url_base + project.short_name + "_ops/"
     httpd_user = fcgi_pool.httpd_user(project.root)
     httpd_gid = pwd.getpwnam(httpd_user).pw_gid
