@@ -1086,6 +1086,11 @@ def main(argv=None):
             return 0
         apache = Apache(project, workers=max(levels) + 2)
         if args.restart:
+            if "cxx_fcgi" in servers:
+                # its processes attach the C++ feeder's array, which --restart
+                # does not run (it hung waiting for their replies)
+                print("(--restart: BOINC's FastCGI build left out)")
+                servers.remove("cxx_fcgi")
             restart_figures(project, feeder, apache, key, servers, max(levels),
                             max(3, args.rounds))
             return 0
