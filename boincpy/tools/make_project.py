@@ -39,20 +39,31 @@ upload/ and keys/ are never served.  The CGIs find the project through
 BOINC_PROJECT_DIR, set by PROJECT/SHORT.httpd.conf.
 """
 
+import compileall
+import grp
 import os
 import pwd
 import re
 import secrets
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 from dataclasses import dataclass
+from types import SimpleNamespace
 from urllib.parse import urlsplit
 
-from boincpy.config import SAFE_NEW_PROJECT
-from boincpy.db.connection import open_server, server_params
+import click
+
+from boincpy import crypto
+from boincpy.cli import option
+from boincpy.config import SAFE_NEW_PROJECT, write_config
+from boincpy.daemons.db_dump import DEFAULT_SPEC
+from boincpy.db import forum, schema
+from boincpy.db.connection import Database, open_server, server_params
 from boincpy.db.revision import LATEST, write_revision
+from boincpy.db.schema import check_name
 from boincpy.errors import BoincpyError, DatabaseError, ToolError
 from boincpy.tools import server_mode
 from boincpy.tools.server_mode import cgi_paths
@@ -222,9 +233,7 @@ class ProjectSpec:
 
 def _command():
     """make_project's options, as click parameters (``-opt`` and ``--opt``)."""
-    import click
 
-    from boincpy.cli import option
 
     def a(name, **kwargs):
         kwargs.setdefault("default", None)
@@ -274,7 +283,6 @@ def _command():
     params.append(click.Option(["-v", "verbose_2"], is_flag=True, help="same as --verbose 2"))
 
     def parsed(**values):
-        from types import SimpleNamespace
         if values.pop("verbose_2"):
             values["verbose"] = 2
         return SimpleNamespace(**values)
@@ -315,7 +323,6 @@ def plan(argv):
 
     Raises ToolError naming the bad option.  Touches nothing.
     """
-    import click
     command = _command()
     try:
         args = command.main(args=list(argv), prog_name="make_project", standalone_mode=False)
@@ -361,7 +368,6 @@ def plan(argv):
     db_passwd_generated = False
     db_passwd = args.db_passwd
     if not args.no_db:
-        from boincpy.db.schema import check_name
         try:
             check_name(db_name)
             check_name(db_user, "database user")
@@ -502,15 +508,12 @@ def _sql(conn, sql, params=None):
 
 def setup_database(spec, conn, user_existed, undo, say):
     """Create the database with BOINC's schema and grant the project's account."""
-    from boincpy.db import schema
     say(1, "Setting up database %s" % spec.db_name)
     schema.create_database(conn, spec.db_name, drop_first=spec.drop_db_first)
     undo.add("database %s" % spec.db_name,
              lambda: _sql(conn, "DROP DATABASE IF EXISTS `%s`" % spec.db_name))
     schema.load_schema(conn, spec.db_name)
     # the message boards of BOINC's create_forums.php (the news are the "News" forum's)
-    from boincpy.db import forum
-    from boincpy.db.connection import Database
     forum.create_forums(Database(conn))
     hosts = ("localhost", "127.0.0.1")
     if user_existed:
@@ -737,7 +740,6 @@ def _make_keys(key_dir, external, undo, say):
     ``external``: key_dir is outside the project, so what is created there is
     undone separately.
     """
-    from boincpy import crypto
     for d in reversed(_path_dirs(key_dir)):
         os.mkdir(d)
         if external:
@@ -954,7 +956,6 @@ def build_tree(spec, stage, undo, say):
     # the Manager's project menu and the notices feed, sent in scheduler replies
     _write(S("gui_urls.xml"), GUI_URLS_XML)
     # the db_dump task's spec (its command names ../db_dump_spec.xml from tmp_HOST)
-    from boincpy.daemons.db_dump import DEFAULT_SPEC
     _write(S("db_dump_spec.xml"), DEFAULT_SPEC)
     if spec.test_app:
         _write(S("templates", TEST_APP[0] + "_in"), TEST_APP_IN)
@@ -973,7 +974,6 @@ def build_tree(spec, stage, undo, say):
         perms.group(S("html", "ops", ".htpasswd"), 0o640)
 
     say(1, "Writing config.xml")
-    from boincpy.config import write_config
     write_config(S("config.xml"), config_options(spec), config_daemons(spec),
                  config_tasks(spec), mode=0o640)
     perms.group(S("config.xml"), 0o640)
@@ -1305,8 +1305,6 @@ def untraversable_dirs(path, user):
     followed) that ``user`` may not enter, as (directory, mode, chmod argument)
     from the top down.  Judged by the mode bits as the kernel does (owner,
     else group, else others); ACLs are not read."""
-    import grp
-    import stat
     pw = pwd.getpwnam(user)
     if pw.pw_uid == 0:
         return []
@@ -1378,7 +1376,6 @@ def compile_package(say=None):
     compile each module it imports again (tens of milliseconds).  Cheap when
     the files are up to date; a package the operator can't write is left alone.
     """
-    import compileall
     package_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if not os.access(package_dir, os.W_OK):
         if say:
