@@ -7,7 +7,6 @@ has the map); queries that only read live next to the code that runs them.
 """
 
 from boincpy.db.connection import Database, connect_params, open_connection
-from boincpy.db.lite import open_database
 
 __all__ = ["Database", "connect", "connect_params"]
 
@@ -35,4 +34,7 @@ def connect(cfg, replica=False, driver="mysqlclient"):
         return Database(open_connection(params), params)
     if driver not in DRIVERS:
         raise ValueError("unknown database driver %r (one of %s)" % (driver, ", ".join(DRIVERS)))
+    # imported here: every page and tool imports this package, and a page's
+    # CGI would otherwise load the scheduler's wire client for nothing
+    from boincpy.db.lite import open_database
     return open_database(params, wire=(driver == "wire"))
