@@ -468,16 +468,10 @@ def upgrade(project_root, srcdir=None, web=True, server=True, dry_run=False, yes
         say("%d files to replace, %d to add, %d unchanged"
             % (sum(c.action == "replace" for c in plan.changes),
                sum(c.action == "add" for c in plan.changes), plan.unchanged))
-        # the database's plan: each pending update with the statements it
-        # would run, and boincpy's own additions
-        for line in revision.describe_pending(db, project.root):
-            say(line)
-        if dry_run:
-            say("--dry_run: nothing was changed")
-            return 0
-        if not yes and not _ask("Overwrite files in %s" % project.root):
-            say("Nothing was changed")
-            return 1
+        stop = _db_plan_and_confirm(db, project, dry_run, yes,
+                                    "Overwrite files in %s" % project.root, say)
+        if stop is not None:
+            return stop
         if server:
             _stop(project.root, say)
         say("Upgrading files... ")
@@ -498,6 +492,21 @@ def upgrade(project_root, srcdir=None, web=True, server=True, dry_run=False, yes
         say("Reload Apache to serve %s (apache2ctl graceful)" % project.conf_path)
     say("Run `bin/start' to restart the project.")
     return 0
+
+
+def _db_plan_and_confirm(db, project, dry_run, yes, question, say):
+    """Print the database's plan (each pending update with the statements it
+    would run, and boincpy's own additions), then stop for --dry_run or a
+    "no": the exit status then, None to go on."""
+    for line in revision.describe_pending(db, project.root):
+        say(line)
+    if dry_run:
+        say("--dry_run: nothing was changed")
+        return 0
+    if not yes and not _ask(question):
+        say("Nothing was changed")
+        return 1
+    return None
 
 
 # ---------------------------------------------------------------------------
@@ -586,14 +595,10 @@ def for_boinc(project_root, dry_run=False, yes=False, out=None):
     try:
         for c in plan.changes:
             say("  %s %s" % ("replace" if c.action == "replace" else "add    ", c.rel))
-        for line in revision.describe_pending(db, project.root):
-            say(line)
-        if dry_run:
-            say("--dry_run: nothing was changed")
-            return 0
-        if not yes and not _ask("Prepare %s for BOINC's tools/upgrade" % project.root):
-            say("Nothing was changed")
-            return 1
+        stop = _db_plan_and_confirm(db, project, dry_run, yes,
+                                    "Prepare %s for BOINC's tools/upgrade" % project.root, say)
+        if stop is not None:
+            return stop
         backup = install(project, spec, plan, say)
         if backup:
             say("The files replaced are in %s" % backup)
