@@ -6,9 +6,48 @@ BOINCPY_TEST_DB_HOST / _USER / _PASSWD / _SOCKET say otherwise.
 
 import os
 import secrets
+import sys
+import time
 
 import MySQLdb
+import psutil
 import pytest
+
+
+def altered(value, n=1):
+    """``value`` (str or bytes) with its last ``n`` characters each replaced by
+    another: a wrong token, code or signature for a test, where a fixed
+    suffix ("0000") would be the right one by chance once in 16**n runs."""
+    tail = value[-n:]
+    if isinstance(value, bytes):
+        return value[:-n] + bytes(b ^ 1 for b in tail)
+    return value[:-n] + "".join("1" if c == "0" else "0" for c in tail)
+
+
+def pytest_sessionstart(session):
+    """Name what else keeps the machine busy as the run starts: the suite's
+    timings (a client served again within seconds of a fault, a run within
+    CI's limit) assume a quiet machine, and a leftover server or build
+    eating a core is otherwise invisible in CI's output."""
+    procs = [p for p in psutil.process_iter(["pid", "name", "cmdline"])
+             if p.pid != os.getpid()]
+    for proc in procs:
+        try:
+            proc.cpu_percent(None)
+        except psutil.Error:
+            pass
+    time.sleep(1.0)
+    busy = []
+    for proc in procs:
+        try:
+            busy.append((proc.cpu_percent(None), proc.pid,
+                         " ".join(proc.info["cmdline"] or [proc.info["name"] or "?"])[:100]))
+        except psutil.Error:
+            pass
+    busy = sorted((b for b in busy if b[0] >= 10.0), reverse=True)
+    if busy:
+        sys.stderr.write("busy before the tests (load %.1f): %s\n" % (os.getloadavg()[0], "; ".join(
+            "%d%% pid %d %s" % b for b in busy[:8])))
 
 
 def root_db_params():

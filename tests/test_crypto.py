@@ -19,6 +19,7 @@ from tests.shared_fixtures import fixture_path
 from boincpy import crypto
 from boincpy.errors import KeyFileError
 from cxx_crypt import boinc_crypt  # noqa: F401  (fixture)
+from conftest import altered
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -399,7 +400,7 @@ def test_damaged_private_key_is_detected_not_used(keys):
     lines = text.split("\n")
     # line index 1 + 576/32 = 19 is the first line of d mod (q-1)
     line = lines[19]
-    lines[19] = line[:-1] + ("0" if line[-1] != "0" else "1")
+    lines[19] = altered(line)
     with pytest.raises(KeyFileError, match="inconsistent"):
         crypto.parse_key("\n".join(lines), "k")
     lines[19] = line

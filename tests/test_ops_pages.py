@@ -15,6 +15,7 @@ from boincpy.files import log_path
 from boincpy.web import csrf
 from boincpy.web.ops.main import PAGES
 from ops_fixtures import ADMIN, XSS, call, db_rows, ops_project  # noqa: F401
+from conftest import altered
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -333,7 +334,7 @@ def test_cancel_refused_without_a_valid_token(ops_project, db_root_params, how):
     form = {"wuid1": 3, "wuid2": 5}
     headers, method, user = {}, "POST", ADMIN
     if how == "wrong token":
-        form["csrf_token"] = good[:-4] + "0000"
+        form["csrf_token"] = altered(good, 4)
     elif how == "other user":
         form["csrf_token"] = good
         user = "mallory"

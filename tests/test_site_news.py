@@ -27,6 +27,7 @@ from boincpy import passwords
 from boincpy.web import csrf
 from boincpy.web.http import Request, read_request
 from site_util import Site, fixture, module_project, status, wire_request
+from conftest import altered
 from test_site_teams import HOSTILE
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
@@ -255,7 +256,7 @@ def test_notices_feed_for_the_client(site):
     assert any(link.endswith("id=%d" % exported) for link in links)
     assert not any(link.endswith("id=%d" % quiet) for link in links)
     assert channel.findtext("title") == "%s notices" % site.cfg.long_name
-    wrong = site.call("notices.php", get={"userid": user.id, "auth": key[:-1] + ("1" if key.endswith("0") else "0")})
+    wrong = site.call("notices.php", get={"userid": user.id, "auth": altered(key)})
     assert "<error_num>-155</error_num>" in wrong.text and "<item>" not in wrong.text
     nobody = site.call("notices.php", get={"userid": 99999999, "auth": key})
     assert "<error_num>-1</error_num>" in nobody.text
