@@ -46,8 +46,28 @@ def pytest_sessionstart(session):
             pass
     busy = sorted((b for b in busy if b[0] >= 10.0), reverse=True)
     if busy:
-        sys.stderr.write("busy before the tests (load %.1f): %s\n" % (os.getloadavg()[0], "; ".join(
-            "%d%% pid %d %s" % b for b in busy[:8])))
+        sys.stderr.write("busy before the tests (load %.1f): %s\n" % (
+            os.getloadavg()[0], "; ".join("%d%% pid %d %s" % b for b in busy[:8])))
+    # and what a run before this one left in the database server: its
+    # connections and databases (tests drop their own)
+    try:
+        conn = MySQLdb.connect(connect_timeout=10, **root_db_params())
+    except MySQLdb.Error as exc:
+        sys.stderr.write("database server not reachable before the tests: %s\n" % (exc,))
+        return
+    try:
+        cur = conn.cursor()
+        cur.execute("SELECT COUNT(*) FROM information_schema.processlist WHERE id != "
+                    "CONNECTION_ID() AND command != 'Daemon'")
+        clients = cur.fetchone()[0]
+        cur.execute("SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name "
+                    "LIKE 'bp%' OR schema_name LIKE 'boincpy%'")
+        left = cur.fetchone()[0]
+    finally:
+        conn.close()
+    if clients > 5 or left:
+        sys.stderr.write("before the tests the database server has %d other connections and "
+                         "%d test databases left\n" % (clients, left))
 
 
 def root_db_params():
