@@ -22,8 +22,9 @@ server is the one built from BOINC's source outside this repository
 (``--cxx_dir``, a tree where ``make`` has built sched/cgi and sched/feeder);
 without it only boincpy's two modes are measured.  Where that tree also has
 sched/fcgi (BOINC configured with libfcgi), it is measured as ``cxx_fcgi``:
-four processes under the same Apache's mod_fcgid, all four started before
-each measurement (after its feeder, whose new job array a running process
+as many processes as boincpy's workers (``--processes``, by default boincpy's
+own default: one per CPU, at least 2) under
+the same Apache's mod_fcgid, all started before each measurement (after its feeder, whose new job array a running process
 would not see), and the summary gives the persistent mode's ratio to it
 as well.
 
@@ -45,7 +46,8 @@ mode's workers are up before the first: no stall), for each server.
 
     python bench/bench_sched.py [--requests N] [--min_seconds S] [--hosts H] [--conc 1,2,4]
                                 [--scenarios a,b,...] [--servers cxx,cxx_fcgi,cgi,persistent]
-                                [--cxx_dir DIR] [--profile] [--memory N] [--restart] [--keep]
+                                [--cxx_dir DIR] [--processes N] [--profile] [--memory N]
+                                [--restart] [--keep]
 
 Needs root (it creates the Apache config, a database account and files
 owned by www-data), Debian's apache2, and MariaDB reachable as in the tests.
@@ -77,6 +79,7 @@ from boincpy import fcgi_pool  # noqa: E402
 from boincpy.config import short_hostname, write_config  # noqa: E402
 from boincpy.db import schema  # noqa: E402
 from boincpy.testing.simclient import ReportedResult, UploadedFile  # noqa: E402
+from boincpy.tools.server_mode import DEFAULT_PROCESSES  # noqa: E402
 
 TITLES = {
     "no_work": "no work requested",
@@ -103,8 +106,9 @@ PLATFORM = "x86_64-pc-linux-gnu"
 class Project:
     """A throwaway project readable by www-data, with its own database account."""
 
-    def __init__(self, hosts, cxx_dir=None):
+    def __init__(self, hosts, cxx_dir=None, processes=DEFAULT_PROCESSES):
         self.cxx_dir = cxx_dir
+        self.processes = processes
         self.cxx_fcgi = bool(cxx_dir) and os.path.exists(os.path.join(cxx_dir, "sched", "fcgi"))
         self.params = root_db_params()
         self.root = tempfile.mkdtemp(prefix="boincpy_bench_", dir="/var/tmp")
@@ -138,7 +142,7 @@ class Project:
         with open(os.path.join(root, "cgi-fcgi", "cgi"), "w") as f:
             f.write("served by the FastCGI workers (boincpy.fcgi_pool)\n")
         from boincpy.tools.server_mode import write_fcgi_script
-        self.fcgi_script = write_fcgi_script(root)
+        self.fcgi_script = write_fcgi_script(root, self.processes)
         if self.cxx_dir:
             # BOINC's C++ scheduler, built from its source outside this repository
             shutil.copy(os.path.join(self.cxx_dir, "sched", "cgi"),
@@ -1038,6 +1042,10 @@ def main(argv=None):
                              "$BOINC_CXX_DIR); without it, no C++ figures")
     parser.add_argument("--rounds", type=int, default=1,
                         help="alternate the servers this many times per row (default 1)")
+    parser.add_argument("--processes", type=int, default=DEFAULT_PROCESSES,
+                        help="FastCGI processes of each persistent server: boincpy's workers "
+                             "and BOINC's FastCGI build under mod_fcgid (default: boincpy's, "
+                             "one per CPU and at least 2, here %d)" % DEFAULT_PROCESSES)
     parser.add_argument("--profile", action="store_true", help="profile one request only")
     parser.add_argument("--memory", type=int, default=0, metavar="N",
                         help="RSS of one persistent process over N requests only")
@@ -1069,7 +1077,7 @@ def main(argv=None):
                    check=True, stdout=subprocess.DEVNULL)
     levels = [int(c) for c in args.conc.split(",")]
     wanted = [x for x in args.scenarios.split(",") if x]
-    project = Project(args.hosts, cxx_dir or None)
+    project = Project(args.hosts, cxx_dir or None, args.processes)
     with open(os.path.join(project.root, "keys", "code_sign_public")) as f:
         key = f.read()
     apache = feeder = None
@@ -1084,7 +1092,7 @@ def main(argv=None):
             persistent_costs(project, key)
             persistent_profile(project, feeder, key)
             return 0
-        apache = Apache(project, workers=max(levels) + 2)
+        apache = Apache(project, workers=max(levels) + 2, processes=args.processes)
         if args.restart:
             if "cxx_fcgi" in servers:
                 # its processes attach the C++ feeder's array, which --restart

@@ -205,7 +205,7 @@ class ProjectSpec:
     ops_passwd: str = ""
     db_passwd_generated: bool = False
     persistent: bool = False   # scheduler, upload handler, web RPCs in FastCGI workers
-    processes: int = 4
+    processes: int = server_mode.DEFAULT_PROCESSES
 
     @property
     def scheduler_url(self):
@@ -275,7 +275,9 @@ def _command():
       help="serve the scheduler, upload handler and web RPCs with long-lived processes "
            "(FastCGI processes bin/start runs, behind Apache's mod_proxy_fcgi) instead of CGIs; "
            "bin/server_mode switches later")
-    a("processes", type=int, default=4, help="with --persistent: how many processes (default 4)")
+    a("processes", type=int, default=server_mode.DEFAULT_PROCESSES,
+      help="with --persistent: how many processes (default: one per CPU, at least 2; %d here)"
+      % server_mode.DEFAULT_PROCESSES)
     a("no_query", is_flag=True, default=False, help="don't ask for confirmation")
     a("srcdir", help="boincpy source tree holding bin/, cgi-bin/, html/ "
                      "(default: the one this module is in)")
