@@ -1012,6 +1012,15 @@ def _url_path(url):
     return path or "/"
 
 
+def _refused_php(names):
+    """The block refusing every PHP file of a directory but boincpy's pages
+    ``names`` (text to append inside its <Directory>)."""
+    mine = "|".join(re.escape(n) for n in sorted(names or ()))
+    pattern = "^(?!(?:%s)$).*\\.(php[0-9]?|phtml|phar|inc)$" % mine if mine \
+        else "\\.(php[0-9]?|phtml|phar|inc)$"
+    return ('\n    <FilesMatch "%s">\n        Require all denied\n    </FilesMatch>' % pattern)
+
+
 def _cgi_files(names, default):
     """The FilesMatch pattern of the pages Apache runs as CGIs: ``default``
     (every .php), or with ``names`` only those (the other .php files keep
@@ -1045,19 +1054,27 @@ def httpd_base(spec, deny=()):
     return "\n".join(lines) + "\n"
 
 
-def httpd_conf(spec, cgi_pages=None):
+def httpd_conf(spec, cgi_pages=None, refuse_other_php=False):
     """PROJECT/SHORT.httpd.conf for Apache 2.4 (Include it in the server config).
 
     ``cgi_pages`` ({"html/user": names, "html/ops": names}): a project taken
     over by bin/upgrade keeps its other PHP pages, so only boincpy's own
-    pages are CGIs there and PHP's handler serves the rest."""
+    pages are CGIs there and PHP's handler serves the rest; with
+    ``refuse_other_php`` (the web server has no PHP) those are refused,
+    since Apache would send them as their source."""
     root = spec.project_root
     user_path = _url_path(spec.master_url)
     cgi_pages = cgi_pages or {}
     user_cgis = _cgi_files(cgi_pages.get("html/user"), "\\.php$")
     ops_cgis = _cgi_files(cgi_pages.get("html/ops"), "\\.(php|cgi)$")
-    php_note = ""
-    if cgi_pages:
+    php_note = user_refused = ops_refused = ""
+    if cgi_pages and refuse_other_php:
+        php_note = ("\n# The project's other .php pages are refused: this web server has no\n"
+                    "# PHP (bin/upgrade found neither mod_php nor php-fpm) and would send\n"
+                    "# them as their source.  Once PHP runs, bin/upgrade --web_only again.")
+        user_refused = _refused_php(cgi_pages.get("html/user"))
+        ops_refused = _refused_php(cgi_pages.get("html/ops"))
+    elif cgi_pages:
         php_note = ("\n# The project's other .php pages are PHP's: its handler (mod_php or\n"
                     "# php-fpm, configured outside this file) serves them.")
     deny = () if spec.key_dir.startswith(root + os.sep) else (spec.key_dir,)
@@ -1109,7 +1126,7 @@ def httpd_conf(spec, cgi_pages=None):
     <FilesMatch "{user_cgis}">
         SetHandler cgi-script
     </FilesMatch>
-    Require all granted
+    Require all granted{user_refused}
 </Directory>
 
 # Project administration pages.
@@ -1123,7 +1140,7 @@ def httpd_conf(spec, cgi_pages=None):
     AuthType Basic
     AuthName "{short} administration"
     AuthUserFile "{root}/html/ops/.htpasswd"
-    Require valid-user
+    Require valid-user{ops_refused}
 </Directory>
 
 # Scheduler (cgi) and data server (file_upload_handler).
@@ -1144,6 +1161,7 @@ def httpd_conf(spec, cgi_pages=None):
            master_url=spec.master_url, download_url=spec.download_url,
            cgi_url=spec.cgi_url, ops_url=spec.ops_url, user_path=user_path,
            user_cgis=user_cgis, ops_cgis=ops_cgis, php_note=php_note,
+           user_refused=user_refused, ops_refused=ops_refused,
            base=httpd_base(spec, deny)) + (
         "\n" + server_mode.persistent_block(spec.short_name, root, spec.processes)
         if spec.persistent else "")

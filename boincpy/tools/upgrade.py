@@ -1,7 +1,7 @@
 """upgrade: take a BOINC project over in place, as BOINC's tools/upgrade
 upgrades one to a new BOINC release.
 
-    upgrade [--web_only | --server_only] [--srcdir DIR] [--dry_run] [--yes]
+    upgrade [--web_only | --server_only] [--srcdir DIR] [--dry_run] [--yes] [--php]
             [--check_schema] [--for_boinc] project_root
 
 The project is one made by BOINC's C++ make_project (ELF programs in bin/ and
@@ -16,8 +16,10 @@ records each update in ``PROJECT/db_revision`` once it succeeded).  It keeps
 config.xml (its options boincpy doesn't know are reported, and stay), the
 keys, download/ and upload/, the logs and every row.  The project's pages
 boincpy does not serve stay its PHP pages, served by PHP beside boincpy's
-CGIs; the tool lists which are which.  It ends by telling the operator to run
-``bin/start``.
+CGIs; the tool lists which are which.  Where the web server has no PHP
+(Debian's Apache with neither mod_php nor php-fpm enabled; ``--php`` says
+it has, for another layout), those pages are refused rather than sent as
+their source.  It ends by telling the operator to run ``bin/start``.
 
 ``--web_only``: pages and Apache configuration only; ``--server_only``:
 programs only (BOINC's meaning); either way the database is brought up to
@@ -32,6 +34,7 @@ As with BOINC's tool, PROJECT_ROOT is a path, or a name under
 ``$HOME/projects``.
 """
 
+import glob
 import os
 import pwd
 import re
@@ -219,6 +222,7 @@ class Plan:
     other_pages: dict = field(default_factory=dict)     # ... not PHP (older boincpy's)
     secret: str = ""                                # the ops form secret to create
     persistent: bool = False
+    php: bool = True                                # the web server runs PHP
 
 
 def _file_data(path):
@@ -240,11 +244,25 @@ def _consider(plan, root, rel, data, mode, only_if_missing=False):
         plan.changes.append(Change(rel, data, mode, "add"))
 
 
-def plan_upgrade(project, spec, web=True, server=True):
+APACHE_DIR = "/etc/apache2"
+
+
+def apache_runs_php(apache_dir=APACHE_DIR):
+    """Whether Debian's Apache configuration in ``apache_dir`` runs PHP:
+    mod_php enabled (mods-enabled/php*.load) or php-fpm's configuration
+    enabled (conf-enabled/php*-fpm.conf)."""
+    return bool(glob.glob(os.path.join(apache_dir, "mods-enabled", "php*.load"))
+                or glob.glob(os.path.join(apache_dir, "conf-enabled", "php*-fpm.conf")))
+
+
+def plan_upgrade(project, spec, web=True, server=True, php=None):
     """Every file upgrade would replace or add, every directory it would
-    create, and which pages are whose.  Touches nothing in the project."""
+    create, and which pages are whose.  ``php``: whether the web server
+    runs PHP (None: :func:`apache_runs_php`); where it doesn't, the Apache
+    configuration refuses the project's other .php files, which would be
+    sent as their source.  Touches nothing in the project."""
     root = project.root
-    plan = Plan(persistent=spec.persistent)
+    plan = Plan(persistent=spec.persistent, php=apache_runs_php() if php is None else php)
     python = sys.executable
     paths = cgi_paths(python)
     dirs = (_SERVER_DIRS if server else ()) + (_WEB_DIRS if web else ())
@@ -273,7 +291,8 @@ def plan_upgrade(project, spec, web=True, server=True):
             plan.php_pages[d] = [n for n in names if is_php(os.path.join(full, n))]
             plan.other_pages[d] = [n for n in names if n not in plan.php_pages[d]]
         kept_php = any(plan.php_pages.values())
-        conf = mp.httpd_conf(spec, plan.boincpy_pages if kept_php else None)
+        conf = mp.httpd_conf(spec, plan.boincpy_pages if kept_php else None,
+                             refuse_other_php=kept_php and not plan.php)
         _consider(plan, root, os.path.basename(project.conf_path), conf.encode(), 0o644)
         # what BOINC's own tools/upgrade reads, for the way back
         for rel, text in mp.boinc_php_settings(spec.long_name).items():
@@ -396,8 +415,13 @@ def report_pages(plan, say):
         say("%s: boincpy serves %d pages: %s" % (d, len(plan.boincpy_pages[d]),
                                                  " ".join(plan.boincpy_pages[d])))
         php = plan.php_pages.get(d) or []
-        say("%s: the project's own PHP pages, still served by PHP (%d): %s"
-            % (d, len(php), " ".join(php) or "none"))
+        if plan.php or not php:
+            say("%s: the project's own PHP pages, still served by PHP (%d): %s"
+                % (d, len(php), " ".join(php) or "none"))
+        else:
+            say("%s: the project's own PHP pages, refused (HTTP 403) since the web server "
+                "has no PHP to run them and would send their source (%d): %s"
+                % (d, len(php), " ".join(php)))
         other = plan.other_pages.get(d) or []
         if other:
             say("%s: other .php files left as they are, not PHP (an older boincpy's?): %s"
@@ -433,9 +457,10 @@ def _ask(question):
 
 
 def upgrade(project_root, srcdir=None, web=True, server=True, dry_run=False, yes=False,
-            out=None):
+            out=None, php=None):
     """Take the project in ``project_root`` over (see the module docstring);
-    returns the exit status.  BoincpyError for anything that stops it before
+    ``php``: whether the web server runs PHP (None: found out,
+    :func:`apache_runs_php`).  Returns the exit status.  BoincpyError for anything that stops it before
     a change (or, naming the update, a failed database update)."""
     out = out or sys.stdout
 
@@ -454,7 +479,7 @@ def upgrade(project_root, srcdir=None, web=True, server=True, dry_run=False, yes
     db = _connect(project.cfg)
     try:
         revision.recognise(db, project.root)     # refuses a database it can't take
-        plan = plan_upgrade(project, spec, web, server)
+        plan = plan_upgrade(project, spec, web, server, php)
 
         report_config(project, srcdir, say)
         if web:
@@ -631,6 +656,10 @@ def _command():
                help="the way back: prepare a boincpy project for BOINC's own tools/upgrade "
                     "(html/project/, db_revision, an Apache configuration for BOINC's PHP "
                     "pages)"),
+        option("php", is_flag=True, default=False,
+               help="the web server runs PHP (mod_php or php-fpm), where this tool can't "
+                    "tell (it reads Debian's %s): the project's own PHP pages are then "
+                    "left to it, not refused" % APACHE_DIR),
         option("check_schema", is_flag=True, default=False,
                help="only compare the database with boincpy's schema and print the "
                     "differences (exit 1 if any)"),
@@ -645,7 +674,7 @@ def _command():
             return for_boinc(root, dry_run=values["dry_run"], yes=values["yes"])
         return upgrade(root, values["srcdir"], web=not values["server_only"],
                        server=not values["web_only"], dry_run=values["dry_run"],
-                       yes=values["yes"])
+                       yes=values["yes"], php=True if values["php"] else None)
     return click.Command(
         "upgrade", params=params, callback=callback,
         help="Take a BOINC project (made by BOINC's C++ make_project or an older boincpy) "
