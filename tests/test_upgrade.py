@@ -16,8 +16,6 @@ import os
 import shutil
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 
 import MySQLdb
 import MySQLdb.cursors
@@ -25,6 +23,7 @@ import pytest
 
 from boincpy.db import revision as rv
 from boincpy.tools.upgrade import apache_runs_php
+from submit_util import http
 from tests.sched_env import SchedEnv
 from tests.shared_fixtures import fixture_text
 
@@ -492,12 +491,9 @@ def test_for_boinc_prepares_what_boincs_upgrade_reads(made_project):
 
 @pytest.mark.slow
 def _get(url):
-    """(HTTP status, body) of a GET."""
-    try:
-        with urllib.request.urlopen(url, timeout=30) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
+    """(HTTP status, body) of a GET (submit_util.http: no proxy, no raise)."""
+    status, _, body = http(url)
+    return status, body
 
 
 def test_apache_runs_boincpys_pages_and_leaves_the_php_ones_to_php(cxx_project):

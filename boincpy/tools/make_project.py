@@ -1014,11 +1014,18 @@ def _url_path(url):
 
 def _refused_php(names):
     """The block refusing every PHP file of a directory but boincpy's pages
-    ``names`` (text to append inside its <Directory>)."""
-    mine = "|".join(re.escape(n) for n in sorted(names or ()))
-    pattern = "^(?!(?:%s)$).*\\.(php[0-9]?|phtml|phar|inc)$" % mine if mine \
+    ``names`` (text to append inside its <Directory>); none where ``names``
+    is None (every .php there is boincpy's CGI)."""
+    if names is None:
+        return ""
+    pattern = "^(?!%s).*\\.(php[0-9]?|phtml|phar|inc)$" % _any_of(names) if names \
         else "\\.(php[0-9]?|phtml|phar|inc)$"
     return ('\n    <FilesMatch "%s">\n        Require all denied\n    </FilesMatch>' % pattern)
+
+
+def _any_of(names):
+    """A regular expression matching exactly one of the file ``names``."""
+    return "(?:%s)$" % "|".join(re.escape(n) for n in sorted(names))
 
 
 def _cgi_files(names, default):
@@ -1027,7 +1034,7 @@ def _cgi_files(names, default):
     the server's PHP handler)."""
     if names is None:
         return default
-    return "^(?:%s)$" % "|".join(re.escape(n) for n in sorted(names))
+    return "^" + _any_of(names)
 
 
 def httpd_base(spec, deny=()):

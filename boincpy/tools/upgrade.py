@@ -460,8 +460,9 @@ def upgrade(project_root, srcdir=None, web=True, server=True, dry_run=False, yes
             out=None, php=None):
     """Take the project in ``project_root`` over (see the module docstring);
     ``php``: whether the web server runs PHP (None: found out,
-    :func:`apache_runs_php`).  Returns the exit status.  BoincpyError for anything that stops it before
-    a change (or, naming the update, a failed database update)."""
+    :func:`apache_runs_php`).  Returns the exit status.  BoincpyError for
+    anything that stops it before a change (or, naming the update, a failed
+    database update)."""
     out = out or sys.stdout
 
     def say(text):
