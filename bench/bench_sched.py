@@ -127,6 +127,11 @@ class Project:
             os.makedirs(os.path.join(root, d), mode=0o755)
         os.makedirs(self.log_dir, mode=0o775)
         os.chown(self.log_dir, self.www.pw_uid, self.www.pw_gid)
+        # tmp_HOST as make_project makes it (the CGIs' config snapshot goes there)
+        tmp_dir = os.path.join(root, "tmp_" + short_hostname())
+        os.mkdir(tmp_dir)
+        os.chown(tmp_dir, -1, self.www.pw_gid)
+        os.chmod(tmp_dir, 0o2770)
         with open(os.path.join(root, "templates", "example_app_in"), "w") as f:
             f.write(EXAMPLE_IN)
         with open(os.path.join(root, "templates", "example_app_out"), "w") as f:
@@ -808,7 +813,8 @@ def profile(project, key):
     t_site = best([py, "-c", "pass"])
     # what a CGI request imports: its database client is boincpy.db.wire
     # (lite loads MySQLdb._mysql only where wire can't connect)
-    imports = ("import boincpy.sched.handler, boincpy.config, boincpy.log, boincpy.db.lite, "
+    # (config.xml's snapshot, boincpy.parsed_config: the parse is not imported)
+    imports = ("import boincpy.sched.handler, boincpy.parsed_config, boincpy.log, boincpy.db.lite, "
                "boincpy.db.wire, boincpy.sched.hosts, boincpy.sched.reports, "
                "boincpy.sched.reply, boincpy.resident")
     if Feeder.available():
@@ -842,9 +848,10 @@ def timed(owner, name, key):
             T[key] = T.get(key, 0.0) + time.perf_counter() - s
             T[key + '#'] = T.get(key + '#', 0) + 1
     setattr(owner, name, wrap)
+from boincpy.resident import Resident
+Resident(%(root)r).config()      # leaves the snapshot, if there was none
 t0 = time.perf_counter()
-from boincpy.config import load_config
-cfg = load_config(%(root)r)
+cfg = Resident(%(root)r).config()
 t1 = time.perf_counter()
 from boincpy.sched import handler, request as rq, hosts, reports
 from boincpy.sched import reply as rp
@@ -900,7 +907,7 @@ print(ms(t1 - t0), ms(t3 - t2), ms(t5 - t4), ms(T.get('connect', 0)), ms(T.get('
           % (c_cgi - c_imports))
     for ms_, name in per_module[:8]:
         print("      %-40s %6.1f" % (name, ms_))
-    print("  load config.xml                                  %6.1f" % cfg_t)
+    print("  config.xml (its snapshot, as a CGI takes it)     %6.1f" % cfg_t)
     print("  parse the request (%5d bytes)                   %6.1f" % (len(req), parse_t))
     print("  handle_request, in process                       %6.1f" % handle_t)
     print("      attach the feeder's job array                %6.1f" % attach_t)

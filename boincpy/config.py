@@ -22,8 +22,11 @@ surrounding white space.  Unknown options are kept (``Config.unknown``) and
 reported once, because the web code and tools read options the scheduler does
 not know.
 
-The scheduler CGI loads this file on every request, so the module imports
-only the standard library's expat binding (about 1 ms) and builds no tree
+What a parse produces (Config, DaemonSpec, TaskSpec, the job limits) lives
+in :mod:`boincpy.parsed_config`, with the snapshot that lets a CGI skip this
+module: the scheduler and the upload handler parse config.xml only on the
+first request after it (or config_aux.xml, or this table) changed.  The
+parse imports only the standard library's expat binding and builds no tree
 beyond small lists.
 """
 
@@ -32,9 +35,13 @@ import sys
 
 from boincpy.cnum import strtod, strtol
 from boincpy.errors import ConfigError
+# what a parse produces lives there (see its docstring: a CGI reads it
+# without this module); these names are this module's too
+from boincpy.parsed_config import (  # noqa: F401
+    CONFIG_AUX_FILE, CONFIG_FILE, Config, DaemonSpec, JobLimitSpec, JobLimitsSpec, RscJobLimit,
+    TaskSpec, command_basename, find_project_dir, format_period, parse_period)
 from boincpy.xml import parse_bool, xml_escape
 
-CONFIG_FILE = "config.xml"
 
 # ---------------------------------------------------------------------------
 # Option table.  Types:
@@ -623,121 +630,6 @@ class ConfigWarning(UserWarning):
 
 
 # ---------------------------------------------------------------------------
-# Daemons and tasks.  Plain classes with __slots__ rather than dataclasses:
-# importing dataclasses costs ~9 ms, paid by every scheduler request.
-
-class _Spec:
-    __slots__ = ()
-
-    def __repr__(self):
-        return "%s(%s)" % (type(self).__name__, ", ".join(
-            "%s=%r" % (f, getattr(self, f)) for f in self.__slots__))
-
-    def __eq__(self, other):
-        return type(other) is type(self) and all(
-            getattr(self, f) == getattr(other, f) for f in self.__slots__)
-
-    def cmd_name(self):
-        """Program name bin/start derives file names from (skips run_in_ops)."""
-        return command_basename(self.cmd)
-
-
-class DaemonSpec(_Spec):
-    """A <daemon> entry; output/pid_file/lock_file default as bin/start's do."""
-
-    __slots__ = ("cmd", "host", "output", "pid_file", "disabled", "lock_file", "use_shell")
-
-    def __init__(self, cmd, host="", output="", pid_file="", disabled=False,
-                 lock_file="", use_shell=False):
-        name = command_basename(cmd)
-        self.cmd = cmd
-        self.host = host
-        self.output = output or name + ".log"
-        self.pid_file = pid_file or name + ".pid"
-        self.disabled = disabled
-        # bin/start: <lock_file>, else OUTPUT.lock if <output> names a file, else
-        # NAME.lock -- so two copies with their own <output> lock separately
-        if not lock_file:
-            lock_file = (output + ".lock" if output and not output.startswith("/dev/")
-                         else name + ".lock")
-        self.lock_file = lock_file
-        self.use_shell = use_shell
-
-
-class TaskSpec(_Spec):
-    """A <task> entry; ``period`` in seconds, ``period_text`` as written."""
-
-    __slots__ = ("cmd", "period", "output", "disabled", "host", "period_text",
-                 "lock_file", "use_shell", "always_run")
-
-    def __init__(self, cmd, period, output="", disabled=False, host="",
-                 period_text="", lock_file="", use_shell=False, always_run=False):
-        name = command_basename(cmd)
-        if isinstance(period, str):
-            period_text = period_text or period
-            period = parse_period(period)
-        self.cmd = cmd
-        self.period = period
-        self.output = output or name + ".out"
-        self.disabled = disabled
-        self.host = host
-        self.period_text = period_text or format_period(period)
-        # bin/start: <lock_file>, else OUTPUT.lock if output is a file, else NAME.lock
-        if not lock_file:
-            lock_file = (self.output + ".lock" if not self.output.startswith("/dev/")
-                         else name + ".lock")
-        self.lock_file = lock_file
-        self.use_shell = use_shell
-        self.always_run = always_run
-
-
-def command_basename(cmd):
-    """Base name of a command's program, the second word after run_in_ops."""
-    words = cmd.split()
-    if not words:
-        return ""
-    word = words[0]
-    if word == "run_in_ops" and len(words) > 1:
-        word = words[1]
-    return os.path.basename(word)
-
-
-_PERIOD_UNITS = (("mo", 30 * 86400), ("s", 1), ("m", 60), ("h", 3600),
-                 ("d", 86400), ("w", 7 * 86400))
-
-
-def parse_period(text):
-    """Seconds in a task period: "N" (minutes) or "N unit", unit by its first
-    letter(s): s, m(in), h(our), d(ay), w(eek), mo(nth = 30 days).
-
-    Raises ValueError for anything else.
-    """
-    words = text.split()
-    if not words or len(words) > 2:
-        raise ValueError("invalid task period %r" % text)
-    try:
-        number = int(words[0])
-    except ValueError:
-        number = float(words[0])     # ValueError propagates
-    if len(words) == 1:
-        return int(number * 60)
-    unit = words[1].lower()
-    for prefix, seconds in _PERIOD_UNITS:
-        if unit.startswith(prefix):
-            return int(number * seconds)
-    raise ValueError("invalid task period %r" % text)
-
-
-def format_period(seconds):
-    """Text for a period in seconds, in the largest whole BOINC unit."""
-    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
-        if seconds and seconds % size == 0:
-            n = seconds // size
-            return "%d %s" % (n, unit[:-1] if n == 1 else unit)
-    return "%d seconds" % seconds
-
-
-# ---------------------------------------------------------------------------
 # Value conversion
 
 def _parse_int(text):
@@ -860,70 +752,15 @@ def short_hostname():
     return os.uname().nodename.split(".")[0]
 
 
-class Config:
-    """Parsed config.xml: one attribute per declared option plus
-
-    ``project_dir`` (absolute), ``path`` (the file), ``raw`` (options as
-    written in the file, typed), ``unknown`` (undeclared options: name ->
-    text, or inner XML for options with child elements), ``daemons``,
-    ``tasks``, ``delete_delay`` (seconds), ``local_host`` (this
-    machine's short host name), ``host_log_dir`` (PROJECT/log_<local_host>,
-    where this host's programs write their logs whatever <log_dir> says) and ``max_jobs_in_progress`` (config_aux.xml's
-    job limits, a JobLimitsSpec, or None: set by load_config).
-    """
-
-    def __init__(self, project_dir, path=None):
-        d = self.__dict__
-        d.update(_SCALAR_DEFAULTS)
-        for name in _LIST_NAMES:
-            d[name] = []
-        d["project_dir"] = project_dir
-        d["path"] = path
-        d["raw"] = {}
-        d["unknown"] = {}
-        d["daemons"] = []
-        d["tasks"] = []
-        d["local_host"] = ""
-        d["host_log_dir"] = ""
-        d["delete_delay"] = 0.0
-        d["max_jobs_in_progress"] = None
-
-    def get(self, name, default=None):
-        """A declared option's value, else an undeclared one's text, else ``default``."""
-        if name in OPTIONS:
-            return self.__dict__[name]
-        return self.unknown.get(name, default)
-
-    def project_path(self, *parts):
-        """A path under the project root."""
-        return os.path.join(self.project_dir, *parts)
-
-    def as_options(self):
-        """The options as written in the file (declared typed, unknown as text)
-        -- what write_config needs to reproduce the file."""
-        options = dict(self.raw)
-        options.update(self.unknown)
-        return options
-
-    def __repr__(self):
-        return "<Config %s>" % (self.path or self.project_dir)
-
-
-def find_project_dir():
-    """The project root as BOINC's project_path() finds it: $BOINC_PROJECT_DIR,
-    else the current, parent or grandparent directory if it holds config.xml
-    and cgi-bin/ (the grandparent: pages in html/user and html/ops, as BOINC's
-    web code finds ../../config.xml).  Apache's CGIs get BOINC_PROJECT_DIR
-    from the project's SHORT.httpd.conf."""
-    env = os.environ.get("BOINC_PROJECT_DIR")
-    candidates = [env] if env else [".", "..", os.path.join("..", "..")]
-    for directory in candidates:
-        if (os.path.isfile(os.path.join(directory, CONFIG_FILE))
-                and os.path.isdir(os.path.join(directory, "cgi-bin"))):
-            return os.path.abspath(directory)
-    if env:
-        raise ConfigError("BOINC_PROJECT_DIR=%s is not a project directory" % env)
-    raise ConfigError("Not in a project directory or subdirectory")
+def _blank_values(project_dir, path):
+    """A Config's attributes before the file is read: every option's default."""
+    values = dict(_SCALAR_DEFAULTS)
+    for name in _LIST_NAMES:
+        values[name] = []
+    values.update(project_dir=project_dir, path=path, raw={}, unknown={}, daemons=[],
+                  tasks=[], local_host="", host_log_dir="", delete_delay=0.0,
+                  max_jobs_in_progress=None)
+    return values
 
 
 def load_config(project_dir=None, filename=CONFIG_FILE, aux=True):
@@ -962,47 +799,6 @@ def load_config(project_dir=None, filename=CONFIG_FILE, aux=True):
 # each limit being <jobs>N</jobs> and optionally <per_proc/> (N per instance of
 # the processor type).  BOINC reads the file after config.xml, in every program
 # that reads config.xml, and refuses to run when it is malformed.
-
-CONFIG_AUX_FILE = "config_aux.xml"
-
-
-class RscJobLimit:
-    """One <total_limit>, <cpu_limit> or <gpu_limit> as written: ``jobs`` is
-    None when the element has no <jobs> (BOINC then keeps the limit it had)."""
-
-    __slots__ = ("jobs", "per_proc")
-
-    def __init__(self, jobs=None, per_proc=False):
-        self.jobs = jobs
-        self.per_proc = per_proc
-
-    def __repr__(self):
-        return "RscJobLimit(%r, per_proc=%r)" % (self.jobs, self.per_proc)
-
-
-class JobLimitSpec:
-    """<project> or one <app> of <max_jobs_in_progress>; an absent limit is None."""
-
-    __slots__ = ("app_name", "total_limit", "cpu_limit", "gpu_limit", "line")
-
-    def __init__(self, app_name="", line=0):
-        self.app_name = app_name
-        self.total_limit = self.cpu_limit = self.gpu_limit = None
-        self.line = line
-
-
-class JobLimitsSpec:
-    """config_aux.xml's <max_jobs_in_progress>: ``project`` (a JobLimitSpec or
-    None) and ``apps`` (app name -> JobLimitSpec; the first of a name counts, as
-    BOINC's lookup_app finds the first)."""
-
-    __slots__ = ("path", "project", "apps")
-
-    def __init__(self, path):
-        self.path = path
-        self.project = None
-        self.apps = {}
-
 
 def load_config_aux(project_dir):
     """PROJECT/config_aux.xml's job limits as a JobLimitsSpec, or None when the
@@ -1094,7 +890,7 @@ def parse_config_text(data, project_dir, path="config.xml"):
     if config_node is None:
         raise ConfigError("%s: no <config> element inside <boinc>" % path)
 
-    cfg = Config(project_dir, path)
+    cfg = Config(_blank_values(project_dir, path))
     d = cfg.__dict__
     raw = cfg.raw
     unknown = cfg.unknown

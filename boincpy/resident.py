@@ -9,7 +9,8 @@ is only how long these things live:
 
 * the project's configuration (``config.xml`` and, for the server programs,
   ``config_aux.xml``), parsed again when either file changes (its size,
-  time or inode);
+  time or inode), or taken from the snapshot of another process's parse of
+  the same files (:mod:`boincpy.parsed_config`: a CGI's predecessor's);
 * key files (``code_sign_public``, ``upload_public``, ...), read again when
   they change;
 * one database connection, opened again when the server has dropped it or
@@ -25,21 +26,15 @@ Every check is a ``stat``: a few microseconds a request.
 
 import os
 
-
-def _signature(path):
-    """What tells that a file changed: (inode, size, mtime) or None if missing."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
+from boincpy.parsed_config import (
+    file_signature as _signature, find_project_dir, load_snapshot, save_snapshot, snapshot_key)
 
 
 class Resident:
     """A server process's configuration, keys, database and job array.
 
     ``project_dir`` None: found as BOINC's programs find it
-    (:func:`boincpy.config.find_project_dir`).  ``persistent``: the process serves many requests (only names
+    (:func:`boincpy.parsed_config.find_project_dir`).  ``persistent``: the process serves many requests (only names
     and counters differ, e.g. debug_req_reply_dir's file names).
     """
 
@@ -65,17 +60,21 @@ class Resident:
         don't, so a broken config_aux.xml can't stop them).  Raises
         ConfigError as load_config does, on every call until the file is
         fixed."""
-        from boincpy.config import CONFIG_AUX_FILE, CONFIG_FILE, find_project_dir, load_config
         if self.project_dir is None:
             self.project_dir = find_project_dir()
-        sig = (_signature(os.path.join(self.project_dir, CONFIG_FILE)),
-               _signature(os.path.join(self.project_dir, CONFIG_AUX_FILE)) if aux else None)
+        key = snapshot_key(self.project_dir, aux)
         hit = self._cfgs.get(aux)
-        if hit is not None and hit[0] == sig:
+        if hit is not None and hit[0] == key:
             return hit[1]
         self._cfgs.pop(aux, None)
-        cfg = load_config(self.project_dir, aux=aux)
-        self._cfgs[aux] = (sig, cfg)
+        # another process's parse of the same files (a CGI's predecessor)
+        cfg = load_snapshot(key)
+        if cfg is None:
+            # the table and the parser only when no snapshot is the parse's
+            from boincpy.config import load_config
+            cfg = load_config(self.project_dir, aux=aux)
+            save_snapshot(cfg, key)
+        self._cfgs[aux] = (key, cfg)
         return cfg
 
     # -- files and keys --------------------------------------------------

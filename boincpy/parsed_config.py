@@ -1,0 +1,375 @@
+"""A parsed config.xml: the :class:`Config` object and its parts (daemons,
+tasks, config_aux.xml's job limits), where the project is, and a snapshot of
+a parse that the next process reads instead of parsing.
+
+:mod:`boincpy.config` declares the options and parses, writes and documents
+the file; what a parse produces lives here, apart from the option table,
+because a classic CGI pays for every module it imports on every request.
+The scheduler and the upload handler read config.xml on each request, as
+BOINC's CGIs do; importing the table and the XML reader and parsing was about
+2 ms of a no-work request's 20.  So after a parse, :class:`boincpy.resident.Resident`
+saves a snapshot of the result (:func:`save_snapshot`: marshal, written
+atomically to ``PROJECT/tmp_<host>/``, the directory the CGIs and the
+operator's programs share) and a later process takes it (:func:`load_snapshot`)
+as long as nothing it came from changed: config.xml, config_aux.xml (inode,
+size and time in nanoseconds, stated before the parse read them), this
+machine's host name, the project directory and boincpy's config.py (a new
+release may have new options or defaults).  Anything else (no snapshot, a
+directory it can't write, a damaged file) falls back to the parse, so the
+snapshot can only save time, never change a result.
+"""
+
+import marshal
+import os
+
+from boincpy.errors import ConfigError
+
+CONFIG_FILE = "config.xml"
+CONFIG_AUX_FILE = "config_aux.xml"
+
+
+# ---------------------------------------------------------------------------
+# Daemons and tasks.  Plain classes with __slots__ rather than dataclasses:
+# importing dataclasses costs ~9 ms, paid by every scheduler request.
+
+class _Spec:
+    __slots__ = ()
+
+    def __repr__(self):
+        return "%s(%s)" % (type(self).__name__, ", ".join(
+            "%s=%r" % (f, getattr(self, f)) for f in self.__slots__))
+
+    def __eq__(self, other):
+        return type(other) is type(self) and all(
+            getattr(self, f) == getattr(other, f) for f in self.__slots__)
+
+    def cmd_name(self):
+        """Program name bin/start derives file names from (skips run_in_ops)."""
+        return command_basename(self.cmd)
+
+
+class DaemonSpec(_Spec):
+    """A <daemon> entry; output/pid_file/lock_file default as bin/start's do."""
+
+    __slots__ = ("cmd", "host", "output", "pid_file", "disabled", "lock_file", "use_shell")
+
+    def __init__(self, cmd, host="", output="", pid_file="", disabled=False,
+                 lock_file="", use_shell=False):
+        name = command_basename(cmd)
+        self.cmd = cmd
+        self.host = host
+        self.output = output or name + ".log"
+        self.pid_file = pid_file or name + ".pid"
+        self.disabled = disabled
+        # bin/start: <lock_file>, else OUTPUT.lock if <output> names a file, else
+        # NAME.lock -- so two copies with their own <output> lock separately
+        if not lock_file:
+            lock_file = (output + ".lock" if output and not output.startswith("/dev/")
+                         else name + ".lock")
+        self.lock_file = lock_file
+        self.use_shell = use_shell
+
+
+class TaskSpec(_Spec):
+    """A <task> entry; ``period`` in seconds, ``period_text`` as written."""
+
+    __slots__ = ("cmd", "period", "output", "disabled", "host", "period_text",
+                 "lock_file", "use_shell", "always_run")
+
+    def __init__(self, cmd, period, output="", disabled=False, host="",
+                 period_text="", lock_file="", use_shell=False, always_run=False):
+        name = command_basename(cmd)
+        if isinstance(period, str):
+            period_text = period_text or period
+            period = parse_period(period)
+        self.cmd = cmd
+        self.period = period
+        self.output = output or name + ".out"
+        self.disabled = disabled
+        self.host = host
+        self.period_text = period_text or format_period(period)
+        # bin/start: <lock_file>, else OUTPUT.lock if output is a file, else NAME.lock
+        if not lock_file:
+            lock_file = (self.output + ".lock" if not self.output.startswith("/dev/")
+                         else name + ".lock")
+        self.lock_file = lock_file
+        self.use_shell = use_shell
+        self.always_run = always_run
+
+
+def command_basename(cmd):
+    """Base name of a command's program, the second word after run_in_ops."""
+    words = cmd.split()
+    if not words:
+        return ""
+    word = words[0]
+    if word == "run_in_ops" and len(words) > 1:
+        word = words[1]
+    return os.path.basename(word)
+
+
+_PERIOD_UNITS = (("mo", 30 * 86400), ("s", 1), ("m", 60), ("h", 3600),
+                 ("d", 86400), ("w", 7 * 86400))
+
+
+def parse_period(text):
+    """Seconds in a task period: "N" (minutes) or "N unit", unit by its first
+    letter(s): s, m(in), h(our), d(ay), w(eek), mo(nth = 30 days).
+
+    Raises ValueError for anything else.
+    """
+    words = text.split()
+    if not words or len(words) > 2:
+        raise ValueError("invalid task period %r" % text)
+    try:
+        number = int(words[0])
+    except ValueError:
+        number = float(words[0])     # ValueError propagates
+    if len(words) == 1:
+        return int(number * 60)
+    unit = words[1].lower()
+    for prefix, seconds in _PERIOD_UNITS:
+        if unit.startswith(prefix):
+            return int(number * seconds)
+    raise ValueError("invalid task period %r" % text)
+
+
+def format_period(seconds):
+    """Text for a period in seconds, in the largest whole BOINC unit."""
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds and seconds % size == 0:
+            n = seconds // size
+            return "%d %s" % (n, unit[:-1] if n == 1 else unit)
+    return "%d seconds" % seconds
+
+
+# ---------------------------------------------------------------------------
+# config_aux.xml's <max_jobs_in_progress> (BOINC's sched_limit.cpp)
+
+class RscJobLimit:
+    """One <total_limit>, <cpu_limit> or <gpu_limit> as written: ``jobs`` is
+    None when the element has no <jobs> (BOINC then keeps the limit it had)."""
+
+    __slots__ = ("jobs", "per_proc")
+
+    def __init__(self, jobs=None, per_proc=False):
+        self.jobs = jobs
+        self.per_proc = per_proc
+
+    def __repr__(self):
+        return "RscJobLimit(%r, per_proc=%r)" % (self.jobs, self.per_proc)
+
+
+class JobLimitSpec:
+    """<project> or one <app> of <max_jobs_in_progress>; an absent limit is None."""
+
+    __slots__ = ("app_name", "total_limit", "cpu_limit", "gpu_limit", "line")
+
+    def __init__(self, app_name="", line=0):
+        self.app_name = app_name
+        self.total_limit = self.cpu_limit = self.gpu_limit = None
+        self.line = line
+
+
+class JobLimitsSpec:
+    """config_aux.xml's <max_jobs_in_progress>: ``project`` (a JobLimitSpec or
+    None) and ``apps`` (app name -> JobLimitSpec; the first of a name counts, as
+    BOINC's lookup_app finds the first)."""
+
+    __slots__ = ("path", "project", "apps")
+
+    def __init__(self, path):
+        self.path = path
+        self.project = None
+        self.apps = {}
+
+
+# ---------------------------------------------------------------------------
+# The parsed file
+
+# Config's attributes that are not options (Config.get answers for options only)
+_NOT_OPTIONS = frozenset((
+    "project_dir", "path", "raw", "unknown", "daemons", "tasks", "local_host",
+    "host_log_dir", "delete_delay", "max_jobs_in_progress"))
+
+
+class Config:
+    """Parsed config.xml: one attribute per declared option plus
+
+    ``project_dir`` (absolute), ``path`` (the file), ``raw`` (options as
+    written in the file, typed), ``unknown`` (undeclared options: name ->
+    text, or inner XML for options with child elements), ``daemons``,
+    ``tasks``, ``delete_delay`` (seconds), ``local_host`` (this
+    machine's short host name), ``host_log_dir`` (PROJECT/log_<local_host>,
+    where this host's programs write their logs whatever <log_dir> says) and
+    ``max_jobs_in_progress`` (config_aux.xml's job limits, a JobLimitsSpec,
+    or None).  :func:`boincpy.config.load_config` makes one;
+    ``values`` is every attribute's value by name.
+    """
+
+    def __init__(self, values):
+        self.__dict__.update(values)
+
+    def get(self, name, default=None):
+        """A declared option's value, else an undeclared one's text, else ``default``."""
+        d = self.__dict__
+        if name in d and name not in _NOT_OPTIONS:
+            return d[name]
+        return self.unknown.get(name, default)
+
+    def project_path(self, *parts):
+        """A path under the project root."""
+        return os.path.join(self.project_dir, *parts)
+
+    def as_options(self):
+        """The options as written in the file (declared typed, unknown as text)
+        -- what write_config needs to reproduce the file."""
+        options = dict(self.raw)
+        options.update(self.unknown)
+        return options
+
+    def __repr__(self):
+        return "<Config %s>" % (self.path or self.project_dir)
+
+
+def find_project_dir():
+    """The project root as BOINC's project_path() finds it: $BOINC_PROJECT_DIR,
+    else the current, parent or grandparent directory if it holds config.xml
+    and cgi-bin/ (the grandparent: pages in html/user and html/ops, as BOINC's
+    web code finds ../../config.xml).  Apache's CGIs get BOINC_PROJECT_DIR
+    from the project's SHORT.httpd.conf."""
+    env = os.environ.get("BOINC_PROJECT_DIR")
+    candidates = [env] if env else [".", "..", os.path.join("..", "..")]
+    for directory in candidates:
+        if (os.path.isfile(os.path.join(directory, CONFIG_FILE))
+                and os.path.isdir(os.path.join(directory, "cgi-bin"))):
+            return os.path.abspath(directory)
+    if env:
+        raise ConfigError("BOINC_PROJECT_DIR=%s is not a project directory" % env)
+    raise ConfigError("Not in a project directory or subdirectory")
+
+
+def file_signature(path):
+    """What tells that a file changed: (inode, size, mtime in ns), or None
+    if it is missing."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+# ---------------------------------------------------------------------------
+# The snapshot
+
+_FORMAT = 1
+_TABLE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.py")
+
+
+def snapshot_key(project_dir, aux):
+    """What a parse of PROJECT's config depends on, stated now (before the
+    parse reads the files): compared with a snapshot's, equal means the
+    snapshot is that parse's result."""
+    return (_FORMAT, project_dir, bool(aux), os.uname().nodename,
+            file_signature(os.path.join(project_dir, CONFIG_FILE)),
+            file_signature(os.path.join(project_dir, CONFIG_AUX_FILE)) if aux else None,
+            file_signature(_TABLE_FILE))
+
+
+def snapshot_path(project_dir, aux):
+    """Where the snapshot of PROJECT's config lives: its tmp_<host>
+    directory (the CGIs' and the operator's; BOINC's default <tmp_dir>,
+    whatever config.xml says, which is not known before the parse)."""
+    host = os.uname().nodename.split(".")[0]
+    return os.path.join(project_dir, "tmp_" + host,
+                        "config.snapshot" if aux else "config_noaux.snapshot")
+
+
+def load_snapshot(key):
+    """The Config in the project's snapshot if it is the parse the files
+    would give now (``key``: :func:`snapshot_key`, taken now), else None."""
+    if key[4] is None or key[6] is None:
+        return None                 # no config.xml: the parse says why
+    try:
+        with open(snapshot_path(key[1], key[2]), "rb") as f:
+            stored_key, values, daemons, tasks, limits = marshal.loads(f.read())
+    except (OSError, EOFError, ValueError, TypeError):
+        return None                 # none, or damaged: parse
+    if stored_key != key:
+        return None
+    values["daemons"] = [_restore(DaemonSpec, row) for row in daemons]
+    values["tasks"] = [_restore(TaskSpec, row) for row in tasks]
+    values["max_jobs_in_progress"] = _restore_limits(limits)
+    return Config(values)
+
+
+def save_snapshot(cfg, key):
+    """Write ``cfg`` (the parse made after ``key`` was taken) as the project's
+    snapshot, atomically and readable as config.xml is (owner and group);
+    nothing if its directory can't be written."""
+    if key[4] is None or key[6] is None:
+        return
+    values = {name: value for name, value in cfg.__dict__.items()
+              if name not in ("daemons", "tasks", "max_jobs_in_progress")}
+    try:
+        data = marshal.dumps((
+            key, values,
+            [tuple(getattr(d, f) for f in DaemonSpec.__slots__) for d in cfg.daemons],
+            [tuple(getattr(t, f) for f in TaskSpec.__slots__) for t in cfg.tasks],
+            _limits_rows(cfg.max_jobs_in_progress)))
+    except ValueError:
+        return                      # a value marshal can't hold: no snapshot
+    path = snapshot_path(key[1], key[2])
+    tmp = "%s.%d" % (path, os.getpid())
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def _restore(cls, row):
+    obj = object.__new__(cls)
+    for name, value in zip(cls.__slots__, row):
+        setattr(obj, name, value)
+    return obj
+
+
+def _limit_row(spec):
+    if spec is None:
+        return None
+    return (spec.app_name, spec.line) + tuple(
+        None if rsc is None else (rsc.jobs, rsc.per_proc)
+        for rsc in (spec.total_limit, spec.cpu_limit, spec.gpu_limit))
+
+
+def _limits_rows(limits):
+    if limits is None:
+        return None
+    return (limits.path, _limit_row(limits.project),
+            [(name, _limit_row(spec)) for name, spec in limits.apps.items()])
+
+
+def _restore_limit(row):
+    if row is None:
+        return None
+    spec = JobLimitSpec(row[0], row[1])
+    spec.total_limit, spec.cpu_limit, spec.gpu_limit = (
+        None if rsc is None else RscJobLimit(*rsc) for rsc in row[2:])
+    return spec
+
+
+def _restore_limits(rows):
+    if rows is None:
+        return None
+    limits = JobLimitsSpec(rows[0])
+    limits.project = _restore_limit(rows[1])
+    limits.apps = {name: _restore_limit(row) for name, row in rows[2]}
+    return limits
