@@ -140,9 +140,10 @@ class Project:
         generate_key_pair(os.path.join(root, "keys", "code_sign_private"),
                           os.path.join(root, "keys", "code_sign_public"))
         # the scheduler CGI as make_project writes it
-        from boincpy.tools.make_project import cgi_paths, copy_tree_files
+        from boincpy.tools.make_project import cgi_paths, compile_package, copy_tree_files
         copy_tree_files(os.path.join(REPO, "cgi-bin"), os.path.join(root, "cgi-bin"),
                         sys.executable, cgi_paths(sys.executable))
+        compile_package()       # .pyc files and the CGIs' bundles, as make_project
         # the persistent mode: a file named cgi handed to the workers
         with open(os.path.join(root, "cgi-fcgi", "cgi"), "w") as f:
             f.write("served by the FastCGI workers (boincpy.fcgi_pool)\n")
@@ -821,7 +822,9 @@ def profile(project, key):
         imports += ", boincpy.shmem"
     # as the CGI starts: python -S, site's paths added (make_project.cgi_paths)
     from boincpy.tools.make_project import cgi_paths
-    imports_cmd = [py, "-S", "-c", "import sys; sys.path += %r; %s; import os; os._exit(0)"
+    # the CGI's first line: its modules from the bundle (boincpy.hot_path)
+    imports_cmd = [py, "-S", "-c", "import sys; sys.path += %r; from boincpy.hot_path import "
+                   "preload; preload('scheduler'); %s; import os; os._exit(0)"
                    % (cgi_paths(py) or [], imports)]     # and ends as the CGI does
     t_imports = best(imports_cmd)
     t_cgi = best([cgi], stdin=req, cwd=os.path.join(project.root, "cgi-bin"))

@@ -39,7 +39,7 @@ sys.path.insert(0, REPO)
 
 from boincpy import crypto  # noqa: E402
 from boincpy.config import short_hostname, write_config  # noqa: E402
-from boincpy.tools.make_project import cgi_paths, copy_tree_files  # noqa: E402
+from boincpy.tools.make_project import cgi_paths, compile_package, copy_tree_files  # noqa: E402
 
 HANDLER = "file_upload_handler"
 
@@ -64,6 +64,7 @@ class Project:
         # the CGI entries as make_project writes them
         copy_tree_files(os.path.join(REPO, "cgi-bin"), os.path.join(self.root, "cgi-bin"),
                         sys.executable, cgi_paths(sys.executable))
+        compile_package()       # .pyc files and the CGIs' bundles, as make_project
         self.n = 0
 
     def body(self, size):

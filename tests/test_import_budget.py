@@ -8,9 +8,12 @@ installs it (``python -S``, site's paths given), with ``-X importtime``, on a
 real project and database, and every module it loaded must be in its budget.
 A module that is not fails the test with its import time: either keep it off
 the request path (import it where the rare case needs it) or, if every
-request needs it, add it here and say why in the commit.  The request
-measured is the second: the first parsed config.xml (boincpy.config and
-expat) and left the snapshot the next ones read (boincpy.parsed_config).
+request needs it, add it here (and to boincpy.hot_path's list, if every
+request needs it) and say why in the commit.  The request measured is the
+second: the first parsed config.xml (boincpy.config and expat) and left the
+snapshot the next ones read (boincpy.parsed_config).  What a request loaded
+is ``sys.modules`` as the CGI leaves: the modules its bundle ran
+(boincpy.hot_path) never pass through the import system.
 
 Everything outside these modules imports normally at the top of its module.
 """
@@ -20,7 +23,9 @@ import os
 import subprocess
 import sys
 
-from boincpy import crypto
+import pytest
+
+from boincpy import crypto, hot_path
 from boincpy.testing.simclient import SchedulerRequest
 from boincpy.tools.server_mode import cgi_paths
 from tests.sched_env import CLIENT_AUTH, REPO, sched_env  # noqa: F401 (fixture)
@@ -29,13 +34,16 @@ from tests.sched_env import CLIENT_AUTH, REPO, sched_env  # noqa: F401 (fixture)
 START_UP = {
     "_io", "marshal", "posix", "_frozen_importlib_external", "time", "zipimport", "_codecs",
     "codecs", "encodings.aliases", "encodings", "encodings.utf_8", "_signal", "_abc", "abc",
-    "io", "_stat", "stat", "_collections_abc", "genericpath", "posixpath", "os",
+    "io", "_stat", "stat", "_collections_abc", "genericpath", "posixpath", "os", "os.path",
+    # boincpy.hot_path.cgi_start turns the cyclic collector off (built in)
+    "gc",
 }
 
 # Every request of the scheduler: read the request, the configuration, the
 # log, the job array, the database over boincpy's wire client.
 SCHEDULER = START_UP | {
-    "boincpy", "boincpy.sched", "boincpy.proc_types", "boincpy.xml", "boincpy.xml.scan",
+    "boincpy", "boincpy.hot_path", "boincpy.sched", "boincpy.proc_types", "boincpy.xml",
+    "boincpy.xml.scan",
     "boincpy.cnum", "boincpy.errors", "boincpy.cli", "boincpy.parsed_config", "boincpy.files",
     "boincpy.log", "boincpy.resident", "boincpy.shmem",
     "boincpy.sched.reply", "boincpy.sched.record", "boincpy.sched.context",
@@ -65,7 +73,7 @@ SCHEDULER_WORK = SCHEDULER | {
 
 # The upload handler: a file's bytes in, its certificate checked.
 UPLOAD = START_UP | {
-    "boincpy", "boincpy.upload", "boincpy.cnum", "boincpy.errors", "boincpy.files",
+    "boincpy", "boincpy.hot_path", "boincpy.upload", "boincpy.cnum", "boincpy.errors", "boincpy.files",
     "boincpy.xml", "boincpy.cli", "boincpy.parsed_config", "boincpy.log", "boincpy.resident",
     "boincpy.proc_types", "_md5", "errno", "fcntl",
     # the upload certificate's signature, checked by default (boincpy.crypto's
@@ -85,28 +93,75 @@ def _run(script, body, project, extra=None):
     return _run_once(script, body, project, extra)
 
 
+# The CGI as Apache runs it, telling what it loaded as it leaves (it ends
+# with os._exit: no atexit hook runs).
+_WRAPPER = """
+import os, sys
+leave = os._exit
+def tell(status=0):
+    sys.stderr.write("\\nloaded: %s\\n" % " ".join(sorted(sys.modules)))
+    sys.stderr.flush()
+    leave(status)
+os._exit = tell
+script = sys.argv[0] = sys.argv.pop(1)
+sys.path[0] = os.path.dirname(script)
+exec(compile(open(script).read(), script, "exec"), {"__name__": "__main__"})
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def bundles():
+    """The CGIs' bundles, as make_project writes them (compile_package)."""
+    hot_path.write_bundles()
+
+
 def _run_once(script, body, project, extra=None):
+    """cgi-bin/SCRIPT run once on ``body``: its reply and {module it loaded:
+    self import time in µs, or None if its bundle ran it}."""
     env = {"PATH": "/usr/bin:/bin", "BOINC_PROJECT_DIR": str(project),
            "REQUEST_METHOD": "POST", "CONTENT_LENGTH": str(len(body)),
            "PYTHONPATH": os.pathsep.join([REPO] + (cgi_paths(sys.executable) or []))}
     env.update(extra or {})
-    proc = subprocess.run([sys.executable, "-S", "-X", "importtime",
+    proc = subprocess.run([sys.executable, "-S", "-X", "importtime", "-c", _WRAPPER,
                            os.path.join(REPO, "cgi-bin", script)],
                           input=body, env=env, capture_output=True, cwd=str(project),
                           timeout=60)
-    loaded = {}
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+    timed, loaded = {}, None
     for line in proc.stderr.decode(errors="replace").splitlines():
         if line.startswith("import time:") and "self [us]" not in line:
             self_us, _, name = line[len("import time:"):].split("|")
-            loaded[name.strip()] = int(self_us)
-    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
-    return proc.stdout, loaded
+            timed[name.strip()] = int(self_us)
+        elif line.startswith("loaded: "):
+            loaded = line[len("loaded: "):].split()
+    assert loaded, proc.stderr.decode(errors="replace")[-2000:]
+    # the interpreter's own, and the wrapper's -c
+    loaded = set(loaded) - {"sys", "builtins", "_frozen_importlib", "_imp", "_thread",
+                            "_warnings", "_weakref", "__main__"}
+    return proc.stdout, {name: timed.get(name) for name in loaded}
 
 
 def _over(loaded, budget):
-    extra = {m: t for m, t in loaded.items() if m not in budget}
+    extra = {m: t or 0 for m, t in loaded.items() if m not in budget}
     return "modules beyond the budget (self import time, µs): %s" % ", ".join(
         "%s %d" % (m, t) for m, t in sorted(extra.items(), key=lambda kv: -kv[1]))
+
+
+# what a CGI imports to read its bundle
+BEFORE_THE_BUNDLE = {"boincpy", "boincpy.hot_path"}
+
+
+def _through_the_import_system(loaded):
+    return {m for m, t in loaded.items() if m.startswith("boincpy") and t is not None}
+
+
+def _left_to_their_package(cgi):
+    """The bundle's modules its preload leaves to their package's body (a
+    package that imports them as it runs): these pass through the import
+    system, served from the bundle."""
+    names = [entry[0] for entry in hot_path.bundle_entries(cgi)]
+    return {name for i, name in enumerate(names)
+            if "." in name and name.rpartition(".")[0] in names[i + 1:]}
 
 
 def test_scheduler_request_without_work_stays_in_budget(sched_env):
@@ -118,6 +173,10 @@ def test_scheduler_request_without_work_stays_in_budget(sched_env):
     # and the budget is not stale: the request path really is this
     assert {"boincpy.db.wire", "boincpy.sched.hosts", "boincpy.shmem"} <= set(loaded)
     assert "boincpy.sched.send" not in loaded
+    # every boincpy module came from the bundle (boincpy.hot_path), and the
+    # bundle holds nothing the request does not load
+    assert _through_the_import_system(loaded) <= _left_to_their_package("scheduler") | BEFORE_THE_BUNDLE
+    assert {e[0] for e in hot_path.bundle_entries("scheduler")} <= set(loaded)
 
 
 def test_scheduler_request_that_gets_a_job_stays_in_budget(sched_env):
@@ -154,4 +213,6 @@ def test_upload_stays_in_budget(sched_env):
     assert set(loaded) <= UPLOAD, _over(loaded, UPLOAD)
     assert "boincpy.crypto" in loaded         # the certificate was checked
     assert "boincpy.db" not in loaded and "boincpy.sched" not in loaded
+    assert _through_the_import_system(loaded) <= _left_to_their_package("upload") | BEFORE_THE_BUNDLE
+    assert {e[0] for e in hot_path.bundle_entries("upload")} <= set(loaded)
 

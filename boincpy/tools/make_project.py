@@ -56,7 +56,7 @@ from urllib.parse import urlsplit
 
 import click
 
-from boincpy import crypto
+from boincpy import crypto, hot_path
 from boincpy.cli import option
 from boincpy.config import SAFE_NEW_PROJECT, write_config
 from boincpy.daemons.db_dump import DEFAULT_SPEC
@@ -1396,7 +1396,8 @@ def traversal_warning(user, root, package_dir):
 
 
 def compile_package(say=None):
-    """Byte-compile the boincpy package the project's scripts run from.
+    """Byte-compile the boincpy package the project's scripts run from, and
+    write the classic CGIs' bundles (:mod:`boincpy.hot_path`).
 
     The CGIs run as the web server's user, which can't write __pycache__ next
     to the package: without compiled files every scheduler request would
@@ -1407,9 +1408,11 @@ def compile_package(say=None):
     if not os.access(package_dir, os.W_OK):
         if say:
             say(1, "Not byte-compiling %s (not writable): run python -m compileall on it "
-                   "so the CGIs start fast" % package_dir)
+                   "and boincpy.hot_path.write_bundles() so the CGIs start fast" % package_dir)
         return False
-    return compileall.compile_dir(package_dir, quiet=2)
+    compiled = compileall.compile_dir(package_dir, quiet=2)
+    hot_path.write_bundles()
+    return compiled
 
 
 def _collapse(paths):

@@ -1,0 +1,151 @@
+"""boincpy.hot_path: a CGI's modules from one compiled file, only while that
+file is its sources' compilation for this interpreter."""
+
+import json
+import marshal
+import os
+import subprocess
+import sys
+
+import pytest
+
+from boincpy import hot_path
+from boincpy.tools.server_mode import cgi_paths
+from tests.sched_env import REPO
+
+# In a fresh interpreter as a CGI starts (python -S, site's paths given):
+# preload, then what it loaded and the attributes the import system gives.
+_PROBE = """
+import json, sys
+from boincpy.hot_path import preload
+took = preload(sys.argv[1])
+mods = {}
+for name, m in sorted(sys.modules.items()):
+    if name.startswith("boincpy") and name != "boincpy.hot_path":
+        mods[name] = {"file": m.__file__, "cached": m.__cached__, "package": m.__package__,
+                      "path": getattr(m, "__path__", None), "origin": m.__spec__.origin,
+                      "spec_name": m.__spec__.name,
+                      "parent_has_it": name.rpartition(".")[0] == "" or
+                          getattr(sys.modules[name.rpartition(".")[0]],
+                                  name.rpartition(".")[2], None) is m}
+print(json.dumps({"took": took, "modules": mods}))
+"""
+
+
+def _probe(cgi):
+    env = {"PATH": "/usr/bin:/bin",
+           "PYTHONPATH": os.pathsep.join([REPO] + (cgi_paths(sys.executable) or []))}
+    proc = subprocess.run([sys.executable, "-S", "-c", _PROBE, cgi], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+@pytest.fixture
+def bundle():
+    """The scheduler's bundle, written anew; put back as written after the test."""
+    hot_path.write_bundles()
+    path = hot_path.bundle_path("scheduler")
+    with open(path, "rb") as f:
+        data = f.read()
+    yield path, data
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+def _rewrite(path, data, change):
+    made_by, entries = marshal.loads(data)
+    made_by, entries = change(made_by, [list(e) for e in entries])
+    with open(path, "wb") as f:
+        f.write(marshal.dumps((made_by, [tuple(e) for e in entries])))
+
+
+@pytest.mark.parametrize("cgi", sorted(hot_path.CGIS))
+def test_preloaded_modules_are_what_an_import_gives(bundle, cgi):
+    probe = _probe(cgi)
+    assert probe["took"]
+    names = [e[0] for e in hot_path.bundle_entries(cgi)]
+    assert set(probe["modules"]) == set(names)
+    for name, m in probe["modules"].items():
+        source = os.path.join(REPO, *name.split("."))
+        package = os.path.isdir(source)
+        expected = os.path.join(source, "__init__.py") if package else source + ".py"
+        assert m["file"] == m["origin"] == expected
+        assert m["cached"] == os.path.join(
+            os.path.dirname(expected), "__pycache__",
+            os.path.basename(expected)[:-3] + "." + sys.implementation.cache_tag + ".pyc")
+        assert m["spec_name"] == name
+        assert m["package"] == (name if package else name.rpartition(".")[0])
+        assert m["path"] == ([source] if package else None)
+        assert m["parent_has_it"], name
+
+
+def test_every_module_comes_after_what_its_body_imports():
+    """The order the bundle runs them in: a module's package first, and the
+    boincpy modules its body imports (but a package's own modules, which its
+    body imports itself)."""
+    entries = hot_path.bundle_entries("scheduler")
+    position = {e[0]: i for i, e in enumerate(entries)}
+    import ast
+    for name, path, _sig, is_package, _code in entries:
+        tree = ast.parse(open(path).read())
+        for dep in hot_path._top_level_imports(tree, name, is_package):
+            if dep in position and not dep.startswith(name + "."):
+                assert position[dep] < position[name], (name, dep)
+
+
+def _stale_source(made_by, entries):
+    entries[3][2] = (entries[3][2][0] + 1, entries[3][2][1])     # another size
+    return made_by, entries
+
+
+def _other_time(made_by, entries):
+    entries[-1][2] = (entries[-1][2][0], entries[-1][2][1] - 1)
+    return made_by, entries
+
+
+def _other_interpreter(made_by, entries):
+    return (made_by[0], b"\x00\x00\r\n", made_by[2]), entries
+
+
+def _other_optimization(made_by, entries):
+    return (made_by[0], made_by[1], made_by[2] + 1), entries
+
+
+def _gone_source(made_by, entries):
+    entries[5][1] = entries[5][1] + ".gone"
+    return made_by, entries
+
+
+@pytest.mark.parametrize("change", [_stale_source, _other_time, _other_interpreter,
+                                    _other_optimization, _gone_source])
+def test_a_bundle_that_is_not_its_sources_is_not_run(bundle, change):
+    path, data = bundle
+    _rewrite(path, data, change)
+    probe = _probe("scheduler")
+    assert not probe["took"] and probe["modules"] == {"boincpy": probe["modules"]["boincpy"]}
+
+
+@pytest.mark.parametrize("damage", [b"", b"not marshal", None])
+def test_a_damaged_or_missing_bundle_is_not_run(bundle, damage):
+    path, data = bundle
+    if damage is None:
+        os.unlink(path)
+    else:
+        with open(path, "wb") as f:
+            f.write(damage)
+    assert not _probe("scheduler")["took"]
+
+
+def test_a_traceback_from_a_preloaded_module_shows_its_source(bundle):
+    env = {"PATH": "/usr/bin:/bin",
+           "PYTHONPATH": os.pathsep.join([REPO] + (cgi_paths(sys.executable) or []))}
+    code = ("from boincpy.hot_path import preload; assert preload('scheduler'); "
+            "from boincpy.sched import request; request.parse_request(b'<x')")
+    proc = subprocess.run([sys.executable, "-S", "-c", code], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1
+    assert 'boincpy/sched/request.py", line' in proc.stderr
+    assert "def parse_request" not in proc.stderr       # the line, not the def
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("    ")]
+    assert lines and all(line.strip() for line in lines)   # each frame shows its line
