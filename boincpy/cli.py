@@ -34,19 +34,6 @@ def run(main, *args):
     return status
 
 
-def exit_now(status=0):
-    """End a CGI once its reply is written: flush stdout and stderr and leave
-    with ``os._exit``, skipping the interpreter's shutdown (freeing every
-    module and object, a few ms of CPU on every request).  Call it only when
-    every file that matters is closed (logs, the database connection)."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
-    os._exit(status)
-
-
 def stdout_gone():
     """True when stdout is a pipe nobody reads any more (poll reports POLLERR)."""
     import select

@@ -1,4 +1,5 @@
-"""Each classic CGI's modules in one compiled file, run without the import system.
+"""A classic CGI's first and last steps: its modules in one compiled file, run
+without the import system, and a quick exit.
 
 A classic CGI is a new interpreter for every request, and Python's import
 system spends about 250,000 instructions (50 µs here) on each module it loads
@@ -35,14 +36,14 @@ import sys
 # boincpy are added when the bundle is written)
 CGIS = {
     "scheduler": (
-        "boincpy.sched.handler", "boincpy.resident", "boincpy.cli", "boincpy.log",
+        "boincpy.sched.handler", "boincpy.resident", "boincpy.log",
         "boincpy.parsed_config", "boincpy.shmem", "boincpy.db", "boincpy.db.wire",
         "boincpy.db.lite", "boincpy.db.connection", "boincpy.sched.hosts",
         "boincpy.sched.reports", "boincpy.sched.reply", "boincpy.db.host",
         "boincpy.db.user", "boincpy.db.host_app_version", "boincpy.db.columns",
         "boincpy.passwords"),
     "upload": (
-        "boincpy.upload", "boincpy.resident", "boincpy.cli", "boincpy.log",
+        "boincpy.upload", "boincpy.resident", "boincpy.log",
         "boincpy.parsed_config", "boincpy.crypto"),
 }
 
@@ -102,6 +103,20 @@ def cgi_start(cgi):
     scheduler request's instructions (2.8 of 47 million)."""
     gc.disable()
     return preload(cgi)
+
+
+def exit_now(status=0):
+    """A classic CGI's last step, once its reply is written: flush stdout and
+    stderr and leave with ``os._exit``, skipping the interpreter's shutdown
+    (freeing every module and object: 5 million instructions, a quarter of
+    the interpreter's own start and end).  Call it only when every file that
+    matters is closed (logs, the database connection)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
 
 
 def preload(cgi):

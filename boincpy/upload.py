@@ -434,7 +434,7 @@ def serve(environ, stream, resident, errors=None):
 def cgi_main():
     """Entry point of cgi-bin/file_upload_handler."""
     import sys
-    from boincpy.cli import exit_now
+    from boincpy.hot_path import exit_now
     from boincpy.resident import Resident
     resident = Resident()
     try:

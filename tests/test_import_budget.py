@@ -44,7 +44,7 @@ START_UP = {
 SCHEDULER = START_UP | {
     "boincpy", "boincpy.hot_path", "boincpy.sched", "boincpy.proc_types", "boincpy.xml",
     "boincpy.xml.scan",
-    "boincpy.cnum", "boincpy.errors", "boincpy.cli", "boincpy.parsed_config", "boincpy.files",
+    "boincpy.cnum", "boincpy.errors", "boincpy.parsed_config", "boincpy.files",
     "boincpy.log", "boincpy.resident", "boincpy.shmem",
     "boincpy.sched.reply", "boincpy.sched.record", "boincpy.sched.context",
     "boincpy.sched.request", "boincpy.sched.handler",
@@ -74,7 +74,7 @@ SCHEDULER_WORK = SCHEDULER | {
 # The upload handler: a file's bytes in, its certificate checked.
 UPLOAD = START_UP | {
     "boincpy", "boincpy.hot_path", "boincpy.upload", "boincpy.cnum", "boincpy.errors", "boincpy.files",
-    "boincpy.xml", "boincpy.cli", "boincpy.parsed_config", "boincpy.log", "boincpy.resident",
+    "boincpy.xml", "boincpy.parsed_config", "boincpy.log", "boincpy.resident",
     "boincpy.proc_types", "_md5", "errno", "fcntl",
     # the upload certificate's signature, checked by default (boincpy.crypto's
     # RSA verification needs no library; its hex and ASCII decoding)

@@ -816,7 +816,7 @@ def cgi_main():
     """Entry point of cgi-bin/cgi: CONTENT_LENGTH bytes of stdin in, reply out."""
     import sys
     from boincpy.resident import Resident
-    from boincpy.cli import exit_now
+    from boincpy.hot_path import exit_now
     resident = Resident()
     try:
         out = serve(os.environ, sys.stdin.buffer, resident, sys.stderr)
