@@ -810,7 +810,9 @@ def profile(project, key):
         times.sort()
         return times[len(times) // 2] * 1000
 
-    t_bare = best([py, "-S", "-c", "pass"])
+    # start-up as the CGI pays it: it leaves by os._exit (no interpreter shutdown)
+    bare_cmd = [py, "-S", "-c", "import posix; posix._exit(0)"]
+    t_bare = best(bare_cmd)
     t_site = best([py, "-c", "pass"])
     # what a CGI request imports: its database client is boincpy.db.wire
     # (lite loads MySQLdb._mysql only where wire can't connect)
@@ -824,7 +826,7 @@ def profile(project, key):
     from boincpy.tools.make_project import cgi_paths
     # the CGI's first line: its modules from the bundle (boincpy.hot_path)
     imports_cmd = [py, "-S", "-c", "import sys; sys.path += %r; from boincpy.hot_path import "
-                   "preload; preload('scheduler'); %s; import os; os._exit(0)"
+                   "cgi_start; cgi_start('scheduler'); %s; import os; os._exit(0)"
                    % (cgi_paths(py) or [], imports)]     # and ends as the CGI does
     t_imports = best(imports_cmd)
     t_cgi = best([cgi], stdin=req, cwd=os.path.join(project.root, "cgi-bin"))
@@ -897,12 +899,12 @@ print(ms(t1 - t0), ms(t3 - t2), ms(t5 - t4), ms(T.get('connect', 0)), ms(T.get('
     c_cgi = cpu[(cgi,)]
     c_site = cpu[(py, "-c", "pass")]
     c_imports = cpu[tuple(imports_cmd)]
-    c_bare = cpu[(py, "-S", "-c", "pass")]
+    c_bare = cpu[tuple(bare_cmd)]
     print("Profile of one request (work requested, none available; wall medians and "
           "mean CPU, ms):")
     print("                                                     wall    CPU")
     print("  whole CGI run (cgi-bin/cgi < request, its #!)    %6.1f %6.1f" % (t_cgi, c_cgi))
-    print("  interpreter start-up, no site (-S, as the CGI)   %6.1f %6.1f" % (t_bare, c_bare))
+    print("  interpreter start-up and exit, as the CGI (-S)   %6.1f %6.1f" % (t_bare, c_bare))
     print("  (start-up with site and the venv's .pth hooks    %6.1f %6.1f)" % (t_site, c_site))
     print("  imports the request needs (beyond start-up)      %6.1f %6.1f"
           % (t_imports - t_bare, c_imports - c_bare))

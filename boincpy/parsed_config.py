@@ -12,7 +12,8 @@ saves a snapshot of the result (:func:`save_snapshot`: marshal, written
 atomically to ``PROJECT/tmp_<host>/``, the directory the CGIs and the
 operator's programs share) and a later process takes it (:func:`load_snapshot`)
 as long as nothing it came from changed: config.xml, config_aux.xml (inode,
-size and time in nanoseconds, stated before the parse read them), this
+size, modification and change times in nanoseconds, stated before the parse
+read them: a new owner, group or mode counts as a change), this
 machine's host name, the project directory and boincpy's config.py (a new
 release may have new options or defaults).  Anything else (no snapshot, a
 directory it can't write, a damaged file) falls back to the parse, so the
@@ -250,13 +251,15 @@ def find_project_dir():
 
 
 def file_signature(path):
-    """What tells that a file changed: (inode, size, mtime in ns), or None
-    if it is missing."""
+    """What tells that a file changed: (inode, size, modification and change
+    times in ns), or None if it is missing.  The change time moves with its
+    owner, group and mode too: a config.xml the web server may no longer read
+    is read again (and refused) rather than taken from the snapshot."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 # ---------------------------------------------------------------------------

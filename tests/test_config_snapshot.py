@@ -224,6 +224,29 @@ def test_without_its_directory_every_process_parses(project, parses):
     assert not os.path.exists(os.path.dirname(P.snapshot_path(str(project), True)))
 
 
+def test_a_config_the_server_may_no_longer_read_is_refused(project, parses):
+    """Its mode (or group) changed: parsed again, not taken from the snapshot
+    (troubleshooting by chgrp, as the operator's guide shows, must see it)."""
+    Resident(str(project)).config()
+    os.chmod(project / "config.xml", 0o600)
+    Resident(str(project)).config()
+    assert len(parses) == 2
+    real_open = open
+
+    def no_read(path, *args, **kwargs):
+        if str(path).endswith("config.xml"):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, *args, **kwargs)
+    os.chmod(project / "config.xml", 0o640)
+    import builtins
+    builtins.open = no_read
+    try:
+        with pytest.raises(C.ConfigError, match="Permission denied"):
+            Resident(str(project)).config()
+    finally:
+        builtins.open = real_open
+
+
 def test_a_broken_config_is_an_error_on_every_request(project, parses):
     Resident(str(project)).config()
     (project / "config.xml").write_text("<boinc><config><long_name>x</config></boinc>")
