@@ -78,6 +78,11 @@ def test_report_reply_and_rows_match_reference(ref_env):
     env = ref_env
     set_credit(env, 0.628620, 0.062245, 0.628620, 0.062246)
     _reported_jobs(env)
+    # the workunit waits for its result's deadline: the reference run's, which
+    # was ahead of it then and which the clock has passed since (2026-11-29
+    # 07:25 UTC); ahead of now, as it was, so the report is what brings it on
+    env.execute("UPDATE workunit SET transition_time = %s WHERE id = 3",
+                (int(time.time()) + 7 * 86400,))
     env.execute("UPDATE host SET rpc_seqno = 4")
     out, log = run(env, "05_report1_no_work_available.request.xml")
     assert out == expected(env, "05_report1_no_work_available.reply.xml")
