@@ -149,3 +149,20 @@ def test_a_traceback_from_a_preloaded_module_shows_its_source(bundle):
     assert "def parse_request" not in proc.stderr       # the line, not the def
     lines = [line for line in proc.stderr.splitlines() if line.startswith("    ")]
     assert lines and all(line.strip() for line in lines)   # each frame shows its line
+
+
+def test_make_project_writes_the_bundles_and_goes_on_when_it_cannot(monkeypatch):
+    from boincpy.tools import make_project
+    for cgi in hot_path.CGIS:
+        if os.path.exists(hot_path.bundle_path(cgi)):
+            os.unlink(hot_path.bundle_path(cgi))
+    assert make_project.compile_package() is not False
+    assert all(os.path.isfile(hot_path.bundle_path(cgi)) for cgi in hot_path.CGIS)
+    assert _probe("scheduler")["took"]
+
+    def refused():
+        raise PermissionError(13, "Permission denied", hot_path.bundle_path("scheduler"))
+    monkeypatch.setattr(hot_path, "write_bundles", refused)
+    said = []
+    assert make_project.compile_package(lambda level, text: said.append(text)) is False
+    assert said and "python -m boincpy.hot_path" in said[0]

@@ -1411,7 +1411,13 @@ def compile_package(say=None):
                    "and boincpy.hot_path.write_bundles() so the CGIs start fast" % package_dir)
         return False
     compiled = compileall.compile_dir(package_dir, quiet=2)
-    hot_path.write_bundles()
+    try:
+        hot_path.write_bundles()
+    except OSError as exc:      # a __pycache__ another user made: the CGIs import as usual
+        if say:
+            say(1, "Not writing the CGIs' bundles (%s): run python -m boincpy.hot_path as "
+                   "the package's owner so the CGIs start fast" % exc)
+        return False
     return compiled
 
 
