@@ -39,7 +39,8 @@ from boincpy.errors import ConfigError
 # without this module); these names are this module's too
 from boincpy.parsed_config import (  # noqa: F401
     CONFIG_AUX_FILE, CONFIG_FILE, Config, DaemonSpec, JobLimitSpec, JobLimitsSpec, RscJobLimit,
-    TaskSpec, command_basename, find_project_dir, format_period, parse_period)
+    TaskSpec, command_basename, find_project_dir, format_period, non_option_values,
+    parse_period, short_hostname)
 from boincpy.xml import parse_bool, xml_escape
 
 
@@ -747,19 +748,12 @@ def _inner_xml(node):
 
 # ---------------------------------------------------------------------------
 
-def short_hostname():
-    """This machine's host name up to the first dot (as bin/start uses)."""
-    return os.uname().nodename.split(".")[0]
-
-
 def _blank_values(project_dir, path):
     """A Config's attributes before the file is read: every option's default."""
     values = dict(_SCALAR_DEFAULTS)
     for name in _LIST_NAMES:
         values[name] = []
-    values.update(project_dir=project_dir, path=path, raw={}, unknown={}, daemons=[],
-                  tasks=[], local_host="", host_log_dir="", delete_delay=0.0,
-                  max_jobs_in_progress=None)
+    values.update(non_option_values(project_dir, path))
     return values
 
 

@@ -9,9 +9,10 @@ modules on every request: 1.5 ms of CPU before any work.  So make_project and
 bin/upgrade (:func:`write_bundles`, beside ``compileall``) write each CGI's
 modules, compiled, into one file in the package's ``__pycache__``, in the
 order their top-level imports need them; the CGI's first line
-(:func:`cgi_start`, which calls :func:`preload`) reads it and runs each module into ``sys.modules`` with the
-attributes the import system would give it (spec, file, cached, package,
-path), so later ``import`` statements find them loaded; a module its
+(:func:`cgi_start`, which calls :func:`preload`) reads it and runs each
+module into ``sys.modules`` with the attributes the import system would give
+it (spec, file, cached, package, path), so later ``import`` statements find
+them loaded; a module its
 package's body imports is left to the import system, which finds it in the
 bundle too.
 
@@ -60,7 +61,7 @@ def _interpreter():
 def bundle_path(cgi):
     """Where CGI's bundle lives: the package's __pycache__, by interpreter."""
     return os.path.join(_PACKAGE_DIR, "__pycache__", "hot_path.%s.%s.bundle"
-                        % (cgi, sys.implementation.cache_tag))
+                        % (cgi, _CACHE_TAG))
 
 
 class _Bundle:
@@ -249,6 +250,19 @@ def write_bundles():
     return written
 
 
-if __name__ == "__main__":      # python -m boincpy.hot_path, after updating the source tree
-    for written in write_bundles():
-        print(written)
+def main():
+    """python -m boincpy.hot_path, after updating the source tree: the paths
+    written, or what stopped it (exit status 1)."""
+    try:
+        written = write_bundles()
+    except OSError as exc:
+        sys.stderr.write("hot_path: can't write the CGIs' bundles: %s (run it as the "
+                         "package's owner)\n" % exc)
+        return 1
+    for path in written:
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -188,10 +188,15 @@ class JobLimitsSpec:
 # ---------------------------------------------------------------------------
 # The parsed file
 
-# Config's attributes that are not options (Config.get answers for options only)
-_NOT_OPTIONS = frozenset((
-    "project_dir", "path", "raw", "unknown", "daemons", "tasks", "local_host",
-    "host_log_dir", "delete_delay", "max_jobs_in_progress"))
+def non_option_values(project_dir, path):
+    """Config's attributes that are not options, as they are before a parse
+    (see :class:`Config`)."""
+    return dict(project_dir=project_dir, path=path, raw={}, unknown={}, daemons=[], tasks=[],
+                local_host="", host_log_dir="", delete_delay=0.0, max_jobs_in_progress=None)
+
+
+# Config.get answers for options only
+_NOT_OPTIONS = frozenset(non_option_values("", None))
 
 
 class Config:
@@ -250,6 +255,11 @@ def find_project_dir():
     raise ConfigError("Not in a project directory or subdirectory")
 
 
+def short_hostname():
+    """This machine's host name up to the first dot (as bin/start uses)."""
+    return os.uname().nodename.split(".")[0]
+
+
 def file_signature(path):
     """What tells that a file changed: (inode, size, modification and change
     times in ns), or None if it is missing.  The change time moves with its
@@ -283,16 +293,20 @@ def snapshot_path(project_dir, aux):
     """Where the snapshot of PROJECT's config lives: its tmp_<host>
     directory (the CGIs' and the operator's; BOINC's default <tmp_dir>,
     whatever config.xml says, which is not known before the parse)."""
-    host = os.uname().nodename.split(".")[0]
-    return os.path.join(project_dir, "tmp_" + host,
+    return os.path.join(project_dir, "tmp_" + short_hostname(),
                         "config.snapshot" if aux else "config_noaux.snapshot")
+
+
+def _complete(key):
+    """The key's files are there to parse (else the parse says what is wrong)."""
+    return key[4] is not None and key[6] is not None
 
 
 def load_snapshot(key):
     """The Config in the project's snapshot if it is the parse the files
     would give now (``key``: :func:`snapshot_key`, taken now), else None."""
-    if key[4] is None or key[6] is None:
-        return None                 # no config.xml: the parse says why
+    if not _complete(key):
+        return None
     try:
         with open(snapshot_path(key[1], key[2]), "rb") as f:
             stored_key, values, daemons, tasks, limits = marshal.loads(f.read())
@@ -310,7 +324,7 @@ def save_snapshot(cfg, key):
     """Write ``cfg`` (the parse made after ``key`` was taken) as the project's
     snapshot, atomically and readable as config.xml is (owner and group);
     nothing if its directory can't be written."""
-    if key[4] is None or key[6] is None:
+    if not _complete(key):
         return
     values = {name: value for name, value in cfg.__dict__.items()
               if name not in ("daemons", "tasks", "max_jobs_in_progress")}

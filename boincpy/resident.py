@@ -34,8 +34,9 @@ class Resident:
     """A server process's configuration, keys, database and job array.
 
     ``project_dir`` None: found as BOINC's programs find it
-    (:func:`boincpy.parsed_config.find_project_dir`).  ``persistent``: the process serves many requests (only names
-    and counters differ, e.g. debug_req_reply_dir's file names).
+    (:func:`boincpy.parsed_config.find_project_dir`).  ``persistent``: the
+    process serves many requests (only names and counters differ, e.g.
+    debug_req_reply_dir's file names).
     """
 
     def __init__(self, project_dir=None, persistent=False):

@@ -166,3 +166,13 @@ def test_make_project_writes_the_bundles_and_goes_on_when_it_cannot(monkeypatch)
     said = []
     assert make_project.compile_package(lambda level, text: said.append(text)) is False
     assert said and "python -m boincpy.hot_path" in said[0]
+
+
+def test_python_m_hot_path_says_what_stopped_it(monkeypatch, capsys):
+    def refused():
+        raise PermissionError(13, "Permission denied", hot_path.bundle_path("upload"))
+    monkeypatch.setattr(hot_path, "write_bundles", refused)
+    assert hot_path.main() == 1
+    err = capsys.readouterr().err
+    assert "can't write the CGIs' bundles" in err and "Permission denied" in err
+    assert "Traceback" not in err

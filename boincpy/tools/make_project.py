@@ -1408,7 +1408,7 @@ def compile_package(say=None):
     if not os.access(package_dir, os.W_OK):
         if say:
             say(1, "Not byte-compiling %s (not writable): run python -m compileall on it "
-                   "and boincpy.hot_path.write_bundles() so the CGIs start fast" % package_dir)
+                   "and python -m boincpy.hot_path so the CGIs start fast" % package_dir)
         return False
     compiled = compileall.compile_dir(package_dir, quiet=2)
     try:
