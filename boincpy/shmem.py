@@ -51,9 +51,12 @@ import fcntl
 import marshal
 import mmap
 import os
-import struct
 import time
 import zlib
+
+# struct.py only re-exports the builtin _struct: taken directly, a CGI
+# skips one pass through the import system (0.4 million instructions)
+import _struct as struct
 
 from boincpy.errors import ShmemError
 

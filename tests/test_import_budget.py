@@ -54,7 +54,7 @@ SCHEDULER = START_UP | {
     "boincpy.sched.hosts", "boincpy.sched.reports",
     # md5, the array
     "_md5", "fcntl", "mmap",
-    "_struct", "struct", "zlib", "_collections", "itertools", "math",
+    "_struct", "zlib", "_collections", "math",
     # the wire client: a socket and the password scramble
     "_socket", "_sha1", "_random",
 }
@@ -67,7 +67,7 @@ SCHEDULER_WORK = SCHEDULER | {
     "boincpy.sched.assign", "boincpy.sched.check", "boincpy.sched.score",
     "boincpy.sched.send", "boincpy.doorbell",
     # random.Random(hostid) for the quota day (sched_shmem's rpc_day_offset)
-    "warnings", "_operator", "operator", "_bisect", "bisect", "_sha512", "random",
+    "warnings", "_operator", "operator", "_bisect", "bisect", "_sha512", "random", "itertools",
     "errno", "select",
 }
 
