@@ -686,7 +686,8 @@ _TYPE_WORDS = {"int": "an integer", "ints": "an integer", "bool": "a boolean (0 
 
 
 # ---------------------------------------------------------------------------
-# A tiny expat tree: each node is [tag, attrs, line, text_parts, children].
+# A tiny expat tree: each node is [tag, attrs, line, text_parts, children,
+# content], content being its text parts and children in document order.
 # ElementTree would cost ~4 ms of imports and lxml ~18 ms; expat alone ~1 ms.
 
 def _parse_tree(data, path):
@@ -698,9 +699,10 @@ def _parse_tree(data, path):
     stack = []
 
     def start(tag, attrs):
-        node = [tag, attrs, parser.CurrentLineNumber, [], []]
+        node = [tag, attrs, parser.CurrentLineNumber, [], [], []]
         if stack:
             stack[-1][4].append(node)
+            stack[-1][5].append(node)
         else:
             root.append(node)
         stack.append(node)
@@ -711,6 +713,7 @@ def _parse_tree(data, path):
     def chars(text):
         if stack:
             stack[-1][3].append(text)
+            stack[-1][5].append(text)
 
     parser.StartElementHandler = start
     parser.EndElementHandler = end
@@ -728,22 +731,41 @@ def _text(node):
 
 
 def _inner_xml(node):
-    """Serialise a node's content (text and child elements) back to XML text."""
-    # Character data is split around children, so interleave by position is
-    # lost; options with structure are element lists, which this keeps.
+    """Serialise a node's content (text and child elements) back to XML text,
+    in document order; text that is only white space (the layout between
+    elements) is left out, and the content's ends are stripped, as a plain
+    option's text is."""
     parts = []
-    text = "".join(node[3]).strip()
-    if text:
-        parts.append(xml_escape(text))
-    for child in node[4]:
-        inner = _inner_xml(child)
+    for item in node[5]:
+        if isinstance(item, str):
+            if item.strip():
+                parts.append(xml_escape(item))
+            continue
+        inner = _inner_xml(item)
         attrs = "".join(' %s="%s"' % (k, xml_escape(v, quote=True))
-                        for k, v in child[1].items())
+                        for k, v in item[1].items())
         if inner:
-            parts.append("<%s%s>%s</%s>" % (child[0], attrs, inner, child[0]))
+            parts.append("<%s%s>%s</%s>" % (item[0], attrs, inner, item[0]))
         else:
-            parts.append("<%s%s/>" % (child[0], attrs))
-    return "".join(parts)
+            parts.append("<%s%s/>" % (item[0], attrs))
+    return "".join(parts).strip()
+
+
+def _is_markup(value):
+    """Whether an option's text value is XML content holding elements (an
+    unknown option kept as written, say ``a <b>c</b> d``): written back as it
+    is, where plain text is escaped."""
+    if "<" not in value:
+        return False
+    from xml.parsers import expat
+    parser = expat.ParserCreate()
+    elements = []
+    parser.StartElementHandler = lambda tag, attrs: elements.append(tag)
+    try:
+        parser.Parse("<x>%s</x>" % value, True)
+    except expat.ExpatError:
+        return False
+    return len(elements) > 1
 
 
 # ---------------------------------------------------------------------------
@@ -1053,7 +1075,7 @@ _IND = "    "
 def _option_lines(name, value, level):
     pad = _IND * level
     if _TYPES.get(name) == "xml" or (name not in _TYPES and isinstance(value, str)
-                                     and value.lstrip().startswith("<")):
+                                     and _is_markup(value)):
         return ["%s<%s>%s</%s>" % (pad, name, value, name)]
     if isinstance(value, (list, tuple)):
         lines = []

@@ -384,6 +384,29 @@ def test_unknown_options_kept_and_warned_once(tmp_path):
     assert again.unknown["my_web_opt"] == "42"
 
 
+def test_unknown_options_keep_their_mixed_content_in_order(tmp_path):
+    """An option boincpy does not know is written back as it was read (a
+    tool that rewrites config.xml keeps it): text and elements in their
+    order, markup as markup, plain text with a '<' as text."""
+    project = make(tmp_path, "<db_name>x</db_name>"
+                             "<mixed>a <b>c</b> d<e/> f</mixed>"
+                             "<listed>\n  <a>1</a>\n  <b x=\"y\"/>\n</listed>"
+                             "<texty>1 &lt; 2</texty>")
+    with pytest.warns(C.ConfigWarning):
+        cfg = load_config(project)
+    assert cfg.unknown == {"mixed": "a <b>c</b> d<e/> f", "listed": '<a>1</a><b x="y"/>',
+                           "texty": "1 < 2"}
+    C.write_config(cfg.path, cfg.as_options(), cfg.daemons, cfg.tasks)
+    with open(cfg.path) as f:
+        text = f.read()
+    assert "<mixed>a <b>c</b> d<e/> f</mixed>" in text
+    assert "<texty>1 &lt; 2</texty>" in text
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")         # warned once already
+        again = load_config(project)
+    assert again.unknown == cfg.unknown
+
+
 # -- daemons and tasks ------------------------------------------------------------
 
 DAEMONS = """  <daemons>
