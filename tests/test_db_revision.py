@@ -330,6 +330,65 @@ def test_check_schema_names_each_difference(schema_db):
     assert not any(ln.startswith("team.seti_id") for ln in rv.check_schema(db))
 
 
+def test_check_schema_takes_what_boincs_own_schema_makes(schema_db):
+    """A database BOINC's db/schema.sql and constraints.sql made at LATEST
+    differs from boincpy's in two ways that do not count: whole-column
+    indexes where boincpy's are on a prefix, and timestamps that allow NULL
+    (MariaDB's explicit_defaults_for_timestamp).  Its views are BOINC's."""
+    db = schema_db()
+    db.execute("alter table host drop index host_userid_cpid, drop index host_domain_name, "
+               "add index host_userid_cpid (userid, host_cpid), "
+               "add index host_domain_name (domain_name)")
+    for table in ("team", "workunit", "result"):
+        db.execute("alter table %s modify mod_time timestamp null default current_timestamp "
+                   "on update current_timestamp" % table)
+    assert rv.check_schema(db) == []
+    # but an index on other columns, or a column allowing NULL that is no
+    # timestamp, still does
+    db.execute("alter table host drop index host_domain_name, "
+               "add index host_domain_name (domain_name(191), venue)")
+    db.execute("alter table team modify create_time integer null default 0")
+    assert sorted(rv.check_schema(db)) == [
+        "host: index host_domain_name is KEY (domain_name(191), venue), "
+        "expected KEY (domain_name(191))",
+        "team.create_time: NULL, expected NOT NULL"]
+    db.execute("drop view latest_consent")
+    assert "latest_consent: view is missing" in rv.check_schema(db)
+
+
+def test_an_older_boincpy_database_gets_boincs_tables_indexes_and_view(schema_db, tmp_path):
+    """What boincpy's schema.sql lacked until it followed BOINC's (the donation
+    tables, the latest_consent view, four indexes, batch.id as 'serial'):
+    apply_updates adds it to a database boincpy made before."""
+    db = schema_db()
+    db.execute("insert into batch (user_id, name) values (1, 'b1')")
+    db.execute("drop view latest_consent")
+    for table in rv.BOINC_TABLES_ADDED:
+        db.execute("drop table %s" % table)
+    for table, indexes in rv.BOINC_INDEXES_ADDED:
+        db.execute("alter table %s %s" % (table, ", ".join("drop index %s" % i
+                                                             for i in indexes)))
+    db.execute("alter table batch modify id integer not null auto_increment")
+    before = rv.check_schema(db)
+    assert "latest_consent: view is missing" in before
+    assert "batch.id: type int(11), expected bigint(20) unsigned" in before
+    assert len(before) == 1 + len(rv.BOINC_TABLES_ADDED) + len(rv.BOINC_INDEXES_ADDED) + 1
+    rv.write_revision(str(tmp_path), rv.LATEST)
+    assert any("batch" in ln for ln in rv.describe_pending(db, str(tmp_path)))
+    lines = []
+    assert rv.apply_updates(db, str(tmp_path), log=lines.append) == []
+    assert rv.check_schema(db) == []
+    assert sum(ln.startswith("adding BOINC's: ") for ln in lines) >= 4
+    assert db.query_value("select name from batch where id = 1") == "b1"
+    # the view answers as BOINC's: each user's latest consent of each type
+    db.execute("insert into consent_type (shortname) values ('ENROLL')")
+    for t, flag in ((100, 1), (200, 0)):
+        db.execute("insert into consent (userid, consent_type_id, consent_time, consent_flag) "
+                   "values (7, 1, %s, %s)", (t, flag))
+    assert db.query("select userid, consent_type_id, consent_flag from latest_consent") == [
+        {"userid": 7, "consent_type_id": 1, "consent_flag": 0}]
+
+
 def test_recognise_refuses_what_it_cannot_take(db_root_params, scratch_db_name, tmp_path):
     root = MySQLdb.connect(**db_root_params)
     root.cursor().execute("CREATE DATABASE `%s`" % scratch_db_name)

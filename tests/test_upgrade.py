@@ -254,7 +254,8 @@ def test_dry_run_lists_and_changes_nothing(cxx_project):
     for u in rv.pending(OLD_REVISION):                     # each with its statements
         assert "update %s (revision %d)\n  ALTER TABLE" % (u.name, u.revision) in out \
             or "update %s (revision %d): nothing to do" % (u.name, u.revision) in out
-    assert "boincpy's own tables, indexes and column defaults:" in out
+    assert "boincpy's own tables, indexes and column defaults, and BOINC's this database " \
+        "lacks:" in out
     assert "project_own_flag" in out                       # reported unknown option
     assert "my_validator" in out                           # stays the project's own
     for name in CXX_ONLY_USER + CXX_ONLY_OPS:

@@ -79,6 +79,18 @@ BOINCPY_TABLES = ("fileset", "sched_trigger", "batch_file_assoc", "login_failure
 # ... and boincpy's own indexes on BOINC's tables (the message boards' lists).
 BOINCPY_INDEXES = (("thread", ("thread_forum",)), ("subscriptions", ("sub_thread",)))
 
+# What BOINC's db/schema.sql and constraints.sql make at LATEST that
+# boincpy's schema.sql lacked until 2026-11-29: a database boincpy made
+# before gets it from apply_updates (after the updates), as a BOINC database
+# gets BOINCPY_TABLES.  (batch.id is BOINC's 'serial' there: boincpy had an
+# integer.)
+BOINC_TABLES_ADDED = ("donation_items", "donation_paypal")
+BOINC_INDEXES_ADDED = (("credited_job", ("credited_job_user",)),
+                       ("profile", ("profile_userid",)),
+                       ("sent_email", ("sent_email_userid",)),
+                       ("consent", ("consent_type_id",)))
+BOINC_VIEWS = ("latest_consent",)
+
 # update_5_2_2026b: the tables BOINC converts to utf8mb4.
 UTF8MB4_TABLES = (
     "platform", "app", "app_version", "user", "team", "host", "workunit", "result",
@@ -221,6 +233,17 @@ def _statement_table(stmt):
     return words[2] if words[:2] == ["create", "table"] and len(words) == 3 else None
 
 
+def _statement_view(stmt):
+    words = stmt.split(None, 3)
+    return words[2] if words[:2] == ["create", "view"] and len(words) > 2 else None
+
+
+def expected_views():
+    """The views schema.sql creates, by name: their CREATE statements."""
+    return {_statement_view(stmt): stmt for stmt in schema_statements()
+            if _statement_view(stmt)}
+
+
 def expected_schema(db):
     """{table: Table} of boincpy's schema.sql, in its order, read back from
     copies made in ``db``'s database under a scratch prefix (dropped again)."""
@@ -325,6 +348,24 @@ class CreateTables:
         for t in self.tables:
             if live.table(t) is None:
                 out += _create(t, expected)
+        return out
+
+
+@dataclass(frozen=True)
+class CreateViews:
+    """Views schema.sql creates that the database lacks (a table or view of
+    that name already there is left alone)."""
+    views: tuple
+
+    def statements(self, live, expected):
+        present = live_tables(live.db)
+        made = expected_views()
+        out = []
+        for name in self.views:
+            if name not in made:
+                raise RevisionError("schema.sql declares no view %s" % name)
+            if name not in present:
+                out.append(made[name])
         return out
 
 
@@ -863,10 +904,12 @@ def describe_pending(db, project_dir):
                                                     "" if stmts else ": nothing to do"))
         lines += ["  " + " ".join(s.split()) for s in stmts]
     # (on the database as it is now: an update above may already make some)
-    additions = [" ".join(stmt.split()) for step in _additions()
-                 for stmt in step.statements(live, expected)]
+    additions = [" ".join(stmt.split()) for _, step in _additions()
+                 for stmt in step.statements(live, expected)
+                 if not isinstance(stmt, _Narrowing)]
     if additions:
-        lines.append("boincpy's own tables, indexes and column defaults:")
+        lines.append("boincpy's own tables, indexes and column defaults, and BOINC's "
+                     "this database lacks:")
         lines += ["  " + stmt for stmt in additions]
     if len(lines) == 1:
         lines.append("No updates needed")
@@ -874,23 +917,33 @@ def describe_pending(db, project_dir):
 
 
 def _additions():
-    """The steps adding what boincpy's schema.sql has beyond BOINC's."""
-    return [CreateTables(BOINCPY_TABLES)] + [AddIndexes(t, i) for t, i in BOINCPY_INDEXES] \
+    """The steps adding what boincpy's schema.sql has beyond BOINC's, then what
+    BOINC's has that a database boincpy made before lacks: (label, step)."""
+    ours = [CreateTables(BOINCPY_TABLES)] + [AddIndexes(t, i) for t, i in BOINCPY_INDEXES] \
         + [SetDefaults()]
+    boincs = [CreateTables(BOINC_TABLES_ADDED)] \
+        + [AddIndexes(t, i) for t, i in BOINC_INDEXES_ADDED] \
+        + [ConformColumns("batch", ("id",), aspects=("type",)), CreateViews(BOINC_VIEWS)]
+    return [("adding boincpy's own", step) for step in ours] \
+        + [("adding BOINC's", step) for step in boincs]
 
 
 def _boincpy_additions(db, expected, log):
     """Add what boincpy's schema.sql has beyond BOINC's (no revision of BOINC's
-    makes it, and BOINC's programs never see it)."""
+    makes it, and BOINC's programs never see it), and BOINC's own that an
+    older boincpy database lacks."""
     live = _Live(db)
-    for step in _additions():
+    for label, step in _additions():
         for stmt in step.statements(live, expected):
-            log("adding boincpy's own: " + " ".join(stmt.split())[:100])
+            if isinstance(stmt, _Narrowing):
+                stmt.run(db)
+                continue
+            log("%s: %s" % (label, " ".join(stmt.split())[:100]))
             try:
                 db.execute(stmt)
             except DatabaseError as exc:
-                raise RevisionError("adding boincpy's own tables and indexes failed: %s"
-                                    % exc) from None
+                raise RevisionError("%s tables, indexes or views failed: %s"
+                                    % (label, exc)) from None
         live.forget()
 
 
@@ -900,8 +953,17 @@ def _boincpy_additions(db, expected, log):
 def check_schema(db, defaults=False):
     """The differences between the live database and schema.sql, one line
     each (empty when they agree): tables and views, columns, column types
-    and NULL-ability, indexes; column defaults too with ``defaults=True``."""
+    and NULL-ability, indexes; column defaults too with ``defaults=True``.
+
+    Two differences that BOINC's own schema and boincpy's make on the same
+    revision are not counted: an index on a column's first characters
+    against one on the whole column (boincpy's schema.sql indexes a few long
+    columns by a prefix, BOINC's constraints.sql whole), and a timestamp
+    column's NULL-ability (MariaDB makes BOINC's 'timestamp default
+    current_timestamp' nullable or not by its explicit_defaults_for_timestamp).
+    """
     expected = expected_schema(db)
+    views = expected_views()
     kinds = live_tables(db)
     live = _read_tables(db)
     lines = []
@@ -910,11 +972,20 @@ def check_schema(db, defaults=False):
             lines.append("%s: table is missing" % name)
             continue
         lines += _compare(name, live[name], want, defaults)
+    for name in views:
+        if kinds.get(name) != "VIEW":
+            lines.append("%s: view is missing" % name)
     for name in sorted(kinds):
-        if name not in expected:
+        if name not in expected and name not in views:
             kind = "view" if kinds[name] == "VIEW" else "table"
             lines.append("%s: %s is extra" % (name, kind))
     return lines
+
+
+def _whole_columns(parts):
+    """An index's columns without their prefix lengths: ("host_cpid(191)",) ->
+    ("host_cpid",)."""
+    return tuple(p.split("(", 1)[0] for p in parts)
 
 
 def _nullity(null):
@@ -930,7 +1001,7 @@ def _compare(name, have, want, defaults):
             continue
         if got.type != need.type:
             lines.append("%s.%s: type %s, expected %s" % (name, col, got.type, need.type))
-        if got.null != need.null:
+        if got.null != need.null and need.type != "timestamp":
             lines.append("%s.%s: %s, expected %s" % (name, col, _nullity(got.null),
                                                       _nullity(need.null)))
         if defaults and (got.default, got.extra) != (need.default, need.extra):
@@ -942,7 +1013,8 @@ def _compare(name, have, want, defaults):
         got = have.indexes.get(key)
         if got is None:
             lines.append("%s: index %s is missing" % (name, key))
-        elif (got.unique, got.kind, got.parts) != (need.unique, need.kind, need.parts):
+        elif (got.unique, got.kind, _whole_columns(got.parts)) \
+                != (need.unique, need.kind, _whole_columns(need.parts)):
             lines.append("%s: index %s is %s, expected %s"
                          % (name, key, got.describe(), need.describe()))
     lines += ["%s: index %s is extra" % (name, k) for k in have.indexes if k not in want.indexes]

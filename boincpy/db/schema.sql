@@ -311,7 +311,7 @@ create table result (
 ) engine=InnoDB;
 
 create table batch (
-    id                      integer         not null auto_increment,
+    id                      serial          primary key,
     user_id                 integer         not null default 0,
     create_time             integer         not null default 0,
     logical_start_time      double          not null default 0,
@@ -329,8 +329,7 @@ create table batch (
     app_id                  integer         not null default 0,
     project_state           integer         not null default 0,
     description             varchar(255)    not null default '',
-    expire_time             double          not null default 0,
-    primary key (id)
+    expire_time             double          not null default 0
 ) engine=InnoDB;
 
 create table msg_from_host (
@@ -424,6 +423,7 @@ create table credited_job (
     userid                  integer         not null,
     workunitid              bigint          not null,
     unique key credited_job_user_wu (userid, workunitid),
+    key credited_job_user (userid),
     key credited_job_wu (workunitid)
 ) engine=InnoDB;
 
@@ -474,6 +474,7 @@ create table profile (
     uotd_time               integer,
     verification            integer         not null default 0,
     primary key (userid),
+    unique key profile_userid (userid),
     key pro_uotd (uotd_time),
     fulltext key profile_reponse (response1, response2)
 ) engine=InnoDB;
@@ -544,20 +545,21 @@ create table consent (
     primary key (id),
     key userid_ctid_timestamp (userid, consent_type_id, consent_time),
     key consent_timestamp (consent_time),
-    key flag_ctid (consent_flag, consent_type_id)
+    key flag_ctid (consent_flag, consent_type_id),
+    key consent_type_id (consent_type_id)
 ) engine=InnoDB;
 
 create table sent_email (
     userid                  integer         not null,
     time_sent               integer         not null default 0,
     email_type              smallint        not null default 0,
-    primary key (userid)
+    primary key (userid),
+    key sent_email_userid (userid)
 ) engine=InnoDB;
 
--- BOINC's community preferences.  boincpy has no message boards; the ops
--- pages keep here what BOINC keeps here: the special-user flags
--- (special_user, one '0'/'1' character per flag) and a ban
--- (banished_until, a Unix time).
+-- BOINC's community preferences: the message boards' settings, and what the
+-- ops pages keep here as BOINC does: the special-user flags (special_user,
+-- one '0'/'1' character per flag) and a ban (banished_until, a Unix time).
 create table forum_preferences (
     userid                  integer         not null default 0,
     signature               varchar(254)    not null default '',
@@ -784,3 +786,48 @@ create table banishment_votes (
     time                    integer         not null,
     yes                     tinyint         not null
 ) engine=InnoDB;
+
+-- BOINC's PayPal donation pages' tables (boincpy serves no donation page;
+-- they are here so that a project moving either way keeps its rows).
+create table donation_items (
+    id                      integer         not null auto_increment,
+    item_name               varchar(32)     not null,
+    title                   varchar(255)    not null,
+    description             varchar(255)    not null,
+    required                double          not null default 0,
+    primary key (id)
+) engine=InnoDB;
+
+create table donation_paypal (
+    id                      integer         not null auto_increment,
+    order_time              integer         not null default 0,
+    userid                  integer         not null default 0,
+    email_addr              varchar(255)    not null default '',
+    order_amount            double(6,2)     not null default 0,
+    processed               tinyint         not null default 0,
+    payment_time            integer         not null default 0,
+    item_name               varchar(255)    not null default '',
+    item_number             varchar(255)    not null default '',
+    payment_status          varchar(255)    not null default '',
+    payment_amount          double(6,2)     not null default 0,
+    payment_fee             double(5,2),
+    payment_currency        varchar(255)    not null default '',
+    txn_id                  varchar(255)    not null default '',
+    receiver_email          varchar(255)    not null default '',
+    payer_email             varchar(255)    not null default '',
+    payer_name              varchar(255)    not null default '',
+    primary key (id),
+    key donation_paypal_userid (userid)
+) engine=InnoDB;
+
+-- BOINC's view of each user's latest consent of each type (its db_dump and
+-- preference pages read it): the consent rows no later row of the same user
+-- and type follows.
+create view latest_consent as
+    select c.userid, c.consent_type_id, c.consent_flag
+    from consent c
+    where not exists (
+        select 1 from consent later
+        where later.userid = c.userid
+            and later.consent_type_id = c.consent_type_id
+            and later.consent_time > c.consent_time)
