@@ -426,6 +426,11 @@ def test_take_over_a_real_cxx_project_with_jobs_in_flight(cxx_project, clients):
     assert "MISSING" not in out and "stay the project's own programs" not in out, out
     assert "run_in_ops can't run (" in out and ": team_import.php (disabled)\n" in out, out
     assert "Run `bin/start' to restart the project." in out
+    # the database BOINC's make_project made is boincpy's schema now
+    proc = p.run(sys.executable, os.path.join(REPO, "bin", "upgrade"), "--check_schema", p.root,
+                 check=False)
+    assert proc.returncode == 0 and "The database matches boincpy's schema" in proc.stdout, \
+        proc.stdout + proc.stderr
     # BOINC's bin/stop stopped BOINC's daemons (it signals them; they exit soon after)
     _wait("BOINC's daemons to exit", lambda: not [pid for pid in cxx_pids.values()
                                                    if _running(pid)], 30)
