@@ -757,15 +757,10 @@ def _is_markup(value):
     is, where plain text is escaped."""
     if "<" not in value:
         return False
-    from xml.parsers import expat
-    parser = expat.ParserCreate()
-    elements = []
-    parser.StartElementHandler = lambda tag, attrs: elements.append(tag)
     try:
-        parser.Parse("<x>%s</x>" % value, True)
-    except expat.ExpatError:
+        return bool(_parse_tree("<x>%s</x>" % value, "option value")[4])
+    except ConfigError:
         return False
-    return len(elements) > 1
 
 
 # ---------------------------------------------------------------------------
