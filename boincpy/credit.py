@@ -16,7 +16,8 @@ those of BOINC's ``sched/credit.cpp``, ``lib/util.cpp`` (update_average) and
 """
 
 import math
-from dataclasses import dataclass, field
+
+from boincpy.record import Record
 
 COBBLESTONE_SCALE = 200 / 86400e9
 SECONDS_PER_DAY = 86400.0
@@ -184,18 +185,20 @@ def wu_estimated_pfc(wu, app):
     return x
 
 
-@dataclass
-class AppVersionCredit:
+class AppVersionCredit(Record):
     """An app_version row plus the samples a validator pass gathered for it
     (BOINC's DB_APP_VERSION_VAL); written back by the validator at the end of a pass."""
-    id: int
-    pfc_n: float = 0.0
-    pfc_avg: float = 0.0
-    pfc_scale: float = 0.0
-    expavg_credit: float = 0.0
-    expavg_time: float = 0.0
-    pfc_samples: list = field(default_factory=list)
-    credit_samples: list = field(default_factory=list)   # (sent_time, credit)
+
+    FIELDS = (
+        ("id", 0),
+        ("pfc_n", 0.0),
+        ("pfc_avg", 0.0),
+        ("pfc_scale", 0.0),
+        ("expavg_credit", 0.0),
+        ("expavg_time", 0.0),
+        ("pfc_samples", list),
+        ("credit_samples", list),        # (sent_time, credit)
+    )
 
     def apply_samples(self, now):
         """Fold the gathered samples into pfc and expavg (write_modified_app_versions)."""
@@ -370,20 +373,22 @@ def credit_from_runtime(wu, results, max_granted_credit, log=None):
     return low_average(cc)
 
 
-@dataclass
-class CreditHolder:
+class CreditHolder(Record):
     """The credit columns of a host, user or team row (or a credit_user/credit_team row)."""
-    id: int
-    total_credit: float = 0.0
-    expavg_credit: float = 0.0
-    expavg_time: float = 0.0
-    teamid: int = 0            # users only
-    userid: int = 0            # hosts only
-    avg_turnaround: float = 0.0  # hosts only
-    njobs: int = 0             # credit_user / credit_team only
-    total_added: float = 0.0   # credit granted in this transaction
-    njobs_added: int = 0
-    changed: bool = False
+
+    FIELDS = (
+        ("id", 0),
+        ("total_credit", 0.0),
+        ("expavg_credit", 0.0),
+        ("expavg_time", 0.0),
+        ("teamid", 0),                   # users only
+        ("userid", 0),                   # hosts only
+        ("avg_turnaround", 0.0),         # hosts only
+        ("njobs", 0),                    # credit_user / credit_team only
+        ("total_added", 0.0),            # credit granted in this transaction
+        ("njobs_added", 0),
+        ("changed", False),
+    )
 
 
 def grant(holder, now, start_time, credit):

@@ -16,10 +16,10 @@ templates and old servers, not from this code.
 """
 
 import os
-from dataclasses import dataclass
 
 from boincpy.errors import BoincpyError
 from boincpy.files import dir_hier_path, file_name_fault
+from boincpy.record import Record
 from boincpy.xml import xml_unescape
 from boincpy.xml.scan import block, blocks, flag
 
@@ -39,14 +39,11 @@ def _text(body, tag):
     return "" if inner is None else xml_unescape(inner.strip(_WS))
 
 
-@dataclass(slots=True)
-class OutputFileInfo:
+class OutputFileInfo(Record):
     """One output file of a result (BOINC's OUTPUT_FILE_INFO)."""
-    phys_name: str
-    logical_name: str
-    path: str
-    optional: bool = False
-    no_validate: bool = False
+
+    FIELDS = (("phys_name", ""), ("logical_name", ""), ("path", ""), ("optional", False),
+              ("no_validate", False))
 
 
 class OutputFilesError(BoincpyError):
@@ -82,12 +79,10 @@ def output_file_paths(xml_doc_in, upload_dir, fanout):
     return [fi.path for fi in output_file_infos(xml_doc_in, upload_dir, fanout)]
 
 
-@dataclass(slots=True)
-class FileInfo:
+class FileInfo(Record):
     """One ``<file_info>`` of a workunit or result document."""
-    name: str
-    no_delete: bool = False
-    sticky: bool = False
+
+    FIELDS = (("name", ""), ("no_delete", False), ("sticky", False))
 
 
 def file_infos(xml_doc):
@@ -101,13 +96,10 @@ def file_infos(xml_doc):
             for body in blocks(xml, "file_info")]
 
 
-@dataclass(slots=True)
-class InputFileRef:
+class InputFileRef(Record):
     """One input file of a workunit: its ``<file_ref>`` and its ``<file_info>``'s URL and size."""
-    phys_name: str
-    open_name: str
-    url: str = ""
-    nbytes: str = ""
+
+    FIELDS = (("phys_name", ""), ("open_name", ""), ("url", ""), ("nbytes", ""))
 
 
 def input_file_refs(xml_doc):

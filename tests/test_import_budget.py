@@ -46,7 +46,7 @@ SCHEDULER = START_UP | {
     "boincpy.xml.scan",
     "boincpy.cnum", "boincpy.errors", "boincpy.parsed_config", "boincpy.files",
     "boincpy.log", "boincpy.resident", "boincpy.shmem",
-    "boincpy.sched.reply", "boincpy.sched.record", "boincpy.sched.context",
+    "boincpy.sched.reply", "boincpy.record", "boincpy.sched.context",
     "boincpy.sched.request", "boincpy.sched.handler",
     "boincpy.db", "boincpy.db.connection", "boincpy.db.wire", "boincpy.db.lite",
     "boincpy.db.bulk", "boincpy.db.columns", "boincpy.passwords",

@@ -455,8 +455,8 @@ def test_top_lists(site, monkeypatch):
     from boincpy.config import load_config
     cfg = load_config(s.p.root)
     cfg.users_per_page = 2
-    # (the pages read their config with load_config in web/page.handle_in_project)
-    monkeypatch.setattr("boincpy.web.page.load_config", lambda *a, **k: cfg)
+    # (the pages read their config through a Resident in web/page.handle_in_project)
+    monkeypatch.setattr("boincpy.resident.Resident.config", lambda self, aux=True: cfg)
     page1 = ok(s.p, "top_users.php")
     page2 = ok(s.p, "top_users.php", {"offset": 2})
     assert len(re.findall(r"show_user\.php\?userid=", page1)) == 2

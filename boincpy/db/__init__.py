@@ -12,9 +12,10 @@ __all__ = ["Database", "connect", "connect_params"]
 
 # The drivers connect() can use.  All three give a Database with the same
 # methods and the same conversions (text and BLOB columns as str):
-#   mysqlclient  MySQLdb's full layer: tools, daemons, web pages
+#   mysqlclient  MySQLdb's full layer: tools, daemons, tests
 #   mysql_c      MySQLdb's C layer alone, batching round trips: the
-#                scheduler and upload handler in a persistent process
+#                scheduler, the upload handler and the web's pages and RPCs
+#                in a persistent process (boincpy.resident)
 #   wire         boincpy.db.wire, no client library to load: a classic CGI
 #                (falls back to mysql_c when the server wants what it can't do)
 DRIVERS = ("mysqlclient", "mysql_c", "wire")

@@ -8,11 +8,11 @@ reasons it sends none, and ``reply`` turns the :class:`ReplyData` into the
 
 Rows (user, host, team, app, workunit, result, app_version, platform,
 host_app_version) are plain dicts keyed by column name, as the database layer
-returns them.  The classes are :class:`~boincpy.sched.record.Record`\\ s:
+returns them.  The classes are :class:`~boincpy.record.Record`\\ s:
 keyword or positional construction like the dataclasses they replace.
 """
 
-from boincpy.sched.record import Record
+from boincpy.record import Record
 
 # <message priority="..."> words the client knows
 PRIORITY_LOW = "low"

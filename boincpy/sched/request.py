@@ -6,7 +6,7 @@ The record classes here are the contract between the request parser
 through them, never through XML.  Field names are the request's element names
 (scheduler-protocol.md §4); values are typed, and a missing element keeps the
 default here.  They behave like dataclasses (keyword or positional
-construction, equality, repr) but are :class:`~boincpy.sched.record.Record`
+construction, equality, repr) but are :class:`~boincpy.record.Record`
 classes, because importing ``dataclasses`` costs a CGI request ~10 ms.
 
 The parser follows the client's dialect the way BOINC's own ``XML_PARSER``
@@ -23,7 +23,7 @@ tag raises :class:`RequestError` naming the line.
 from boincpy.cnum import atof, strtod as c_strtod, strtol as c_strtol
 from boincpy.errors import BoincpyError
 from boincpy.proc_types import PROC_AMD, PROC_APPLE, PROC_CPU, PROC_INTEL, PROC_NVIDIA
-from boincpy.sched.record import Record, factory
+from boincpy.record import Record, factory
 from boincpy.xml import parse_bool, xml_unescape
 from boincpy.xml.scan import CDATA, TAG, Scanner
 

@@ -19,12 +19,12 @@ the page.
 
 import os
 import sys
-from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
 from urllib.parse import parse_qsl, quote, urlsplit
 
 from boincpy.cnum import int64, php_numeric
 from boincpy.errors import BoincpyError, ConfigError
+from boincpy.record import Record
 from boincpy.resident import Resident
 
 HTML_CONTENT_TYPE = "text/html; charset=UTF-8"
@@ -65,20 +65,21 @@ def _as_lists(values):
             for k, v in (values or {}).items()}
 
 
-@dataclass
-class Request:
+class Request(Record):
     """One HTTP request as a page sees it."""
 
-    method: str = "GET"
-    query: dict = field(default_factory=dict)      # name -> [values], QUERY_STRING
-    form: dict = field(default_factory=dict)       # name -> [values], the POST body
-    environ: dict = field(default_factory=dict)
-    files: list = field(default_factory=list)      # multipart.UploadedFile, in body order
-    body_error: str = ""                           # why the body could not be read
-    # boincpy.resident.Resident: configuration and database kept between
-    # requests when the page runs persistently
-    resident: object = field(default=None, repr=False, compare=False)
-    _cookies: dict = field(default=None, repr=False, compare=False)
+    FIELDS = (
+        ("method", "GET"),
+        ("query", dict),            # name -> [values], QUERY_STRING
+        ("form", dict),             # name -> [values], the POST body
+        ("environ", dict),
+        ("files", list),            # multipart.UploadedFile, in body order
+        ("body_error", ""),         # why the body could not be read
+        # boincpy.resident.Resident: configuration and database kept between
+        # requests when the page runs persistently
+        ("resident", None),
+        ("_cookies", None),         # the Cookie header, parsed on first use
+    )
 
     @classmethod
     def of(cls, method="GET", get=None, post=None, environ=None, **kwargs):
@@ -246,21 +247,22 @@ def read_request(environ, stdin=None, max_post_bytes=MAX_POST_BYTES, upload_dir=
 # ---------------------------------------------------------------------------
 # Responses
 
-@dataclass
-class Response:
+class Response(Record):
     """What a page prints: status, content type, headers and a body.
 
     The body is ``body`` (text, sent as UTF-8), or ``data`` (bytes), or the
     file at ``path`` (sent in chunks, then deleted if ``remove_path``).
     ``headers`` are (name, value) pairs."""
 
-    body: str = ""
-    content_type: str = HTML_CONTENT_TYPE
-    status: str = ""
-    headers: list = field(default_factory=list)
-    data: bytes = None
-    path: str = None
-    remove_path: bool = False
+    FIELDS = (
+        ("body", ""),
+        ("content_type", HTML_CONTENT_TYPE),
+        ("status", ""),
+        ("headers", list),
+        ("data", None),
+        ("path", None),
+        ("remove_path", False),
+    )
 
     def _payload_size(self):
         if self.path is not None:

@@ -12,12 +12,12 @@ cut short, a part without a name or over a limit raises
 
 import os
 import tempfile
-from dataclasses import dataclass
 
 from multipart import MultipartError as _ParserError
 from multipart import PushMultipartParser, parse_options_header
 
 from boincpy.errors import BoincpyError
+from boincpy.record import Record
 
 CHUNK = 1 << 16
 MAX_HEADER_BYTES = 16384
@@ -27,14 +27,11 @@ class MultipartError(BoincpyError, ValueError):
     """The body is not a well-formed multipart/form-data body (or is too large)."""
 
 
-@dataclass
-class UploadedFile:
+class UploadedFile(Record):
     """One file part: its form field, the file name the client gave, the
     temporary file holding its bytes, and their number."""
-    field: str
-    filename: str
-    path: str
-    size: int
+
+    FIELDS = (("field", ""), ("filename", ""), ("path", ""), ("size", 0))
 
 
 def boundary_of(content_type):

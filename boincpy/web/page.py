@@ -20,12 +20,12 @@ import hashlib
 import os
 import sys
 import time
-from dataclasses import dataclass
 
-from boincpy.config import CONFIG_FILE, load_config
 from boincpy.db import connect
 from boincpy.db.connection import replica_state, web_replica_configured
 from boincpy.errors import BoincpyError, ConfigError, DatabaseError, Signal
+from boincpy.record import Record
+from boincpy.resident import Resident
 from boincpy.web import csrf
 from boincpy.web.http import BadRequest, Response, config_failure, run_cgi
 from boincpy.web.markup import Markup, fmt, join, link, url
@@ -52,16 +52,13 @@ class Redirect(Signal):
         self.headers = list(headers)
 
 
-@dataclass(frozen=True)
-class Site:
+class Site(Record):
     """What frames a family of pages: its navigation links (the first is its
     main page), the name in the footer, and whether a failing page shows its
     traceback (the admins' pages) or only says it failed (public pages: the
     traceback goes to the web server's log, never to a visitor)."""
 
-    nav: tuple
-    name: str
-    show_tracebacks: bool = True
+    FIELDS = (("nav", ()), ("name", ""), ("show_tracebacks", True))
 
 
 NAV = (("index.php", "Main"), ("server_status.php", "Server status"),
@@ -88,15 +85,25 @@ class Context:
         self.now = int(now if now is not None else time.time())
         self.user = req.remote_user
         self._db = None
+        self._shared = False            # _db is the process's (not closed here)
         self._rdb = None
         self._secret = None
         self.replica_note = None        # set when lists came from a stale replica
 
     @property
     def db(self):
-        """The main database (reads that must be current, and all writes)."""
+        """The main database (reads that must be current, and all writes): the
+        process's connection (:meth:`boincpy.resident.Resident.database`: a
+        classic CGI's over boincpy.db.wire, which loads no client library,
+        6 ms of every page; a persistent process's kept open from one page to
+        the next), or, outside a web server (tests), a connection of its own."""
         if self._db is None:
-            self._db = connect(self.cfg)
+            resident = self.req.resident
+            if resident is not None:
+                self._db = resident.database(self.cfg)
+                self._shared = True
+            else:
+                self._db = connect(self.cfg)
         return self._db
 
     @property
@@ -127,9 +134,13 @@ class Context:
         return fmt('<span class="who">admin: {}</span>', self.user) if self.user else ""
 
     def close(self):
-        """Close whatever connections were opened."""
-        for conn in {id(c): c for c in (self._db, self._rdb) if c is not None}.values():
-            conn.close()
+        """Close the connections this page opened (not the process's)."""
+        opened = [] if self._shared else [self._db]
+        if self._rdb is not self._db:
+            opened.append(self._rdb)
+        for conn in opened:
+            if conn is not None:
+                conn.close()
         self._db = self._rdb = None
 
     # -- form tokens ------------------------------------------------------
@@ -331,7 +342,7 @@ def handle_in_project(respond, page_name, req, project_dir, now=None):
     of the project at ``project_dir`` (tests, run_in_ops); a config.xml that
     can't be read is answered as the CGI answers it."""
     try:
-        cfg = load_config(project_dir, CONFIG_FILE, aux=False)
+        cfg = Resident(project_dir).config(aux=False)
     except ConfigError as exc:
         return config_failure(exc)
     return respond(page_name, cfg, req, now)

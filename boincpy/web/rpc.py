@@ -30,7 +30,6 @@ element order and layout of BOINC's PHP pages; every value is XML-escaped.
 import os
 import re
 import time
-from dataclasses import dataclass, field
 from urllib.parse import quote_plus
 
 from boincpy import passwords
@@ -38,6 +37,7 @@ from boincpy.cnum import INT_MAX, INT_MIN, int64, php_numeric
 from boincpy.db import host as host_table
 from boincpy.db import user as user_table
 from boincpy.errors import BoincpyError, DatabaseError
+from boincpy.record import Record
 from boincpy.log import failure_text
 from boincpy.web import accounts
 from boincpy.web.http import HTML_CONTENT_TYPE, BadRequest, Response, log_error, run_cgi
@@ -63,15 +63,11 @@ ACCOUNT_OWNERSHIP_PUBLIC_KEY = "account_ownership_public.pem"
 _ER_DUP_ENTRY = 1062
 
 
-@dataclass
-class RpcContext:
+class RpcContext(Record):
     """What a handler needs: the project's configuration, the request and a
     database connection opened on first use."""
 
-    cfg: object
-    request: object
-    _db: object = field(default=None, repr=False)
-    _shared: bool = field(default=False, repr=False)
+    FIELDS = (("cfg", None), ("request", None), ("_db", None), ("_shared", False))
 
     def db(self):
         """The project database (BOINC's db_init_xml): -183 if stop_web, -138 if unreachable.

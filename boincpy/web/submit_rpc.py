@@ -52,7 +52,7 @@ MAX_REQUEST_BYTES = 64 << 20
 class SubmitContext(RpcContext):
     """An RPC's state: config, request, database, and the remote-submit log."""
 
-    _log = None
+    FIELDS = RpcContext.FIELDS + (("_log", None),)
 
     def log(self, message):
         """A line in <remote_submit_log> (BOINC's log_write), if configured."""

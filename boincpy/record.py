@@ -1,7 +1,11 @@
-"""Small data records for the scheduler, without the cost of ``dataclasses``.
+"""Small data records for the classic CGIs' paths, without the cost of ``dataclasses``.
 
-Every scheduler request is a new CGI process, and ``import dataclasses`` pulls
-in ``inspect`` (about 10 ms, a third of a no-work request).  A record class
+Every scheduler request and every page of the web site in classic CGI mode
+is a new process, and ``import dataclasses`` pulls in ``inspect``, ``ast``
+and ``dis`` (about 10 ms, as long as a whole no-work scheduler request;
+making 16 table rows with it took another 8 ms of each page).  So the
+scheduler's records, the tables' rows (:mod:`boincpy.db.rows`) and the
+web's request and response are records of this kind.  A record class
 lists its fields once as ``FIELDS = (("name", default), ...)``; a default
 that is a class (``list``, ``dict``, another record) or a :class:`factory`
 is called for each instance, as ``field(default_factory=...)`` would be.  Instances take
@@ -30,13 +34,19 @@ def _is_factory(default):
 
 
 class RecordMeta(type):
-    """Derives ``__slots__`` and the defaults table from ``FIELDS``."""
+    """Derives ``__slots__`` and the defaults table from ``FIELDS``.  A
+    subclass keeps its base's fields; one that adds fields lists them after
+    the base's (``FIELDS = Base.FIELDS + (...)``)."""
 
     def __new__(mcs, name, bases, ns):
-        fields = ns.get("FIELDS", ())
-        ns.setdefault("__slots__", tuple(f[0] for f in fields))
+        inherited = next((b.FIELDS for b in bases if isinstance(b, RecordMeta)), ())
+        fields = ns.get("FIELDS", inherited)
+        if fields[:len(inherited)] != inherited:
+            raise TypeError("%s: FIELDS must start with its base's" % name)
+        ns.setdefault("__slots__", tuple(f[0] for f in fields[len(inherited):]))
         cls = super().__new__(mcs, name, bases, ns)
         cls._names = tuple(f[0] for f in fields)
+        cls._name_set = frozenset(cls._names)
         cls._plain = tuple((f[0], f[1]) for f in fields if not _is_factory(f[1]))
         cls._factories = tuple((f[0], f[1]) for f in fields if _is_factory(f[1]))
         # the plain defaults as two columns, for Record.__init__'s map()
@@ -72,7 +82,7 @@ class Record(metaclass=RecordMeta):
                     raise TypeError("%s got two values for %r" % (type(self).__name__, name))
                 setter(self, name, value)
         for name, value in kwargs.items():
-            if name not in self._names:
+            if name not in self._name_set:
                 raise TypeError("%s has no field %r" % (type(self).__name__, name))
             setter(self, name, value)
 
