@@ -4,16 +4,20 @@ imports that family only (every module a CGI imports is paid on every
 request), and nothing a page only sometimes needs (e-mail, TLS) is imported
 before it is needed."""
 
+import glob
 import os
 import re
 import subprocess
 import sys
 
+from boincpy import hot_path
 from boincpy.web.user import main
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 USER = os.path.join(REPO, "html", "user")
 _RUN = re.compile(r'^run\(__file__, "([a-z_]+)"\)$', re.M)
+_START = re.compile(r'^cgi_start\("([a-z_]+)"\)', re.M)
+_IMPORT = re.compile(r"^from (boincpy\.web\.[\w.]+) import (?:run|cgi_main)$", re.M)
 
 
 def test_every_site_page_has_an_entry_naming_its_family():
@@ -29,6 +33,32 @@ def test_every_site_page_has_an_entry_naming_its_family():
         assert "from boincpy.web.user.main import run" in text, page
         m = _RUN.search(text)
         assert m and m.group(1) == family, (page, family)
+        # and its modules come from its family's bundle (boincpy.hot_path)
+        assert _bundle_named(text) == "site_" + family, page
+
+
+def _bundle_named(text):
+    """The bundle an entry file's cgi_start names, checked to come before the
+    entry's imports of boincpy's pages (which it is there to speed up)."""
+    m = _START.search(text)
+    assert m, "no cgi_start"
+    assert text.index("cgi_start(") < text.index("from boincpy.web"), "cgi_start too late"
+    return m.group(1)
+
+
+def test_every_entry_starts_from_the_bundle_of_what_it_imports():
+    # html/user's RPCs and pages outside the families, and html/ops: the
+    # bundle each names exists and holds the module the entry imports
+    entries = sorted(glob.glob(os.path.join(USER, "*.php")) + glob.glob(
+        os.path.join(REPO, "html", "ops", "*.php")))
+    assert len(entries) > 150
+    for path in entries:
+        text = open(path).read()
+        name = _bundle_named(text)
+        module = _IMPORT.search(text).group(1)
+        assert name in hot_path.CGIS, path
+        assert module in {e[0] for e in hot_path.bundle_entries(name)}, path
+    assert hot_path.SITE_FAMILIES == main.FAMILIES
 
 
 def test_a_page_imports_its_family_only():

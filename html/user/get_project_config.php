@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
 """BOINC web RPC get_project_config.php, a Python CGI (see boincpy.web.rpc.get_project_config)."""
+from boincpy.hot_path import cgi_start
+
+cgi_start("web_rpc")       # its modules from one file when up to date; no GC
 from boincpy.web.rpc import cgi_main
 
 cgi_main("get_project_config")

@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
 """prefs_remove.php, a page of the project's web site (see boincpy.web.user.main)."""
+from boincpy.hot_path import cgi_start
+
+cgi_start("site_prefs")       # its modules from one file when up to date; no GC
 from boincpy.web.user.main import run
 
 run(__file__, "prefs")

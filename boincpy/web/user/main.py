@@ -21,14 +21,16 @@ its family lives.
 import importlib
 import os
 
+from boincpy.hot_path import SITE_FAMILIES
 from boincpy.web.page import PageError, handle_in_project, run_page, serve
 from boincpy.web.rpc_xml import ERR_PROJECT_DOWN, RpcError, error_response
 from boincpy.web.user import session
 
 # The families, by module: a classic CGI imports only its page's family (its
-# entry file names it), a persistent process and the tests all of them.
-FAMILIES = ("session", "account", "prefs", "tasks", "teams", "news", "profile", "badges",
-            "messages", "forum", "lists", "moderation", "forum_post")
+# entry file names it, and the bundle of compiled modules it starts from,
+# boincpy.hot_path, which keeps the list), a persistent process and the tests
+# all of them.
+FAMILIES = SITE_FAMILIES
 _PAGES = None
 
 
