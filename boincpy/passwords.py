@@ -24,8 +24,13 @@ rewritten, exactly as in BOINC.
 """
 
 # Light on purpose: the scheduler CGI imports this module on every request, so
-# hashlib (OpenSSL bindings, ~5 ms), secrets, hmac and bcrypt are imported
-# only by the functions that need them; MD5 is files.md5 (CPython's own).
+# hashlib (OpenSSL bindings, ~5 ms), secrets and bcrypt are imported only by
+# the functions that need them; MD5 is files.md5 (CPython's own).
+# compare_digest: hmac.compare_digest, from the C function behind it (the
+# hmac module loads OpenSSL's bindings); every comparison of a secret with
+# what a visitor or client sent goes through it.
+from _operator import _compare_digest as compare_digest
+
 from boincpy.files import md5 as _md5
 
 # PHP's PASSWORD_DEFAULT up to PHP 8.3 (the reference server's PHP 8.2).
@@ -118,18 +123,16 @@ def check_passwd_hash(passwd_hash, stored):
     (the current bcrypt form) when the stored one is legacy or outdated, else
     None -- BOINC's check_passwd_hash and do_passwd_rehash.
     """
-    import hmac
     if password_verify(passwd_hash, stored):
         return True, (password_hash(passwd_hash) if needs_rehash(stored) else None)
-    if stored and hmac.compare_digest(_utf8(passwd_hash), _utf8(stored)):
+    if stored and compare_digest(_utf8(passwd_hash), _utf8(stored)):
         return True, password_hash(passwd_hash)
     return False, None
 
 
 def matches_stored(passwd_hash, stored):
     """True if ``passwd_hash`` equals the stored value or verifies against it (no rehash)."""
-    import hmac
-    if stored and hmac.compare_digest(_utf8(passwd_hash), _utf8(stored)):
+    if stored and compare_digest(_utf8(passwd_hash), _utf8(stored)):
         return True
     return password_verify(passwd_hash, stored)
 

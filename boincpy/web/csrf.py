@@ -17,14 +17,13 @@ Also refused: POSTs whose ``Origin`` names another host, or that a browser
 labels ``Sec-Fetch-Site: cross-site``.
 """
 
-import hashlib
-import hmac
 import os
-import secrets
 import time
+from _sha256 import sha256
 from urllib.parse import urlsplit
 
 from boincpy.errors import ConfigError
+from boincpy.passwords import compare_digest
 
 SECRET_FILE = "ops_form_secret"
 MAX_AGE = 3600
@@ -38,7 +37,7 @@ def secret_path(cfg):
 
 def create_secret(path):
     """Write a fresh secret at ``path`` unless one exists; return the secret bytes."""
-    value = secrets.token_hex(32)
+    value = os.urandom(32).hex()                # secrets.token_hex(32)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o640)
     except FileExistsError:
@@ -76,9 +75,20 @@ def load_secret(cfg):
             % (path, exc.strerror, path)) from None
 
 
+def hmac_sha256(key, msg):
+    """HMAC-SHA256 of ``msg`` (RFC 2104), hex, over the interpreter's built-in
+    SHA-256: the hmac module loads OpenSSL's bindings, 2 ms of every page of
+    the site in classic CGI mode (tests/test_csrf.py compares it with hmac)."""
+    if len(key) > 64:
+        key = sha256(key).digest()
+    key = key.ljust(64, b"\0")
+    inner = sha256(bytes(b ^ 0x36 for b in key) + msg).digest()
+    return sha256(bytes(b ^ 0x5C for b in key) + inner).hexdigest()
+
+
 def _mac(secret, user, form, stamp):
     msg = ("%s|%s|%d" % (user, form, stamp)).encode("utf-8")
-    return hmac.new(secret, msg, hashlib.sha256).hexdigest()
+    return hmac_sha256(secret, msg)
 
 
 def make_token(secret, user, form, now=None):
@@ -99,7 +109,7 @@ def check_token(secret, user, form, token, now=None, max_age=MAX_AGE):
     now = int(now if now is not None else time.time())
     if stamp > now + 60 or now - stamp > max_age:
         return False
-    return hmac.compare_digest(mac, _mac(secret, user, form, stamp))
+    return compare_digest(mac, _mac(secret, user, form, stamp))
 
 
 def same_origin(environ):

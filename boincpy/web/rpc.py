@@ -841,7 +841,6 @@ def login_token_lookup(ctx):
     """login_token_lookup.php?user_id=N&token=T: the account key for a login
     token (user.login_token, made by the web site's software download page;
     valid a day), as the client's attach-by-token asks."""
-    import hmac
     req = ctx.request
     user_id = req.get_str("user_id")
     token = req.get_str("token")
@@ -850,7 +849,7 @@ def login_token_lookup(ctx):
     user = accounts.lookup_user_by_id(db, number) if number and number > 0 else None
     if user is None:
         return _login_token_error("user not found")
-    if not user.login_token or not hmac.compare_digest(user.login_token.encode(),
+    if not user.login_token or not passwords.compare_digest(user.login_token.encode(),
                                                        token.encode("utf-8", "replace")):
         return _login_token_error("bad token")
     if time.time() - user.login_token_time > LOGIN_TOKEN_LIFETIME:

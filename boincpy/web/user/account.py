@@ -33,7 +33,6 @@ is not logged in sends (sign-up, the e-mailed links' forms), which must come
 from this site and carry their own secret.
 """
 
-import hmac
 import time
 
 from boincpy import mail, passwords
@@ -746,7 +745,7 @@ def opt_out(ctx):
     user = accounts.lookup_user_by_id(ctx.db, userid)
     if user is None or "deleted" in (user.authenticator or ""):
         raise PageError("no such user", "404 Not Found", "Removed from mailing list")
-    if not hmac.compare_digest(passwords.opt_out_code(user.authenticator).encode(),
+    if not passwords.compare_digest(passwords.opt_out_code(user.authenticator).encode(),
                                code.encode("utf-8", "replace")):
         raise PageError("invalid code", "403 Forbidden", "Removed from mailing list")
     if not posted:

@@ -42,7 +42,6 @@ Other pages call :func:`unread_pm_count`, :func:`community_rows` (home.php),
 :func:`notices_of` (the client's Notices feed).
 """
 
-import hmac
 import sys
 import time
 
@@ -1006,7 +1005,7 @@ def notify_rss(ctx):
     cfg = ctx.cfg
     userid = ctx.int_arg("userid", 0, minimum=0, maximum=ID_MAX)
     user = accounts.lookup_user_by_id(ctx.db, userid) if userid else None
-    if user is None or not hmac.compare_digest(
+    if user is None or not passwords.compare_digest(
             ctx.req.get("auth").encode("utf-8", "replace"), notify_rss_auth(user).encode()):
         return Response("<error>\n    <error_num>-1</error_num>\n    <error_msg>Unknown "
                         "error</error_msg>\n</error>\n", "application/xml; charset=utf-8")

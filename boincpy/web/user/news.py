@@ -23,7 +23,6 @@ tags; everything else escaped), so markup stored in a post is shown as text,
 in the pages and in the feeds.
 """
 
-import hmac
 import time
 
 from boincpy import passwords
@@ -158,7 +157,7 @@ def notices(ctx):
     if user is None:
         return _xml_error(-1, "Unknown error")
     wanted = passwords.rss_auth(user.id, user.authenticator, user.passwd_hash)
-    if not hmac.compare_digest(ctx.req.get("auth").encode("utf-8", "replace"),
+    if not passwords.compare_digest(ctx.req.get("auth").encode("utf-8", "replace"),
                                wanted.encode()):
         return _xml_error(-155, "Invalid authenticator")
     db = ctx.rdb
