@@ -114,8 +114,11 @@ class Context:
             if not web_replica_configured(cfg):
                 self._rdb = self.db
             else:
+                resident = self.req.resident
+                cgi = resident is not None and not resident.persistent
                 try:
-                    self._rdb = connect(cfg, replica=True)
+                    # a classic CGI's over wire as well (no client library)
+                    self._rdb = connect(cfg, replica=True, driver="wire" if cgi else "mysqlclient")
                 except DatabaseError:
                     # As BOINC's BoincDb::get(true): fall back to the main DB.
                     self._rdb = self.db
