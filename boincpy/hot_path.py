@@ -51,21 +51,26 @@ CGIS = {
         "boincpy.upload", "boincpy.resident", "boincpy.log",
         "boincpy.parsed_config", "boincpy.crypto"),
     # the web site's pages and RPCs: a family's module (with what its body
-    # imports) per bundle, named in the page file's cgi_start
-    "site_master": ("boincpy.web.master",),
-    "site_submitter": ("boincpy.web.user.main", "boincpy.web.submitter.batches"),
-    "web_rpc": ("boincpy.web.rpc",),
-    "web_submit_rpc": ("boincpy.web.submit_rpc",),
-    "web_job_file": ("boincpy.web.job_file",),
-    "web_get_output": ("boincpy.web.get_output",),
-    "web_server_status": ("boincpy.web.server_status",),
-    "ops": ("boincpy.web.ops.main",),
+    # imports) per bundle, named in the page file's cgi_start; and the
+    # database client every one of them opens in a classic CGI
+    # (Resident.database: boincpy.db.lite over boincpy.db.wire)
+    "site_master": ("boincpy.web.master", "boincpy.web.user.news", "boincpy.web.user.profile",
+                    "boincpy.db.lite"),
+    "site_submitter": ("boincpy.web.user.main", "boincpy.web.submitter.batches",
+                       "boincpy.db.lite"),
+    "web_rpc": ("boincpy.web.rpc", "boincpy.db.lite"),
+    "web_submit_rpc": ("boincpy.web.submit_rpc", "boincpy.db.lite"),
+    "web_job_file": ("boincpy.web.job_file", "boincpy.db.lite"),
+    "web_get_output": ("boincpy.web.get_output", "boincpy.db.lite"),
+    "web_server_status": ("boincpy.web.server_status", "boincpy.db.lite"),
+    "ops": ("boincpy.web.ops.main", "boincpy.db.lite"),
 }
 # html/user's families of pages, each a module of boincpy.web.user
 # (boincpy.web.user.main.FAMILIES)
 SITE_FAMILIES = ("session", "account", "prefs", "tasks", "teams", "news", "profile", "badges",
                  "messages", "forum", "lists", "moderation", "forum_post")
-CGIS.update(("site_" + family, ("boincpy.web.user.main", "boincpy.web.user." + family))
+CGIS.update(("site_" + family, ("boincpy.web.user.main", "boincpy.web.user." + family,
+                                "boincpy.db.lite"))
             for family in SITE_FAMILIES)
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))

@@ -35,7 +35,6 @@ POST forms with the account's form token, and their statements carry the
 owner in their WHERE clause as well.
 """
 
-import json
 import time
 
 from boincpy.credit import CREDIT_HALF_LIFE, update_average
@@ -465,6 +464,10 @@ def workunit_page(ctx):
 # Hosts (host.inc)
 
 def host_misc(host):
+    """host.misc (JSON the client's GPUs and Docker report), as a dict."""
+    # imported here: a host's details need it, and every page of the tasks
+    # and lists families (a classic CGI each) would pay 1 ms for it
+    import json
     try:
         misc = json.loads(host.get("misc") or "{}")
     except ValueError:
