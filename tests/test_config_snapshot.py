@@ -261,12 +261,12 @@ def test_the_scheduler_cgi_sees_a_config_change_on_its_next_request(sched_env):
     (root / ("tmp_" + HOST)).mkdir(exist_ok=True)
     sched_env.job_array(refill=True)
     body = SchedulerRequest(CLIENT_AUTH).xml().encode()
-    reply, loaded = _run_once("cgi", body, root)
+    reply, loaded = _run_once("cgi-bin/cgi", body, root)
     assert "boincpy.config" in loaded                     # parsed, snapshot left
-    reply, loaded = _run_once("cgi", body, root)
+    reply, loaded = _run_once("cgi-bin/cgi", body, root)
     assert "boincpy.config" not in loaded                 # taken
     assert b"<project_name>Test project</project_name>" in reply
     sched_env.set_options(long_name="Renamed project")
-    reply, loaded = _run_once("cgi", body, root)
+    reply, loaded = _run_once("cgi-bin/cgi", body, root)
     assert "boincpy.config" in loaded
     assert b"<project_name>Renamed project</project_name>" in reply
