@@ -376,14 +376,7 @@ class MsgFromHost(_RowMixin, Record):
 
 
 class MsgToHost(_RowMixin, Record):
-    FIELDS = (
-        ("id", 0),
-        ("create_time", 0),
-        ("hostid", 0),
-        ("variety", ""),
-        ("handled", 0),
-        ("xml", ""),
-    )
+    FIELDS = MsgFromHost.FIELDS         # BOINC's two trickle tables have the same columns
     TABLE = "msg_to_host"
 
 
