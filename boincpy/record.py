@@ -56,7 +56,7 @@ class RecordMeta(type):
 
 
 class Record(metaclass=RecordMeta):
-    """Base of the scheduler's records (see the module docstring)."""
+    """Base of every record (see the module docstring)."""
 
     __slots__ = ()
     FIELDS = ()
