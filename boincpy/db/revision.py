@@ -612,16 +612,25 @@ class Update:
         live = _Live(db)
         ran = []
         for step in self.steps:
-            for stmt in step.statements(live, expected):
-                if isinstance(stmt, _Narrowing):
-                    stmt.run(db)
-                    continue
-                if log:
-                    log("  " + " ".join(stmt.split()))
-                db.execute(stmt)
-                ran.append(stmt)
-            live.forget()
+            ran += _run_step(db, step, live, expected,
+                             lambda stmt: log and log("  " + " ".join(stmt.split())))
         return ran
+
+
+def _run_step(db, step, live, expected, say):
+    """Do what is missing of one step: a narrowing runs its own check, every
+    other statement is said (``say(stmt)``) and executed.  The statements
+    executed."""
+    ran = []
+    for stmt in step.statements(live, expected):
+        if isinstance(stmt, _Narrowing):
+            stmt.run(db)
+            continue
+        say(stmt)
+        db.execute(stmt)
+        ran.append(stmt)
+    live.forget()
+    return ran
 
 
 _TYPE = ("type",)
@@ -934,17 +943,14 @@ def _boincpy_additions(db, expected, log):
     older boincpy database lacks."""
     live = _Live(db)
     for label, step in _additions():
-        for stmt in step.statements(live, expected):
-            if isinstance(stmt, _Narrowing):
-                stmt.run(db)
-                continue
-            log("%s: %s" % (label, " ".join(stmt.split())[:100]))
-            try:
-                db.execute(stmt)
-            except DatabaseError as exc:
-                raise RevisionError("%s tables, indexes or views failed: %s"
-                                    % (label, exc)) from None
-        live.forget()
+        try:
+            _run_step(db, step, live, expected,
+                      lambda stmt: log("%s: %s" % (label, " ".join(stmt.split())[:100])))
+        except RevisionError:
+            raise                   # a narrowing's: it names the rows in the way
+        except DatabaseError as exc:
+            raise RevisionError("%s tables, indexes or views failed: %s"
+                                % (label, exc)) from None
 
 
 # ---------------------------------------------------------------------------
