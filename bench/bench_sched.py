@@ -27,7 +27,7 @@ own default: one per CPU, at least 2) under
 the same Apache's mod_fcgid, all started before each measurement (after its feeder, whose new job array a running process
 would not see), and the summary gives the persistent mode's ratio to it
 as well.  ``floor`` is the least any scheduler CGI in Python costs (started
-as cgi-bin/cgi is, ``os`` imported, the request read, a fixed reply written:
+as cgi-bin/cgi is, ``posix`` imported (not ``os``: neither does the scheduler's path), the request read, a fixed reply written:
 FLOOR_BODY); its ratio to the C++ CGI is the most boincpy's classic CGI
 could reach on the machine.
 
@@ -104,16 +104,16 @@ PATHS = {"cxx": "/bench_cgi/cgi_cxx", "cxx_fcgi": "/bench_cxx_fcgi/fcgi",
 # module needs it), the request read, a fixed reply written, os._exit.  No
 # configuration, database or parse: its ratio to the C++ CGI bounds what
 # boincpy's classic CGI can reach on this machine.
-FLOOR_BODY = b"""import os
-length = int(os.environ.get("CONTENT_LENGTH") or 0)
+FLOOR_BODY = b"""import posix
+length = int(posix.environ.get(b"CONTENT_LENGTH") or 0)
 while length > 0:
-    chunk = os.read(0, length)
+    chunk = posix.read(0, length)
     if not chunk:
         break
     length -= len(chunk)
-os.write(1, b"Content-type: text/xml\\n\\n<scheduler_reply>\\n<request_delay>7</request_delay>\\n"
-            b"</scheduler_reply>\\n")
-os._exit(0)
+posix.write(1, b"Content-type: text/xml\\n\\n<scheduler_reply>\\n<request_delay>7</request_delay>\\n"
+               b"</scheduler_reply>\\n")
+posix._exit(0)
 """
 # where the C++ FastCGI scheduler is copied in the project (a directory of
 # the project's, as BOINC's scheduler finds config.xml in its parent)
@@ -854,7 +854,7 @@ def profile(project, key):
     from boincpy.tools.make_project import cgi_paths
     # the CGI's first line: its modules from the bundle (boincpy.hot_path)
     imports_cmd = [py, "-S", "-c", "import sys; sys.path += %r; from boincpy.hot_path import "
-                   "cgi_start; cgi_start('scheduler'); %s; import os; os._exit(0)"
+                   "cgi_start; cgi_start('scheduler'); %s; import posix; posix._exit(0)"
                    % (cgi_paths(py) or [], imports)]     # and ends as the CGI does
     t_imports = best(imports_cmd)
     t_cgi = best([cgi], stdin=req, cwd=os.path.join(project.root, "cgi-bin"))

@@ -7,9 +7,10 @@ arguments, submitters' requests, uploads, a row's XML) passes
 refuses, whatever its caller checked, a name that would leave its root.
 """
 
-import os
+import posix     # not os, on a classic CGI's path (boincpy.hot_path.join)
 
 from boincpy.errors import BoincpyError, FileNameError
+from boincpy.hot_path import exists, is_dir, join
 
 # Light on purpose: the scheduler and upload handler CGIs import this module on
 # every request, so tempfile (shutil, random, ...) is imported where it is used
@@ -105,11 +106,12 @@ def dir_hier_path(root, name, fanout, create=False):
     the caller checked (callers check names with :func:`check_file_name`)."""
     _check_inside(root, name)
     if not fanout:
-        return os.path.join(root, name)
-    directory = os.path.join(root, bucket(name, fanout))
+        return join(root, name)
+    directory = join(root, bucket(name, fanout))
     if create:
+        import os
         os.makedirs(directory, exist_ok=True)
-    return os.path.join(directory, name)
+    return join(directory, name)
 
 
 def dir_hier_url(base_url, name, fanout):
@@ -131,7 +133,7 @@ def log_path(cfg, filename):
     BOINC's scheduler and upload handler put their logs (get_log_path),
     whatever <log_dir> says."""
     make_host_log_dir(cfg)
-    return os.path.join(cfg.host_log_dir, filename)
+    return join(cfg.host_log_dir, filename)
 
 
 def make_host_log_dir(cfg):
@@ -141,25 +143,25 @@ def make_host_log_dir(cfg):
     (make_project's: the web server's group, setgid), else sticky and
     group-writable as BOINC's get_log_path() makes it."""
     directory = cfg.host_log_dir
-    if os.path.isdir(directory):
+    if is_dir(directory):
         return directory
     mode, gid = 0o1770, -1
     if cfg.log_dir != directory:
         try:
-            st = os.stat(cfg.log_dir)
+            st = posix.stat(cfg.log_dir)
             mode, gid = st.st_mode & 0o7777, st.st_gid
         except OSError:
             pass
-    old = os.umask(0)
+    old = posix.umask(0)
     try:
-        os.mkdir(directory, mode)
+        posix.mkdir(directory, mode)
     except FileExistsError:
         return directory
     finally:
-        os.umask(old)
+        posix.umask(old)
     try:
-        os.chown(directory, -1, gid)
-        os.chmod(directory, mode)      # setgid may be dropped by the chown
+        posix.chown(directory, -1, gid)
+        posix.chmod(directory, mode)      # setgid may be dropped by the chown
     except OSError:
         pass
     return directory
@@ -183,6 +185,7 @@ def atomic_write(path, data, mode=0o644):
     """Write ``data`` (bytes or str) to ``path`` so readers never see a partial file."""
     if isinstance(data, str):
         data = data.encode()
+    import os
     import tempfile
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp_")
@@ -233,12 +236,12 @@ def check_download_file(path, dl_path):
     """
     md5, size = md5_file(path)
     md5_path = dl_path + ".md5"
-    have_md5 = os.path.exists(md5_path)
+    have_md5 = exists(md5_path)
     if have_md5:
         dl_md5, dl_size = read_md5_file(md5_path)
-    if os.path.exists(dl_path):
+    if exists(dl_path):
         if have_md5:
-            if os.path.getsize(dl_path) == dl_size and dl_md5 == md5:
+            if posix.stat(dl_path).st_size == dl_size and dl_md5 == md5:
                 return 0, md5, size
             return -1, md5, size
         m, _ = md5_file(dl_path)

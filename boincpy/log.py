@@ -9,7 +9,7 @@ file), the severity word BOINC uses, then the message.  Debug levels follow
 BOINC's ``-d N``: 1 critical only, 2 and 3 normal, 4 and up debug.
 """
 
-import os
+import posix     # not os: a classic CGI's path does without it (hot_path.join)
 import sys
 import time
 
@@ -81,7 +81,7 @@ class MessageLog:
             return
         prefix = timestamp()
         if self.show_pid:
-            prefix += " [PID=%-5d]" % os.getpid()
+            prefix += " [PID=%-5d]" % posix.getpid()
         if word is None:
             word = _KIND_WORDS.get(kind, "[debug]")
         for line in str(message).splitlines() or [""]:
@@ -124,7 +124,7 @@ class SchedLog(MessageLog):
 
     def __init__(self, stream=None, debug_level=3, pid=None, buffer_size=None):
         super().__init__(stream, debug_level, show_pid=True)
-        self.pid = os.getpid() if pid is None else pid
+        self.pid = posix.getpid() if pid is None else pid
         self.indent = 0
         self.buffer_size = buffer_size
         self.buf = bytearray()

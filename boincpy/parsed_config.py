@@ -21,9 +21,10 @@ snapshot can only save time, never change a result.
 """
 
 import marshal
-import os
+import posix     # not os, on a classic CGI's path (boincpy.hot_path.join)
 
 from boincpy.errors import ConfigError
+from boincpy.hot_path import absolute, getenv, is_dir, is_file, join
 
 CONFIG_FILE = "config.xml"
 CONFIG_AUX_FILE = "config_aux.xml"
@@ -106,7 +107,7 @@ def command_basename(cmd):
     word = words[0]
     if word == "run_in_ops" and len(words) > 1:
         word = words[1]
-    return os.path.basename(word)
+    return word.rpartition("/")[2]
 
 
 _PERIOD_UNITS = (("mo", 30 * 86400), ("s", 1), ("m", 60), ("h", 3600),
@@ -225,7 +226,7 @@ class Config:
 
     def project_path(self, *parts):
         """A path under the project root."""
-        return os.path.join(self.project_dir, *parts)
+        return join(self.project_dir, *parts)
 
     def as_options(self):
         """The options as written in the file (declared typed, unknown as text)
@@ -244,12 +245,11 @@ def find_project_dir():
     and cgi-bin/ (the grandparent: pages in html/user and html/ops, as BOINC's
     web code finds ../../config.xml).  Apache's CGIs get BOINC_PROJECT_DIR
     from the project's SHORT.httpd.conf."""
-    env = os.environ.get("BOINC_PROJECT_DIR")
-    candidates = [env] if env else [".", "..", os.path.join("..", "..")]
+    env = getenv("BOINC_PROJECT_DIR")
+    candidates = [env] if env else [".", "..", "../.."]
     for directory in candidates:
-        if (os.path.isfile(os.path.join(directory, CONFIG_FILE))
-                and os.path.isdir(os.path.join(directory, "cgi-bin"))):
-            return os.path.abspath(directory)
+        if is_file(join(directory, CONFIG_FILE)) and is_dir(join(directory, "cgi-bin")):
+            return absolute(directory)
     if env:
         raise ConfigError("BOINC_PROJECT_DIR=%s is not a project directory" % env)
     raise ConfigError("Not in a project directory or subdirectory")
@@ -257,7 +257,7 @@ def find_project_dir():
 
 def short_hostname():
     """This machine's host name up to the first dot (as bin/start uses)."""
-    return os.uname().nodename.split(".")[0]
+    return posix.uname().nodename.split(".")[0]
 
 
 def file_signature(path):
@@ -266,7 +266,7 @@ def file_signature(path):
     owner, group and mode too: a config.xml the web server may no longer read
     is read again (and refused) rather than taken from the snapshot."""
     try:
-        st = os.stat(path)
+        st = posix.stat(path)
     except OSError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
@@ -276,16 +276,16 @@ def file_signature(path):
 # The snapshot
 
 _FORMAT = 1
-_TABLE_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "config.py")
+_TABLE_FILE = join(absolute(__file__).rpartition("/")[0], "config.py")
 
 
 def snapshot_key(project_dir, aux):
     """What a parse of PROJECT's config depends on, stated now (before the
     parse reads the files): compared with a snapshot's, equal means the
     snapshot is that parse's result."""
-    return (_FORMAT, project_dir, bool(aux), os.uname().nodename,
-            file_signature(os.path.join(project_dir, CONFIG_FILE)),
-            file_signature(os.path.join(project_dir, CONFIG_AUX_FILE)) if aux else None,
+    return (_FORMAT, project_dir, bool(aux), posix.uname().nodename,
+            file_signature(join(project_dir, CONFIG_FILE)),
+            file_signature(join(project_dir, CONFIG_AUX_FILE)) if aux else None,
             file_signature(_TABLE_FILE))
 
 
@@ -293,7 +293,7 @@ def snapshot_path(project_dir, aux):
     """Where the snapshot of PROJECT's config lives: its tmp_<host>
     directory (the CGIs' and the operator's; BOINC's default <tmp_dir>,
     whatever config.xml says, which is not known before the parse)."""
-    return os.path.join(project_dir, "tmp_" + short_hostname(),
+    return join(project_dir, "tmp_" + short_hostname(),
                         "config.snapshot" if aux else "config_noaux.snapshot")
 
 
@@ -337,17 +337,17 @@ def save_snapshot(cfg, key):
     except ValueError:
         return                      # a value marshal can't hold: no snapshot
     path = snapshot_path(key[1], key[2])
-    tmp = "%s.%d" % (path, os.getpid())
+    tmp = "%s.%d" % (path, posix.getpid())
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o640)
+        fd = posix.open(tmp, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC, 0o640)
         try:
-            os.write(fd, data)
+            posix.write(fd, data)
         finally:
-            os.close(fd)
-        os.replace(tmp, path)
+            posix.close(fd)
+        posix.replace(tmp, path)
     except OSError:
         try:
-            os.unlink(tmp)
+            posix.unlink(tmp)
         except OSError:
             pass
 

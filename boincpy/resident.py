@@ -24,8 +24,9 @@ is only how long these things live:
 Every check is a ``stat``: a few microseconds a request.
 """
 
-import os
+import posix     # not os, on a classic CGI's path (boincpy.hot_path.join)
 
+from boincpy.hot_path import join
 from boincpy.parsed_config import (
     file_signature as _signature, find_project_dir, load_snapshot, save_snapshot, snapshot_key)
 
@@ -102,7 +103,7 @@ class Resident:
             with open(path, "rb") as f:
                 return f.read().decode("ascii", "replace").strip()
         try:
-            return self.file_value(os.path.join(cfg.key_dir, name), read)
+            return self.file_value(join(cfg.key_dir, name), read)
         except OSError:
             return None
 
@@ -110,7 +111,7 @@ class Resident:
         """KEY_DIR/NAME as a parsed key (:func:`boincpy.crypto.read_key`);
         None if missing; raises what read_key raises for a bad file."""
         from boincpy import crypto
-        return self.file_value(os.path.join(cfg.key_dir, name), crypto.read_key)
+        return self.file_value(join(cfg.key_dir, name), crypto.read_key)
 
     def kept_open(self, path, opener):
         """``opener(path)`` (an object with ``fileno`` and ``close``: a log),
@@ -123,16 +124,16 @@ class Resident:
         if hit is not None:
             ident, pid, obj = hit
             try:
-                st = os.stat(path)
-                if (st.st_dev, st.st_ino) == ident and pid == os.getpid():
+                st = posix.stat(path)
+                if (st.st_dev, st.st_ino) == ident and pid == posix.getpid():
                     return obj
             except OSError:
                 pass
             del self._kept[path]
             _close_quietly(obj)
         obj = opener(path)
-        st = os.fstat(obj.fileno())
-        self._kept[path] = ((st.st_dev, st.st_ino), os.getpid(), obj)
+        st = posix.fstat(obj.fileno())
+        self._kept[path] = ((st.st_dev, st.st_ino), posix.getpid(), obj)
         return obj
 
     # -- database ---------------------------------------------------------
@@ -184,11 +185,12 @@ class Resident:
         if array is not None:
             if path == self._array_path and array.ready:
                 sig = _signature(path)
-                own = os.fstat(array.fd)
+                own = posix.fstat(array.fd)
                 if sig is not None and sig[0] == own.st_ino:
                     return array
             self.close_job_array()
-        array = shmem.attach(cfg)
+        # a classic CGI maps it only if its request reads a slot
+        array = shmem.attach(cfg, mapped=self.persistent)
         self._array, self._array_path = array, path
         return array
 

@@ -4,8 +4,8 @@ BOINC's feeder keeps a fixed-size cache of sendable (result, workunit) pairs,
 plus copies of the small static tables, in a SysV segment keyed by
 ``<shmem_key>``; every scheduler process maps it, so a request finds work
 without scanning the database.  This module is that segment, as a file in
-shm_open's namespace (``/dev/shm`` on Linux), opened with ``os.open`` and
-mapped with ``mmap``.  (``multiprocessing.shared_memory`` is not used: its
+shm_open's namespace (``/dev/shm`` on Linux), opened with ``posix.open`` and
+mapped with ``mmap`` (when a slot is read: :class:`JobArray`).  (``multiprocessing.shared_memory`` is not used: its
 resource tracker unlinks segments when the creating process exits.)
 
 Name: ``/dev/shm/boincpy.<project dir basename>.<shmem_key as 8 hex digits>.
@@ -49,8 +49,7 @@ CGI and pays for every import on every request.
 
 import fcntl
 import marshal
-import mmap
-import os
+import posix     # not os, on a classic CGI's path (boincpy.hot_path.join)
 import time
 import zlib
 
@@ -59,6 +58,7 @@ import zlib
 import _struct as struct
 
 from boincpy.errors import ShmemError
+from boincpy.hot_path import join, real_path
 
 SHM_DIR = "/dev/shm"
 MAGIC = b"BPYJOBS\x00"
@@ -153,11 +153,15 @@ def segment_path(cfg):
 
 
 def _segment_path(cfg):
-    project = os.path.realpath(cfg.project_dir)
+    try:
+        project = real_path(cfg.project_dir)
+    except OSError:             # no such directory: its name as realpath gives it
+        import os
+        project = os.path.realpath(cfg.project_dir)
     short = "".join(c if (c.isalnum() or c in "-_") else "_"
-                    for c in os.path.basename(project))[:40] or "project"
+                    for c in project.rpartition("/")[2])[:40] or "project"
     key = (cfg.shmem_key or 0) & 0xFFFFFFFF
-    return os.path.join(SHM_DIR, "boincpy.%s.%08x.%08x" % (
+    return join(SHM_DIR, "boincpy.%s.%08x.%08x" % (
         short, key, zlib.crc32(project.encode("utf-8", "surrogateescape"))))
 
 
@@ -165,7 +169,7 @@ def segment_mode_and_group(cfg):
     """(mode, gid or None) a new segment gets: this host's log directory's
     group, 0660 (0666 if that directory is world-writable)."""
     try:
-        st = os.stat(cfg.host_log_dir)
+        st = posix.stat(cfg.host_log_dir)
     except (OSError, TypeError):
         return 0o660, None
     return (0o666 if st.st_mode & 0o002 else 0o660), st.st_gid
@@ -176,15 +180,16 @@ def segment_mode_and_group(cfg):
 
 if hasattr(fcntl, "F_OFD_SETLKW"):
     _FLOCK = struct.Struct("hhqqi4x")
+    _SEEK_SET = 0                       # os.SEEK_SET (posix has no name for it)
 
     def _lock_fd(fd, exclusive=True):
         fcntl.fcntl(fd, fcntl.F_OFD_SETLKW,
                     _FLOCK.pack(fcntl.F_WRLCK if exclusive else fcntl.F_RDLCK,
-                                os.SEEK_SET, 0, 1, 0))
+                                _SEEK_SET, 0, 1, 0))
 
     def _unlock_fd(fd):
         fcntl.fcntl(fd, fcntl.F_OFD_SETLK,
-                    _FLOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, 0, 1, 0))
+                    _FLOCK.pack(fcntl.F_UNLCK, _SEEK_SET, 0, 1, 0))
 else:                                   # pragma: no cover (not Linux)
     def _lock_fd(fd, exclusive=True):
         fcntl.lockf(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH, 1, 0)
@@ -221,7 +226,7 @@ def pid_alive(pid):
     if pid <= 0:
         return False
     try:
-        os.kill(pid, 0)
+        posix.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
@@ -251,13 +256,19 @@ class Slot:
 
 
 class JobArray:
-    """A mapped job array.  Schedulers get one from :func:`attach`; the feeder
-    from :meth:`create`."""
+    """A job array.  Schedulers get one from :func:`attach`; the feeder
+    from :meth:`create`.
 
-    def __init__(self, path, fd, mm):
+    The segment is mapped (:attr:`mm`) when a slot is first read or anything
+    written: until then the header and tables are read with ``pread``.  A
+    classic CGI's request that asks for no work never maps it, and never
+    loads the mmap module (0.4 ms of its CPU, with the mapping's faults)."""
+
+    def __init__(self, path, fd, mm=None, size=None):
         self.path = path
         self.fd = fd
-        self.mm = mm
+        self._mm = mm
+        self.size = size if mm is None else len(mm)
         self._lock_depth = 0
         self._tables = None
         self._tables_gen = -1
@@ -274,17 +285,39 @@ class JobArray:
         self.tables_capacity = h["tables_capacity"]
         self._lock = _Lock(self)
 
+    @property
+    def mm(self):
+        """The segment, mapped read-write (on first use)."""
+        mm = self._mm
+        if mm is None:
+            if self.fd is None:
+                raise ShmemError("the job array %s is closed" % self.path)
+            import mmap
+            mm = self._mm = mmap.mmap(self.fd, self.size, mmap.MAP_SHARED,
+                                      mmap.PROT_READ | mmap.PROT_WRITE)
+        return mm
+
+    def _read(self, off, n):
+        """N bytes at OFF: from the mapping if there is one, else read."""
+        mm = self._mm
+        if mm is not None:
+            return mm[off:off + n]
+        return posix.pread(self.fd, n, off)
+
     # -- header -----------------------------------------------------------
 
     def header(self):
         """The header as a dict (``have_apps`` as a list of 5 booleans)."""
-        h = dict(zip(HEADER_NAMES, HEADER.unpack_from(self.mm, 0)))
+        h = dict(zip(HEADER_NAMES, HEADER.unpack(self._read(0, HEADER.size))))
         h["have_apps"] = [bool(b) for b in h["have_apps"]]
         return h
 
     def _get(self, name):
         off, st = _H[name]
-        return st.unpack_from(self.mm, off)[0]
+        mm = self._mm
+        if mm is not None:
+            return st.unpack_from(mm, off)[0]
+        return st.unpack(posix.pread(self.fd, st.size, off))[0]
 
     def _set(self, name, value):
         off, st = _H[name]
@@ -350,7 +383,7 @@ class JobArray:
         if gen != self._tables_gen or self._tables is None:
             n = self._get("tables_len")
             off = self.tables_offset
-            self._tables = marshal.loads(self.mm[off:off + n]) if n else {
+            self._tables = marshal.loads(self._read(off, n)) if n else {
                 "platforms": [], "apps": [], "app_versions": [], "assignments": []}
             self._apps_by_id = {a["id"]: a for a in self._tables["apps"]}
             self._tables_gen = gen
@@ -574,30 +607,31 @@ class JobArray:
         ssize = slot_size(xml_capacity)
         slots_offset = HEADER_SIZE + tables_capacity
         total = slots_offset + nslots * ssize
-        tmp = "%s.new.%d" % (path, os.getpid())
+        tmp = "%s.new.%d" % (path, posix.getpid())
         try:
-            os.unlink(tmp)
+            posix.unlink(tmp)
         except FileNotFoundError:
             pass
         try:
-            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            fd = posix.open(tmp, posix.O_RDWR | posix.O_CREAT | posix.O_EXCL, 0o600)
         except OSError as exc:
             raise ShmemError("can't create the job array %s: %s" % (tmp, exc.strerror)) from None
         warning = None
         try:
-            if gid is not None and gid != os.getegid():
+            if gid is not None and gid != posix.getegid():
                 try:
-                    os.fchown(fd, -1, gid)
+                    posix.fchown(fd, -1, gid)
                 except PermissionError:
                     warning = ("can't give %s to group %d (the log directory's group): "
                                "schedulers running as another user may not be able to "
                                "attach it" % (path, gid))
-            os.fchmod(fd, mode)
-            os.ftruncate(fd, total)
+            posix.fchmod(fd, mode)
+            posix.ftruncate(fd, total)
+            import mmap
             mm = mmap.mmap(fd, total, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         except BaseException:
-            os.close(fd)
-            os.unlink(tmp)
+            posix.close(fd)
+            posix.unlink(tmp)
             raise
         now = time.time()
         values = {
@@ -606,7 +640,7 @@ class JobArray:
             "tables_offset": HEADER_SIZE, "tables_capacity": tables_capacity,
             "tables_len": 0, "slots_offset": slots_offset, "tables_gen": 0, "ready": 0,
             "n_present": 0, "n_high_priority": 0,
-            "feeder_pid": os.getpid() if feeder_pid is None else feeder_pid,
+            "feeder_pid": posix.getpid() if feeder_pid is None else feeder_pid,
             "nplatforms": 0, "napps": 0, "napp_versions": 0, "nassignments": 0,
             "have_apps": b"\0" * 5, "have_nci_app": 0, "create_time": now,
             "fill_time": 0.0, "tables_time": 0.0, "host_fpops_mean": 2.2e9,
@@ -617,10 +651,10 @@ class JobArray:
         array = cls(path, fd, mm)
         array.write_tables(tables)
         try:
-            os.rename(tmp, path)
+            posix.rename(tmp, path)
         except OSError as exc:
             array.close()
-            os.unlink(tmp)
+            posix.unlink(tmp)
             raise ShmemError("can't replace the job array %s: %s (is it another user's? "
                              "remove it as that user or root)" % (path, exc.strerror)) from None
         return array, warning
@@ -737,22 +771,22 @@ class JobArray:
         except ValueError:
             pass
         try:
-            st = os.stat(self.path)
-            if st.st_ino == os.fstat(self.fd).st_ino:
-                os.unlink(self.path)
+            st = posix.stat(self.path)
+            if st.st_ino == posix.fstat(self.fd).st_ino:
+                posix.unlink(self.path)
         except OSError:
             pass
 
     def close(self):
         """Unmap and close (safe to call twice)."""
-        if self.mm is not None:
+        if self._mm is not None:
             try:
-                self.mm.close()
+                self._mm.close()
             except BufferError:
                 pass
-            self.mm = None
+            self._mm = None
         if self.fd is not None:
-            os.close(self.fd)
+            posix.close(self.fd)
             self.fd = None
 
     def __enter__(self):
@@ -762,10 +796,12 @@ class JobArray:
         self.close()
 
 
-def open_segment(path):
-    """Map an existing segment (any state); ShmemError if missing or not ours."""
+def open_segment(path, mapped=True):
+    """Open an existing segment (any state), mapped now unless ``mapped`` is
+    false (then on first use: :class:`JobArray`); ShmemError if missing or
+    not ours."""
     try:
-        fd = os.open(path, os.O_RDWR)
+        fd = posix.open(path, posix.O_RDWR)
     except FileNotFoundError:
         raise ShmemError("no job array at %s" % path,
                          log_text="Can't attach shmem: %s doesn't exist (feeder not running?)"
@@ -774,38 +810,43 @@ def open_segment(path):
         raise ShmemError(
             "permission denied on %s" % path,
             log_text="Can't attach shmem: permission denied on %s (feeder not running?) "
-                     "uid %d euid %d gid %d egid %d" % (path, os.getuid(), os.geteuid(),
-                                                         os.getgid(), os.getegid())) from None
+                     "uid %d euid %d gid %d egid %d" % (path, posix.getuid(), posix.geteuid(),
+                                                         posix.getgid(), posix.getegid())) from None
     try:
-        size = os.fstat(fd).st_size
+        size = posix.fstat(fd).st_size
         if size < HEADER_SIZE:
             raise ShmemError("%s is too small to be a job array" % path,
                              log_text="Can't attach shmem: %s is truncated "
                                       "(feeder not running?)" % path)
-        mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        magic, version = struct.unpack("<8sI", posix.pread(fd, 12, 0))
     except BaseException:
-        os.close(fd)
+        posix.close(fd)
         raise
-    magic, version = struct.unpack_from("<8sI", mm, 0)
     if magic != MAGIC or version != LAYOUT_VERSION:
-        mm.close()
-        os.close(fd)
+        posix.close(fd)
         raise ShmemError("%s has layout %r/%d, expected %r/%d" % (path, magic, version, MAGIC,
                                                                   LAYOUT_VERSION),
                          log_text="shmem has wrong struct sizes - recompile",
                          user_message="Server error: recompile needed")
-    array = JobArray(path, fd, mm)
+    array = JobArray(path, fd, size=size)
     expected = array.slots_offset + array.nslots * array.slot_size
     if expected > size:
         array.close()
         raise ShmemError("%s is %d bytes, its header says %d" % (path, size, expected),
                          log_text="shmem has wrong struct sizes - recompile",
                          user_message="Server error: recompile needed")
+    if mapped:
+        try:
+            array.mm
+        except BaseException:
+            array.close()
+            raise
     return array
 
 
-def attach(cfg, wait_ready=10.0):
-    """The scheduler's attach: map this project's array and wait for it to be ready.
+def attach(cfg, wait_ready=10.0, mapped=True):
+    """The scheduler's attach: open this project's array (mapped now unless
+    ``mapped`` is false: :func:`open_segment`) and wait for it to be ready.
 
     Waits up to ``wait_ready`` seconds (BOINC waits 10) for the feeder's ready
     flag.  Raises :class:`boincpy.errors.ShmemError` when the segment is
@@ -813,7 +854,7 @@ def attach(cfg, wait_ready=10.0):
     ``exc.log_text`` as CRITICAL and replies ``exc.user_message`` with
     ``<project_is_down/>`` and ``maintenance_delay``.
     """
-    array = open_segment(segment_path(cfg))
+    array = open_segment(segment_path(cfg), mapped)
     deadline = time.monotonic() + wait_ready
     while not array.ready:
         if time.monotonic() >= deadline:

@@ -183,8 +183,8 @@ def test_another_host_name_parses_again(project, parses, monkeypatch):
     real = os.uname()
     fake = type(real)((real.sysname, real.nodename + "x", real.release, real.version,
                        real.machine))
-    monkeypatch.setattr(os, "uname", lambda: fake)
-    os.mkdir(P.os.path.dirname(P.snapshot_path(str(project), True)))
+    monkeypatch.setattr(P.posix, "uname", lambda: fake)    # parsed_config's, not os's
+    os.mkdir(os.path.dirname(P.snapshot_path(str(project), True)))
     cfg = Resident(str(project)).config()
     assert len(parses) == 2
     assert cfg.local_host == fake.nodename.split(".")[0]

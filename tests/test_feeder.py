@@ -381,6 +381,39 @@ def test_attach_errors(proj):
         feeder.shutdown()
 
 
+def test_an_array_attached_unmapped_reads_the_feeders_writes_and_maps_for_a_slot(proj):
+    """A classic CGI attaches without mapping (resident.job_array): the
+    header and tables come by pread, and see the feeder's later writes; the
+    first slot read maps the segment."""
+    cfg, db = proj
+    cfg.shmem_work_items = 4
+    jobs = add_jobs(db, 2)
+    feeder = make_feeder(cfg)
+    try:
+        feeder.one_pass()
+        array = shmem.attach(cfg, wait_ready=0, mapped=False)
+        assert array._mm is None
+        assert array.ready and array.n_present == 2 and array.nslots == 4
+        assert [a["name"] for a in array.apps] == ["example_app"]
+        assert array.header()["have_apps"] == [True, False, False, False, False]
+        add_app_version(db, version_num=200)            # the feeder rewrites its tables
+        open(os.path.join(cfg.project_dir, "reread_db"), "w").close()
+        jobs += add_jobs(db, 1)
+        feeder.one_pass()
+        assert array._mm is None
+        assert array.n_present == 3
+        assert [av["version_num"] for av in array.app_versions] == [200]
+        # a slot read: mapped now, and the slots are the feeder's
+        assert sorted(present(array).values()) == sorted(rids[0] for _, rids in jobs)
+        assert array._mm is not None
+        array.close()
+        array.close()
+        with pytest.raises(ShmemError):                 # closed: neither read nor mapped
+            array.mm
+    finally:
+        feeder.shutdown()
+
+
 def test_big_xml_doc_not_cached(proj):
     cfg, db = proj
     big = "<workunit>\n" + "<!-- %s -->\n" % ("x" * (shmem.XML_CAPACITY + 10)) + "</workunit>\n"

@@ -209,3 +209,51 @@ def test_python_m_hot_path_says_what_stopped_it(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert "can't write the CGIs' bundles" in err and "Permission denied" in err
     assert "Traceback" not in err
+
+
+# -- the os.path and os.environ stand-ins of a CGI's request path -----------
+
+@pytest.mark.parametrize("parts", [
+    ("a", "b"), ("a/", "b"), ("", "b"), ("a", ""), ("a", "/b"), ("/a", "b", "c"), ("a",),
+    ("/a/b", "../c"), ("a", "b/", "c"), ("/", "x"), ("a", "/b", "c"),
+])
+def test_join_is_os_path_join(parts):
+    assert hot_path.join(*parts) == os.path.join(*parts)
+
+
+@pytest.mark.parametrize("path", [".", "..", "../..", "a/./b/../c", "/x/../y", "/", "a//b/",
+                                  "/../..", "x/../../y"])
+def test_absolute_is_os_path_abspath(path, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert hot_path.absolute(path) == os.path.abspath(path)
+
+
+def test_the_file_tests_and_real_path_are_os_paths(tmp_path):
+    (tmp_path / "f").write_text("x")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "to_f").symlink_to(tmp_path / "f")
+    (tmp_path / "to_d").symlink_to(tmp_path / "d")
+    (tmp_path / "broken").symlink_to(tmp_path / "missing")
+    for name in ("f", "d", "to_f", "to_d", "broken", "missing", "f/x", "bad\0name"):
+        path = str(tmp_path / name)
+        assert hot_path.is_file(path) == os.path.isfile(path), name
+        assert hot_path.is_dir(path) == os.path.isdir(path), name
+        assert hot_path.exists(path) == os.path.exists(path), name
+    for name in ("f", "d", "to_f", "to_d", "to_d/../to_f"):
+        path = str(tmp_path / name)
+        assert hot_path.real_path(path) == os.path.realpath(path), name
+    with pytest.raises(OSError):
+        hot_path.real_path(str(tmp_path / "missing"))
+
+
+def test_the_environment_reads_as_os_environ_does(monkeypatch):
+    monkeypatch.setenv("BOINCPY_TEST_VALUE", "caf\u00e9 ok")
+    os.environb[b"BOINCPY_TEST_BYTES"] = b"not \xff utf-8"
+    try:
+        env = hot_path.cgi_environ()
+        assert env == dict(os.environ)
+        assert hot_path.getenv("BOINCPY_TEST_VALUE") == "caf\u00e9 ok"
+        assert hot_path.getenv("BOINCPY_TEST_BYTES") == os.environ["BOINCPY_TEST_BYTES"]
+        assert hot_path.getenv("BOINCPY_NOT_SET", "d") == "d"
+    finally:
+        del os.environb[b"BOINCPY_TEST_BYTES"]

@@ -18,9 +18,10 @@ only, no ``re``: the scheduler CGI uses this on every request.
 """
 
 import math
-import os
 
-SCHEMA_FILE = os.path.join(os.path.dirname(__file__), "schema.sql")
+from boincpy.hot_path import join     # not os, on a classic CGI's path
+
+SCHEMA_FILE = join(__file__.rpartition("/")[0], "schema.sql")
 
 _BYTES = {"tinyblob": 255, "tinytext": 255, "blob": 65535, "text": 65535,
           "mediumblob": 2 ** 24 - 1, "mediumtext": 2 ** 24 - 1}

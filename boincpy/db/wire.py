@@ -26,10 +26,10 @@ connection during a query).
 """
 
 import _socket
-import os
 from _sha1 import sha1
 
 from boincpy.errors import BoincpyError, DatabaseError
+from boincpy.hot_path import getenv     # not os, on a classic CGI's path
 
 # Capability flags (the protocol's CLIENT_* bits)
 CLIENT_LONG_FLAG = 4
@@ -99,11 +99,11 @@ def connect(user, password="", database="", host=None, port=0, unix_socket=None,
     if host and host.startswith("["):
         raise Unsupported("bracketed host %s" % host)
     if not host or host == "localhost":
-        path = unix_socket or os.environ.get("MYSQL_UNIX_PORT") or DEFAULT_SOCKET
+        path = unix_socket or getenv("MYSQL_UNIX_PORT") or DEFAULT_SOCKET
         sock = _unix_socket(path)
         tcp = False
     else:
-        sock = _tcp_socket(host, port or int(os.environ.get("MYSQL_TCP_PORT") or DEFAULT_PORT))
+        sock = _tcp_socket(host, port or int(getenv("MYSQL_TCP_PORT") or DEFAULT_PORT))
         tcp = True
     conn = Connection(sock, conv)
     try:

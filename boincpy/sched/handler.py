@@ -21,9 +21,10 @@ Every reply that asked for work and got none says why in a ``<message>``,
 and scheduler.log names the same reason for the host.
 """
 
-import os
+import posix     # not os, on a classic CGI's path (boincpy.hot_path.join)
 import time
 
+from boincpy.hot_path import cgi_environ, exists, exit_now, join
 from boincpy.sched import reply as replies
 from boincpy.sched.context import SchedContext
 from boincpy.sched.request import RequestError, parse_request
@@ -61,7 +62,7 @@ def _kept_log(cfg, resident):
     from boincpy.files import log_path
     from boincpy.log import SchedLog
     try:
-        log = resident.kept_open(os.path.join(cfg.host_log_dir, "scheduler.log"),
+        log = resident.kept_open(join(cfg.host_log_dir, "scheduler.log"),
                                  lambda path: SchedLog.open(log_path(cfg, "scheduler.log")))
     except OSError:
         return None
@@ -74,7 +75,7 @@ def _kept_log(cfg, resident):
 def read_code_sign_key(cfg):
     """KEY_DIR/code_sign_public, whitespace-stripped (None if unreadable)."""
     try:
-        with open(os.path.join(cfg.key_dir, "code_sign_public"), "rb") as f:
+        with open(join(cfg.key_dir, "code_sign_public"), "rb") as f:
             return f.read().decode("ascii", "replace").strip()
     except OSError:
         return None
@@ -103,7 +104,7 @@ def handle_request(cfg, body, environ=None, job_array=None, log=None, now=None,
     attached here for this request alone.  Never raises: an unexpected
     failure is logged as CRITICAL and answered with a well-formed reply.
     """
-    environ = environ if environ is not None else os.environ
+    environ = environ if environ is not None else cgi_environ()
     own_log = log is None
     if own_log and resident is not None and resident.persistent:
         log = _kept_log(cfg, resident)
@@ -147,9 +148,9 @@ def _handle(cfg, body, environ, job_array, log, now, start, resident):
                      else read_code_sign_key(cfg))
     if code_sign_key is None:
         log.critical("Can't read code sign key file (%s)"
-                     % os.path.join(cfg.key_dir, "code_sign_public"))
+                     % join(cfg.key_dir, "code_sign_public"))
         return replies.down_reply("Server can't find key file", cfg.maintenance_delay, cfg.ended)
-    if os.path.exists(os.path.join(cfg.project_dir, STOP_SCHED_FILE)):
+    if exists(join(cfg.project_dir, STOP_SCHED_FILE)):
         return replies.down_reply(DOWN_MESSAGE, cfg.maintenance_delay, cfg.ended)
     if job_array is not None:
         return _handle_attached(cfg, body, environ, job_array, log, now, start, code_sign_key,
@@ -345,7 +346,7 @@ def _array_has_work(job_array):
         # database: the feeder is refilling it (not in BOINC)
         wait = getattr(job_array, "wait_for_work", None)
         return bool(wait is not None and wait(REFILL_WAIT))
-    return not job_array.no_work(os.getpid())
+    return not job_array.no_work(posix.getpid())
 
 
 def _lookup_platforms(ctx, job_array):
@@ -421,7 +422,7 @@ def _send_code_sign_key(ctx):
     i = 0
     while True:
         try:
-            with open(os.path.join(cfg.key_dir, "old_key_%d" % i), "rb") as f:
+            with open(join(cfg.key_dir, "old_key_%d" % i), "rb") as f:
                 old = f.read().decode("ascii", "replace").strip()
         except OSError:
             log.critical("scanned old_key_i files, can find client's key")
@@ -430,7 +431,7 @@ def _send_code_sign_key(ctx):
             name = "signature_%d" if req.core_client_major_version < 7 else \
                 "signature_stripped_%d"
             try:
-                with open(os.path.join(cfg.key_dir, name % i), "rb") as f:
+                with open(join(cfg.key_dir, name % i), "rb") as f:
                     signature = f.read().decode("ascii", "replace")
             except OSError:
                 log.critical("Missing signature file for old key %d" % i)
@@ -451,7 +452,7 @@ def _file_deletes(ctx):
     if not ctx.request.sticky_files:
         return
     try:
-        with open(os.path.join(ctx.cfg.project_dir, "file_delete_regex")) as f:
+        with open(join(ctx.cfg.project_dir, "file_delete_regex")) as f:
             patterns = [line.strip() for line in f if line.strip()]
     except OSError:
         return
@@ -711,19 +712,19 @@ def _lock_host(ctx):
     if not directory:
         return None
     import fcntl
-    path = os.path.join(directory, "CGI_%07d" % ctx.host["id"])
+    path = join(directory, "CGI_%07d" % ctx.host["id"])
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        fd = posix.open(path, posix.O_WRONLY | posix.O_CREAT, 0o644)
     except OSError:
         ctx.log.critical("Error acquiring lock for [HOST#%d]" % ctx.host["id"])
         ok = False
     else:
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            os.write(fd, b"%d\n" % os.getpid())
+            posix.write(fd, b"%d\n" % posix.getpid())
             return (fd, path)
         except OSError:
-            os.close(fd)
+            posix.close(fd)
             ctx.log.critical("Another scheduler instance is running for [HOST#%d]"
                              % ctx.host["id"])
             ok = False
@@ -737,10 +738,10 @@ def _lock_host(ctx):
 def _unlock_host(ctx, lock):
     fd, path = lock
     try:
-        os.unlink(path)
+        posix.unlink(path)
     except OSError:
         pass
-    os.close(fd)
+    posix.close(fd)
 
 
 # -- debug_request_headers, debug_req_reply_dir ------------------------------------
@@ -758,10 +759,10 @@ def _log_request_headers(environ, body, log):
 
 
 def _save_request(cfg, body, environ, log, resident=None):
-    pid = os.getpid()
+    pid = posix.getpid()
     # BOINC's FastCGI scheduler numbers a process's requests from 1; a CGI's is 0
     counter = resident.requests if resident is not None and resident.persistent else 0
-    base = os.path.join(cfg.debug_req_reply_dir, "%d_%d" % (pid, counter))
+    base = join(cfg.debug_req_reply_dir, "%d_%d" % (pid, counter))
     try:
         with open(base + "_sched.log", "a") as f:
             f.write("PID: %d Client IP: %s\n" % (pid, _remote_addr(environ)))
@@ -816,10 +817,9 @@ def cgi_main():
     """Entry point of cgi-bin/cgi: CONTENT_LENGTH bytes of stdin in, reply out."""
     import sys
     from boincpy.resident import Resident
-    from boincpy.hot_path import exit_now
     resident = Resident()
     try:
-        out = serve(os.environ, sys.stdin.buffer, resident, sys.stderr)
+        out = serve(cgi_environ(), sys.stdin.buffer, resident, sys.stderr)
     finally:
         resident.close()
     sys.stdout.buffer.write(out)

@@ -13,8 +13,7 @@ version_num and plan_class appended) -- scheduler-protocol.md §6.
 ``write_reply`` returns the body; the CGI header line comes from the handler.
 """
 
-import os
-
+from boincpy.hot_path import join
 from boincpy.proc_types import PROC_CPU, PROC_TYPE_XML
 from boincpy.xml import xml_escape
 
@@ -147,7 +146,7 @@ def app_xml(app):
 def read_project_file(cfg, name):
     """A project file (gui_urls.xml, project_files.xml), LF-terminated, or ""."""
     try:
-        with open(os.path.join(cfg.project_dir, name), "rb") as f:
+        with open(join(cfg.project_dir, name), "rb") as f:
             text = f.read().decode("utf-8", "replace")
     except OSError:
         return ""
