@@ -12,7 +12,6 @@ here is byte for byte the one the C++ tools make with the same key.
 """
 
 import math
-import os
 
 from boincpy.errors import KeyFileError
 from boincpy.files import md5
@@ -495,6 +494,7 @@ def read_certificate(path):
     """The first PEM certificate in the file ``path`` (other PEM blocks skipped, as
     OpenSSL's PEM_read_X509), or None when the file holds none or is not a
     regular readable file (BOINC passes over such files of a certificate directory)."""
+    import os       # certificates: code signing, off the upload handler's path
     from cryptography import x509
     if not os.path.isfile(path):
         return None
@@ -535,6 +535,7 @@ def _key_ids_agree(cert, issuer):
 def _ca_certificates(ca_dirs, name):
     """(path, certificate) of each certificate filed under ``name``'s hash in the CA
     directories: HASH.0, HASH.1, ... up to the first missing number."""
+    import os       # certificates: code signing, off the upload handler's path
     from cryptography import x509
     h = name_hash(name)
     for d in ca_dirs:
@@ -573,6 +574,7 @@ def _find_issuer(cert, ca_dirs, at):
 def _unfiled_hint(ca_dirs, name):
     """Why an issuer may not have been found: a file of the CA directory holds it, but
     not under the hash name OpenSSL's lookup reads."""
+    import os       # certificates: code signing, off the upload handler's path
     wanted = _canonical_name(name)
     for d in ca_dirs:
         try:
@@ -688,6 +690,7 @@ def check_validity(certificate_dir, path, signature, ca_dir, at=None):
     chain verifies against ``ca_dir`` and whose key made ``signature`` (bytes) of
     the file ``path``: BOINC's check_validity.  Files that hold no PEM certificate
     are passed over; KeyFileError lists why each certificate failed."""
+    import os       # certificates: code signing, off the upload handler's path
     if not os.path.isfile(path):
         raise KeyFileError("%s is not a file" % path)
     try:

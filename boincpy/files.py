@@ -108,9 +108,14 @@ def dir_hier_path(root, name, fanout, create=False):
     if not fanout:
         return join(root, name)
     directory = join(root, bucket(name, fanout))
-    if create:
-        import os
-        os.makedirs(directory, exist_ok=True)
+    if create and not is_dir(directory):
+        try:
+            posix.mkdir(directory)          # mode 0o777 less the umask, as makedirs
+        except FileExistsError:             # made meanwhile by another process
+            pass
+        except FileNotFoundError:           # no root either
+            import os
+            os.makedirs(directory, exist_ok=True)
     return join(directory, name)
 
 

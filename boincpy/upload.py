@@ -34,11 +34,12 @@ Two deliberate differences from the C++ handler, both invisible to the client:
 
 import errno
 import fcntl
-import os
+import posix     # not os, on a classic CGI's path (boincpy.hot_path.join)
 
 from boincpy.cnum import strtod
 from boincpy.errors import BoincpyError
 from boincpy.files import dir_hier_path, file_name_fault, log_path
+from boincpy.hot_path import cgi_environ, exists, join
 from boincpy.xml import xml_escape
 
 BLOCK_SIZE = 256 * 1024
@@ -191,13 +192,13 @@ def parse_upload_header(lines):
 
 
 def _free_bytes(path):
-    st = os.statvfs(path)
+    st = posix.statvfs(path)
     return st.f_bavail * st.f_frsize
 
 
 def _part_path(path):
-    head, tail = os.path.split(path)
-    return os.path.join(head, "." + tail + ".part")
+    cut = path.rfind("/") + 1           # NAME in its directory: .NAME.part
+    return path[:cut] + "." + path[cut:] + ".part"
 
 
 def get_file_size(cfg, name, log):
@@ -209,7 +210,7 @@ def get_file_size(cfg, name, log):
         raise UploadError(TRANSIENT, "Server is out of disk space")
     for candidate in (path, _part_path(path)):
         try:
-            size = os.stat(candidate).st_size
+            size = posix.stat(candidate).st_size
         except FileNotFoundError:
             continue
         except OSError:
@@ -242,10 +243,10 @@ def check_certificate(cfg, info, public_key):
 def _still_named(fd, path):
     """True if ``path`` is the file open as ``fd`` (not renamed or replaced since)."""
     try:
-        st = os.stat(path)
+        st = posix.stat(path)
     except FileNotFoundError:
         return False
-    own = os.fstat(fd)
+    own = posix.fstat(fd)
     return (st.st_ino, st.st_dev) == (own.st_ino, own.st_dev)
 
 
@@ -258,26 +259,26 @@ def receive_file(cfg, info, inp, log):
     if mode is None:
         mode = DEFAULT_INITIAL_PERMISSION
     mode &= ~0o111
-    if os.path.exists(path) and os.path.getsize(path) >= nbytes:
+    if exists(path) and posix.stat(path).st_size >= nbytes:
         inp.drain()
-        log.normal("%s is already complete (%d bytes)" % (name, os.path.getsize(path)))
+        log.normal("%s is already complete (%d bytes)" % (name, posix.stat(path).st_size))
         return
     part = _part_path(path)
     if nbytes == 0:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, mode))
+        posix.close(posix.open(path, posix.O_WRONLY | posix.O_CREAT, mode))
         return
     if offset >= nbytes:
         # the client believes we have it all (BOINC answers 0 without reading)
-        if os.path.exists(part) and os.path.getsize(part) >= nbytes:
-            os.rename(part, path)
+        if exists(part) and posix.stat(part).st_size >= nbytes:
+            posix.rename(part, path)
         return
     created = False         # our own empty .part: removed if the upload is refused
     try:
         try:
-            fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+            fd = posix.open(part, posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL, mode)
             created = True
         except FileExistsError:
-            fd = os.open(part, os.O_WRONLY)
+            fd = posix.open(part, posix.O_WRONLY)
     except OSError as exc:
         raise UploadError(TRANSIENT, "can't open file %s: %s" % (name, exc.strerror)) from None
     locked = False
@@ -292,13 +293,13 @@ def receive_file(cfg, info, inp, log):
             # open and our lock: that file is NAME now and must not be touched
             raise UploadError(TRANSIENT, "%s was completed by another upload meanwhile"
                               % name)
-        os.fchmod(fd, mode)
-        have = os.fstat(fd).st_size
+        posix.fchmod(fd, mode)
+        have = posix.fstat(fd).st_size
         if have < offset:
             raise UploadError(TRANSIENT, "length of file %s %d bytes < offset %.0f bytes"
                               % (name, have, offset))
-        os.ftruncate(fd, int(offset))
-        os.lseek(fd, int(offset), os.SEEK_SET)
+        posix.ftruncate(fd, int(offset))
+        posix.lseek(fd, int(offset), 0)            # SEEK_SET
         want = int(nbytes - offset)
         got = 0
         while got < want:
@@ -307,27 +308,27 @@ def receive_file(cfg, info, inp, log):
                 raise UploadError(TRANSIENT, "EOF on socket read : asked for %.0f, got %d\n"
                                   % (nbytes, int(offset) + got))
             try:
-                os.write(fd, block)
+                posix.write(fd, block)
             except OSError as exc:
                 if exc.errno == errno.ENOSPC:
                     raise UploadError(TRANSIENT, "No space left on server") from None
                 raise UploadError(TRANSIENT, "can't write file %s: %s"
                                   % (name, exc.strerror)) from None
             got += len(block)
-        os.fsync(fd)
+        posix.fsync(fd)
         if cfg.fuh_set_completed_permission is not None:
-            os.fchmod(fd, cfg.fuh_set_completed_permission)
-        os.rename(part, path)
+            posix.fchmod(fd, cfg.fuh_set_completed_permission)
+        posix.rename(part, path)
         log.normal("Uploaded %s (%.0f bytes, offset %.0f) to %s" % (name, nbytes, offset, path))
     except BaseException:
         # A refused upload leaves nothing behind: the .part this request made
         # goes if it is still empty and still ours (bytes received before an
         # error stay, for the client to resume, as BOINC keeps them).
-        if created and locked and _still_named(fd, part) and os.fstat(fd).st_size == 0:
-            os.unlink(part)
+        if created and locked and _still_named(fd, part) and posix.fstat(fd).st_size == 0:
+            posix.unlink(part)
         raise
     finally:
-        os.close(fd)
+        posix.close(fd)
 
 
 def handle_request(cfg, stream, content_length, log, public_key=None, environ=None,
@@ -336,12 +337,12 @@ def handle_request(cfg, stream, content_length, log, public_key=None, environ=No
 
     ``public_key``: the upload key when the caller has it, else read from
     ``resident`` (kept until the key file changes) or from KEY_DIR."""
-    environ = os.environ if environ is None else environ
+    environ = cgi_environ() if environ is None else environ
     inp = _Limited(stream, content_length)
     try:
-        if os.path.exists(cfg.project_path("stop_upload")):
+        if exists(cfg.project_path("stop_upload")):
             raise UploadError(TRANSIENT, "File uploads are temporarily disabled.")
-        if not os.access(cfg.upload_dir, os.W_OK):
+        if not posix.access(cfg.upload_dir, posix.W_OK):
             raise UploadError(TRANSIENT, "upload directory is not writable")
         lines = _read_header(inp)
         for line in lines:
@@ -390,7 +391,7 @@ def handle_request(cfg, stream, content_length, log, public_key=None, environ=No
 def load_upload_key(cfg, resident=None):
     """The project's upload_public key (transient error if unreadable)."""
     from boincpy import crypto
-    path = os.path.join(cfg.key_dir, "upload_public")
+    path = join(cfg.key_dir, "upload_public")
     try:
         key = crypto.read_key(path) if resident is None else resident.key(cfg, "upload_public")
         if key is None:
@@ -434,11 +435,11 @@ def serve(environ, stream, resident, errors=None):
 def cgi_main():
     """Entry point of cgi-bin/file_upload_handler."""
     import sys
-    from boincpy.hot_path import exit_now
+    from boincpy.hot_path import exit_now     # (only the CGI leaves by it)
     from boincpy.resident import Resident
     resident = Resident()
     try:
-        out = serve(os.environ, sys.stdin.buffer, resident, sys.stderr)
+        out = serve(cgi_environ(), sys.stdin.buffer, resident, sys.stderr)
     finally:
         resident.close()
     sys.stdout.buffer.write(out)

@@ -31,7 +31,8 @@ from boincpy.tools.server_mode import cgi_paths
 from tests.sched_env import CLIENT_AUTH, REPO, sched_env  # noqa: F401 (fixture)
 
 # What the interpreter loads before the CGI's first line (python -S): not
-# os, which the scheduler's path does without (boincpy.hot_path.join).
+# os, which the scheduler's and upload handler's paths do without
+# (boincpy.hot_path.join).
 START_UP = {
     "_io", "marshal", "posix", "_frozen_importlib_external", "time", "zipimport", "_codecs",
     "codecs", "encodings.aliases", "encodings", "encodings.utf_8", "_signal", "_abc", "abc",
@@ -80,7 +81,7 @@ SCHEDULER_WORK = SCHEDULER | {
 }
 
 # The upload handler: a file's bytes in, its certificate checked.
-UPLOAD = START_UP | OS | {
+UPLOAD = START_UP | {
     "boincpy", "boincpy.hot_path", "boincpy.upload", "boincpy.cnum", "boincpy.errors", "boincpy.files",
     "boincpy.xml", "boincpy.parsed_config", "boincpy.log", "boincpy.resident",
     "boincpy.proc_types", "_md5", "errno", "fcntl",
