@@ -89,6 +89,18 @@ class Request(Record):
         return cls(method=method, query=_as_lists(get), form=_as_lists(post),
                    environ=dict(environ or {}), **kwargs)
 
+    def database(self, cfg):
+        """(connection, shared) for a page or RPC of this request: the
+        process's connection (:meth:`boincpy.resident.Resident.database`: a
+        classic CGI's over boincpy.db.wire, which loads no client library; a
+        persistent process's kept open from one request to the next), shared
+        and not to be closed by the caller; or, outside a web server (tests),
+        a connection of its own."""
+        if self.resident is not None:
+            return self.resident.database(cfg), True
+        from boincpy.db import connect
+        return connect(cfg), False
+
     # -- parameters -------------------------------------------------------
 
     def get(self, name, default=""):

@@ -92,18 +92,10 @@ class Context:
 
     @property
     def db(self):
-        """The main database (reads that must be current, and all writes): the
-        process's connection (:meth:`boincpy.resident.Resident.database`: a
-        classic CGI's over boincpy.db.wire, which loads no client library,
-        6 ms of every page; a persistent process's kept open from one page to
-        the next), or, outside a web server (tests), a connection of its own."""
+        """The main database (reads that must be current, and all writes):
+        :meth:`boincpy.web.http.Request.database`."""
         if self._db is None:
-            resident = self.req.resident
-            if resident is not None:
-                self._db = resident.database(self.cfg)
-                self._shared = True
-            else:
-                self._db = connect(self.cfg)
+            self._db, self._shared = self.req.database(self.cfg)
         return self._db
 
     @property

@@ -80,14 +80,8 @@ class RpcContext(Record):
         if self._db is None:
             if self.web_stopped():
                 raise RpcError(ERR_PROJECT_DOWN)
-            resident = self.request.resident
             try:
-                if resident is not None:     # the process's connection, kept open
-                    self._db = resident.database(self.cfg)
-                    self._shared = True
-                else:
-                    from boincpy.db import connect
-                    self._db = connect(self.cfg)
+                self._db, self._shared = self.request.database(self.cfg)
             except DatabaseError as exc:
                 log_error("database: %s" % exc)
                 raise RpcError(ERR_DB_CANT_CONNECT) from None
