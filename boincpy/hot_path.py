@@ -74,7 +74,6 @@ CGIS.update(("site_" + family, ("boincpy.web.user.main", "boincpy.web.user." + f
             for family in SITE_FAMILIES)
 
 
-
 def join(directory, *names):
     """``os.path.join`` for the modules of a CGI's request path, which use
     ``posix`` rather than ``os``: a CGI started as ``python -S`` has not
@@ -108,8 +107,10 @@ def cgi_environ():
 
 def absolute(path):
     """``os.path.abspath`` for a CGI's request path (see :func:`join`)."""
+    if not path.startswith("/"):
+        path = join(posix.getcwd(), path)
     parts = []
-    for part in join(posix.getcwd(), path).split("/"):
+    for part in path.split("/"):
         if part == "..":
             if parts:
                 parts.pop()
@@ -118,29 +119,27 @@ def absolute(path):
     return "/" + "/".join(parts)
 
 
+def _file_type(path):
+    """The S_IFMT bits of what ``path`` names (links followed), None if nothing."""
+    try:
+        return posix.stat(path).st_mode & 0o170000
+    except (OSError, ValueError):
+        return None
+
+
 def exists(path):
     """``os.path.exists`` for a CGI's request path (see :func:`join`)."""
-    try:
-        posix.stat(path)
-    except (OSError, ValueError):
-        return False
-    return True
+    return _file_type(path) is not None
 
 
 def is_file(path):
     """``os.path.isfile`` for a CGI's request path (see :func:`join`)."""
-    try:
-        return posix.stat(path).st_mode & 0o170000 == 0o100000
-    except (OSError, ValueError):
-        return False
+    return _file_type(path) == 0o100000
 
 
 def is_dir(path):
     """``os.path.isdir`` for a CGI's request path (see :func:`join`)."""
-    try:
-        return posix.stat(path).st_mode & 0o170000 == 0o040000
-    except (OSError, ValueError):
-        return False
+    return _file_type(path) == 0o040000
 
 
 def real_path(path):
@@ -166,8 +165,7 @@ def _interpreter():
 
 def bundle_path(cgi):
     """Where CGI's bundle lives: the package's __pycache__, by interpreter."""
-    return join(_PACKAGE_DIR, "__pycache__", "hot_path.%s.%s.bundle"
-                        % (cgi, _CACHE_TAG))
+    return join(_PACKAGE_DIR, "__pycache__", "hot_path.%s.%s.bundle" % (cgi, _CACHE_TAG))
 
 
 class _Bundle:
@@ -335,7 +333,7 @@ def _compiled(name):
     and the boincpy modules its body needs first."""
     import ast
     path, is_package = _source(name)
-    st = posix.stat(path)          # before the read: a change after it is seen
+    st = posix.stat(path)       # before the read: a change after it is seen
     with open(path, "rb") as f:
         source = f.read()
     tree = ast.parse(source, path)

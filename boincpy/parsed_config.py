@@ -294,7 +294,7 @@ def snapshot_path(project_dir, aux):
     directory (the CGIs' and the operator's; BOINC's default <tmp_dir>,
     whatever config.xml says, which is not known before the parse)."""
     return join(project_dir, "tmp_" + short_hostname(),
-                        "config.snapshot" if aux else "config_noaux.snapshot")
+                "config.snapshot" if aux else "config_noaux.snapshot")
 
 
 def _complete(key):

@@ -5,8 +5,9 @@ plus copies of the small static tables, in a SysV segment keyed by
 ``<shmem_key>``; every scheduler process maps it, so a request finds work
 without scanning the database.  This module is that segment, as a file in
 shm_open's namespace (``/dev/shm`` on Linux), opened with ``posix.open`` and
-mapped with ``mmap`` (when a slot is read: :class:`JobArray`).  (``multiprocessing.shared_memory`` is not used: its
-resource tracker unlinks segments when the creating process exits.)
+mapped with ``mmap`` (when a slot is read: :class:`JobArray`).
+(``multiprocessing.shared_memory`` is not used: its resource tracker unlinks
+segments when the creating process exits.)
 
 Name: ``/dev/shm/boincpy.<project dir basename>.<shmem_key as 8 hex digits>.
 <crc32 of the project directory's real path>``, so two projects on one

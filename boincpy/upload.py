@@ -39,7 +39,7 @@ import posix     # not os, on a classic CGI's path (boincpy.hot_path.join)
 from boincpy.cnum import strtod
 from boincpy.errors import BoincpyError
 from boincpy.files import dir_hier_path, file_name_fault, log_path
-from boincpy.hot_path import cgi_environ, exists, join
+from boincpy.hot_path import cgi_environ, exists, exit_now, join
 from boincpy.xml import xml_escape
 
 BLOCK_SIZE = 256 * 1024
@@ -196,6 +196,14 @@ def _free_bytes(path):
     return st.f_bavail * st.f_frsize
 
 
+def _size(path):
+    """The size of the file at ``path``, None if there is none to stat."""
+    try:
+        return posix.stat(path).st_size
+    except (OSError, ValueError):
+        return None
+
+
 def _part_path(path):
     cut = path.rfind("/") + 1           # NAME in its directory: .NAME.part
     return path[:cut] + "." + path[cut:] + ".part"
@@ -259,9 +267,10 @@ def receive_file(cfg, info, inp, log):
     if mode is None:
         mode = DEFAULT_INITIAL_PERMISSION
     mode &= ~0o111
-    if exists(path) and posix.stat(path).st_size >= nbytes:
+    have = _size(path)
+    if have is not None and have >= nbytes:
         inp.drain()
-        log.normal("%s is already complete (%d bytes)" % (name, posix.stat(path).st_size))
+        log.normal("%s is already complete (%d bytes)" % (name, have))
         return
     part = _part_path(path)
     if nbytes == 0:
@@ -269,7 +278,8 @@ def receive_file(cfg, info, inp, log):
         return
     if offset >= nbytes:
         # the client believes we have it all (BOINC answers 0 without reading)
-        if exists(part) and posix.stat(part).st_size >= nbytes:
+        have = _size(part)
+        if have is not None and have >= nbytes:
             posix.rename(part, path)
         return
     created = False         # our own empty .part: removed if the upload is refused
@@ -435,7 +445,6 @@ def serve(environ, stream, resident, errors=None):
 def cgi_main():
     """Entry point of cgi-bin/file_upload_handler."""
     import sys
-    from boincpy.hot_path import exit_now     # (only the CGI leaves by it)
     from boincpy.resident import Resident
     resident = Resident()
     try:
