@@ -44,7 +44,7 @@ CGIS = {
         "boincpy.sched.handler", "boincpy.resident", "boincpy.log",
         "boincpy.parsed_config", "boincpy.shmem", "boincpy.db", "boincpy.db.wire",
         "boincpy.db.lite", "boincpy.db.connection", "boincpy.sched.hosts",
-        "boincpy.sched.reports", "boincpy.sched.reply", "boincpy.db.host",
+        "boincpy.sched.reply", "boincpy.db.host",
         "boincpy.db.user", "boincpy.db.host_app_version", "boincpy.db.columns",
         "boincpy.passwords"),
     "upload": (

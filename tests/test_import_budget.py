@@ -55,7 +55,7 @@ SCHEDULER = START_UP | {
     "boincpy.db", "boincpy.db.connection", "boincpy.db.wire", "boincpy.db.lite",
     "boincpy.db.bulk", "boincpy.db.columns", "boincpy.passwords",
     "boincpy.db.host", "boincpy.db.user", "boincpy.db.host_app_version",
-    "boincpy.sched.hosts", "boincpy.sched.reports",
+    "boincpy.sched.hosts",
     # md5, the array (its header and tables read, not mapped)
     "_md5", "fcntl",
     "_struct", "zlib", "_collections", "math",
@@ -67,6 +67,8 @@ SCHEDULER = START_UP | {
 
 # A request that asks for work also loads job choice.
 SCHEDULER_WORK = SCHEDULER | {
+    # the jobs the client holds, checked for abort (send_result_abort)
+    "boincpy.sched.reports",
     "boincpy.db.result", "boincpy.db.workunit", "boincpy.db.assignment",
     "boincpy.sched.plan_class", "boincpy.hrclass", "boincpy.sched.hr", "boincpy.sched.limits",
     "boincpy.sched.prefs", "boincpy.sched.choose", "boincpy.sched.version",

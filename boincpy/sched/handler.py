@@ -585,7 +585,7 @@ def _process_host_and_files(ctx, job_array, blocked, wants_work, have_no_work):
 
 
 def _process_host(ctx, job_array, blocked, wants_work, have_no_work):
-    from boincpy.sched import hosts, reports
+    from boincpy.sched import hosts
     cfg, req, reply, log = ctx.cfg, ctx.request, ctx.reply, ctx.log
     ok_to_send_work = not blocked
     host = ctx.host
@@ -610,10 +610,11 @@ def _process_host(ctx, job_array, blocked, wants_work, have_no_work):
     # host_app_version rows itself, so ours are written before it runs.
     if req.results or ctx.new_day:
         ctx.host_app_versions, hav_orig = _load_host_app_versions(ctx)
-        reports.handle_results(ctx)
+        if req.results or req.file_xfer_results:
+            _reports().handle_results(ctx)
         write_host_app_versions(ctx, hav_orig)
-    else:
-        reports.handle_results(ctx)         # file-transfer pseudo-results only
+    elif req.file_xfer_results:
+        _reports().handle_results(ctx)      # file-transfer pseudo-results only
 
     if not wants_work:
         ok_to_send_work = False
@@ -626,8 +627,8 @@ def _process_host(ctx, job_array, blocked, wants_work, have_no_work):
                 if cfg.debug_send:
                     log.normal("[send] Resent lost jobs, don't send more")
                 ok_to_send_work = False
-        if cfg.send_result_abort:
-            reports.send_result_abort(ctx)
+        if cfg.send_result_abort and req.other_results:
+            _reports().send_result_abort(ctx)
 
     if wants_work:
         reasons = []
@@ -664,11 +665,20 @@ def _process_host(ctx, job_array, blocked, wants_work, have_no_work):
         if reasons and not reply.jobs:
             _explain_no_work(ctx, reasons)
 
-    reports.handle_msgs_from_host(ctx)
+    if req.msgs_from_host:
+        _reports().handle_msgs_from_host(ctx)
     if cfg.msg_to_host:
-        reports.handle_msgs_to_host(ctx)
+        _reports().handle_msgs_to_host(ctx)
     write_transition_times(ctx)
     hosts.write_host(ctx, host_orig)
+
+
+def _reports():
+    """boincpy.sched.reports, loaded by the requests that report something
+    (results, file transfers, trickles, jobs the client holds): a classic
+    CGI's request that reports nothing does without its 26 KB of code."""
+    from boincpy.sched import reports
+    return reports
 
 
 def write_transition_times(ctx):
