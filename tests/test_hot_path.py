@@ -4,6 +4,7 @@ file is its sources' compilation for this interpreter."""
 import json
 import marshal
 import os
+import shutil
 import subprocess
 import sys
 
@@ -32,20 +33,45 @@ print(json.dumps({"took": took, "modules": mods}))
 """
 
 
-def _probe(cgi):
-    env = {"PATH": "/usr/bin:/bin",
-           "PYTHONPATH": os.pathsep.join([REPO] + (cgi_paths(sys.executable) or []))}
-    proc = subprocess.run([sys.executable, "-S", "-c", _PROBE, cgi], env=env,
-                          capture_output=True, text=True, timeout=60)
+def _env(root=REPO):
+    return {"PATH": "/usr/bin:/bin",
+            "PYTHONPATH": os.pathsep.join([root] + (cgi_paths(sys.executable) or []))}
+
+
+def _probe(cgi, root=REPO):
+    """CGI's preload in a fresh interpreter, with boincpy from ROOT."""
+    # (run from ROOT: -c puts the working directory first on the path)
+    proc = subprocess.run([sys.executable, "-S", "-c", _PROBE, cgi], env=_env(root),
+                          cwd=root, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
 
 @pytest.fixture
-def bundle():
-    """The scheduler's bundle, written anew; put back as written after the test."""
+def bundles():
+    """The repository's bundles, written anew (atomically: tests running
+    beside this one in other workers keep reading whole ones)."""
     hot_path.write_bundles()
-    path = hot_path.bundle_path("scheduler")
+
+
+@pytest.fixture(scope="module")
+def package_copy(tmp_path_factory):
+    """A private copy of the boincpy package, with its bundles: the tests
+    that damage a bundle damage this one, never the repository's, which
+    CGIs of tests in other workers (make test runs them in parallel) read."""
+    root = tmp_path_factory.mktemp("package")
+    shutil.copytree(os.path.join(REPO, "boincpy"), root / "boincpy",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    subprocess.run([sys.executable, "-m", "boincpy.hot_path"], env=_env(str(root)),
+                   cwd=str(root), check=True, capture_output=True, timeout=120)
+    return str(root)
+
+
+@pytest.fixture
+def bundle(package_copy):
+    """The copy's scheduler bundle (path, bytes), put back after the test."""
+    path = os.path.join(package_copy, "boincpy", "__pycache__",
+                        os.path.basename(hot_path.bundle_path("scheduler")))
     with open(path, "rb") as f:
         data = f.read()
     yield path, data
@@ -61,7 +87,7 @@ def _rewrite(path, data, change):
 
 
 @pytest.mark.parametrize("cgi", sorted(hot_path.CGIS))
-def test_preloaded_modules_are_what_an_import_gives(bundle, cgi):
+def test_preloaded_modules_are_what_an_import_gives(bundles, cgi):
     probe = _probe(cgi)
     assert probe["took"]
     names = [e[0] for e in hot_path.bundle_entries(cgi)]
@@ -119,27 +145,28 @@ def _gone_source(made_by, entries):
 
 @pytest.mark.parametrize("change", [_stale_source, _other_time, _other_interpreter,
                                     _other_optimization, _gone_source])
-def test_a_bundle_that_is_not_its_sources_is_not_run(bundle, change):
+def test_a_bundle_that_is_not_its_sources_is_not_run(package_copy, bundle, change):
     path, data = bundle
+    assert _probe("scheduler", package_copy)["took"]
     _rewrite(path, data, change)
-    probe = _probe("scheduler")
+    probe = _probe("scheduler", package_copy)
     assert not probe["took"] and probe["modules"] == {"boincpy": probe["modules"]["boincpy"]}
 
 
 @pytest.mark.parametrize("damage", [b"", b"not marshal", None])
-def test_a_damaged_or_missing_bundle_is_not_run(bundle, damage):
+def test_a_damaged_or_missing_bundle_is_not_run(package_copy, bundle, damage):
     path, data = bundle
+    assert _probe("scheduler", package_copy)["took"]
     if damage is None:
         os.unlink(path)
     else:
         with open(path, "wb") as f:
             f.write(damage)
-    assert not _probe("scheduler")["took"]
+    assert not _probe("scheduler", package_copy)["took"]
 
 
-def test_a_traceback_from_a_preloaded_module_shows_its_source(bundle):
-    env = {"PATH": "/usr/bin:/bin",
-           "PYTHONPATH": os.pathsep.join([REPO] + (cgi_paths(sys.executable) or []))}
+def test_a_traceback_from_a_preloaded_module_shows_its_source(bundles):
+    env = _env()
     code = ("from boincpy.hot_path import preload; assert preload('scheduler'); "
             "from boincpy.sched import request; request.parse_request(b'<x')")
     proc = subprocess.run([sys.executable, "-S", "-c", code], env=env,
@@ -186,11 +213,13 @@ def test_the_bundle_leaves_docstrings_out_and_keeps_asserts():
 
 def test_make_project_writes_the_bundles_and_goes_on_when_it_cannot(monkeypatch):
     from boincpy.tools import make_project
-    for cgi in hot_path.CGIS:
-        if os.path.exists(hot_path.bundle_path(cgi)):
-            os.unlink(hot_path.bundle_path(cgi))
+    # each bundle replaced by a new file (not removed first: other workers'
+    # CGIs read them meanwhile)
+    before = {cgi: os.stat(hot_path.bundle_path(cgi)).st_ino
+              for cgi in hot_path.CGIS if os.path.exists(hot_path.bundle_path(cgi))}
     assert make_project.compile_package() is not False
     assert all(os.path.isfile(hot_path.bundle_path(cgi)) for cgi in hot_path.CGIS)
+    assert all(os.stat(hot_path.bundle_path(cgi)).st_ino != ino for cgi, ino in before.items())
     assert _probe("scheduler")["took"]
 
     def refused():
