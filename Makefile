@@ -10,12 +10,15 @@ VENV   ?= .venv
 # package_dir makes it a .pth naming the source tree (no import hook to load
 # at each start); the CGIs, started as python -S, have that path written in
 # by make_project (server_mode.cgi_paths, which also finds an import hook's).
-$(VENV)/bin/python:
-	$(PYTHON) -m venv $(VENV)
+# The stamp follows setup.cfg: a venv made before a dependency was added
+# (pytest-xdist for `make test`) gets it at the next make.
+$(VENV)/.installed: setup.cfg
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $@
 
-venv: $(VENV)/bin/python
+venv: $(VENV)/.installed
 
 # Install what is missing (MariaDB, Apache, BOINC client, headers), then create
 # a demo project with its database, keys, app and jobs.
