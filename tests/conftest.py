@@ -39,7 +39,6 @@ LONGEST_FIRST = (
     "test_site_forged_posts.py",            # 100
     "test_persistent_stream.py",            # 98
     "test_upgrade.py",                      # 97
-    "test_hot_path.py",                     # 97
     "test_persistent.py",                   # 89
     "test_ops_browser.py",                  # 85
     "test_make_project.py",                 # 84
@@ -396,6 +395,16 @@ def made_project(project_factory):
     """A project made by make_project for this test (--test_app, ops password
     set, URLs on a free loopback port); see MadeProject."""
     return project_factory()
+
+
+@pytest.fixture(scope="module")
+def fresh_bundles():
+    """The CGIs' bundles in the repository's package, written anew as
+    make_project writes them (boincpy.hot_path.write_bundles), once per
+    test file; each is replaced atomically, so CGIs of tests running in
+    other workers meanwhile read whole ones."""
+    from boincpy import hot_path
+    hot_path.write_bundles()
 
 
 @pytest.fixture(scope="session")

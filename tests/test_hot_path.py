@@ -47,13 +47,6 @@ def _probe(cgi, root=REPO):
     return json.loads(proc.stdout)
 
 
-@pytest.fixture
-def bundles():
-    """The repository's bundles, written anew (atomically: tests running
-    beside this one in other workers keep reading whole ones)."""
-    hot_path.write_bundles()
-
-
 @pytest.fixture(scope="module")
 def package_copy(tmp_path_factory):
     """A private copy of the boincpy package, with its bundles: the tests
@@ -87,7 +80,7 @@ def _rewrite(path, data, change):
 
 
 @pytest.mark.parametrize("cgi", sorted(hot_path.CGIS))
-def test_preloaded_modules_are_what_an_import_gives(bundles, cgi):
+def test_preloaded_modules_are_what_an_import_gives(fresh_bundles, cgi):
     probe = _probe(cgi)
     assert probe["took"]
     names = [e[0] for e in hot_path.bundle_entries(cgi)]
@@ -165,7 +158,7 @@ def test_a_damaged_or_missing_bundle_is_not_run(package_copy, bundle, damage):
     assert not _probe("scheduler", package_copy)["took"]
 
 
-def test_a_traceback_from_a_preloaded_module_shows_its_source(bundles):
+def test_a_traceback_from_a_preloaded_module_shows_its_source(fresh_bundles):
     env = _env()
     code = ("from boincpy.hot_path import preload; assert preload('scheduler'); "
             "from boincpy.sched import request; request.parse_request(b'<x')")

@@ -122,10 +122,8 @@ exec(compile(open(script).read(), script, "exec"), {"__name__": "__main__", "__f
 """
 
 
-@pytest.fixture(scope="module", autouse=True)
-def bundles():
-    """The CGIs' bundles, as make_project writes them (compile_package)."""
-    hot_path.write_bundles()
+# the CGIs' bundles, as make_project writes them (compile_package)
+pytestmark = pytest.mark.usefixtures("fresh_bundles")
 
 
 def _run_once(script, body, project, extra=None):
