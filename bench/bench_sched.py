@@ -41,7 +41,7 @@ could reach on the machine.
 start-up, imports, configuration, parsing, database, reply), what a
 persistent request costs with no work and none available (round trips,
 statements, CPU microseconds, in process) and the profile of persistent
-requests (cProfile, work sent); ``--memory N`` serves N
+requests (cProfile, no work requested and work sent); ``--memory N`` serves N
 requests in one persistent process and prints its resident set size;
 ``--restart`` restarts Apache and prints the p95 latency of the first 100
 no-work requests after it against that of the next ones (the persistent
@@ -845,9 +845,9 @@ def profile(project, key):
     # what a CGI request imports: its database client is boincpy.db.wire
     # (lite loads MySQLdb._mysql only where wire can't connect)
     # (config.xml's snapshot, boincpy.parsed_config: the parse is not imported)
+    # (not boincpy.sched.reports: a request that reports nothing does not load it)
     imports = ("import boincpy.sched.handler, boincpy.parsed_config, boincpy.log, boincpy.db.lite, "
-               "boincpy.db.wire, boincpy.sched.hosts, boincpy.sched.reports, "
-               "boincpy.sched.reply, boincpy.resident")
+               "boincpy.db.wire, boincpy.sched.hosts, boincpy.sched.reply, boincpy.resident")
     if Feeder.available():
         imports += ", boincpy.shmem"
     # as the CGI starts: python -S, site's paths added (make_project.cgi_paths)
@@ -1003,11 +1003,31 @@ def persistent_costs(project, key, n=1000, blocks=5):
     app.resident.close()
 
 
-def persistent_profile(project, feeder, key, n=200):
-    """cProfile of persistent requests that get a job (warm process), over
-    ``n`` requests so that one slow database round trip does not decide it."""
-    import cProfile
+def _print_profile(prof, title):
     import pstats
+    print("\nProfile of persistent requests (%s; times below are totals over them):" % title)
+    stats = pstats.Stats(prof)
+    stats.sort_stats("cumulative").print_stats(25)
+    stats.sort_stats("tottime").print_stats(15)
+
+
+def persistent_profile(project, feeder, key, n=200):
+    """cProfile of persistent requests in a warm process, with no work
+    requested and getting a job, over ``n`` requests each so that one slow
+    database round trip does not decide it."""
+    import cProfile
+    app, serve = in_process_app(project)
+    reqs = Requests(project, key, want_work=False)
+    for _ in range(len(project.hosts) + 20):     # warm, every host past its first RPC
+        serve(reqs.next())
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(n):
+        serve(reqs.next())
+    prof.disable()
+    _print_profile(prof, "no work requested; in-process, warm; %d requests profiled" % n)
+    app.resident.close()
+
     project.add_jobs(2 * n + 100)
     feeder.start(100)
     feeder.wait_filled(50)
@@ -1026,13 +1046,9 @@ def persistent_profile(project, feeder, key, n=200):
     for _ in range(n):
         jobs += serve(reqs.next()).count(b"<wu_name>")
     prof.disable()
-    print("\nProfile of persistent requests (work sent, 1 job each, 100-slot array; "
-          "in-process, warm; without the profiler %.2f ms wall, %.2f ms CPU a request; "
-          "%d requests profiled, %d jobs sent; times below are totals over them):"
-          % (wall, cpu, n, jobs))
-    stats = pstats.Stats(prof)
-    stats.sort_stats("cumulative").print_stats(25)
-    stats.sort_stats("tottime").print_stats(15)
+    _print_profile(prof, "work sent, 1 job each, 100-slot array; in-process, warm; without "
+                   "the profiler %.2f ms wall, %.2f ms CPU a request; %d requests profiled, "
+                   "%d jobs sent" % (wall, cpu, n, jobs))
     app.resident.close()
 
 
