@@ -28,10 +28,11 @@ any daemon that stops; the last daemon to stop removes the directory.
 """
 
 import errno
-import os
+import posix     # not os: the scheduler rings, on a classic CGI's path (boincpy.hot_path.join)
 import select
 import time
 
+from boincpy.hot_path import join
 from boincpy.shmem import pid_alive, segment_mode_and_group, segment_path
 
 # the names daemons ring each other by
@@ -52,7 +53,7 @@ def ring(cfg, *names):
     (a daemon not running, or a directory we may not read, is no error)."""
     d = bell_dir(cfg)
     try:
-        entries = os.listdir(d)
+        entries = posix.listdir(d)
     except OSError:
         return
     prefixes = tuple(n + "." for n in names)
@@ -60,15 +61,15 @@ def ring(cfg, *names):
         if not entry.startswith(prefixes):
             continue
         try:
-            fd = os.open(os.path.join(d, entry), os.O_WRONLY | os.O_NONBLOCK)
+            fd = posix.open(join(d, entry), posix.O_WRONLY | posix.O_NONBLOCK)
         except OSError:
             continue        # ENXIO: its daemon died; ENOENT: it just left
         try:
-            os.write(fd, b"!")
+            posix.write(fd, b"!")
         except OSError:
             pass            # EAGAIN: full, so already rung
         finally:
-            os.close(fd)
+            posix.close(fd)
 
 
 class Doorbell:
@@ -79,48 +80,48 @@ class Doorbell:
         self.fd = None
         self.dir = bell_dir(cfg)
         mode, gid = segment_mode_and_group(cfg)
-        path = os.path.join(self.dir, "%s.%d" % (name, os.getpid()))
+        path = join(self.dir, "%s.%d" % (name, posix.getpid()))
         for attempt in range(3):
             self._make_dir(mode, gid)
             self._remove_dead(self.dir, name)
             try:
-                os.unlink(path)
+                posix.unlink(path)
             except FileNotFoundError:
                 pass
             try:
-                os.mkfifo(path, 0o600)
+                posix.mkfifo(path, 0o600)
                 break
             except FileNotFoundError:
                 if attempt == 2:        # the last daemon leaving removed the directory
                     raise
         _give_group(path, gid)
-        os.chmod(path, mode)
+        posix.chmod(path, mode)
         # O_RDWR: the pipe always has a writer, so select never sees EOF,
         # and ringers always find a reader
-        self.fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)
+        self.fd = posix.open(path, posix.O_RDWR | posix.O_NONBLOCK)
         self.path = path
 
     def _make_dir(self, mode, gid):
         dir_mode = 0o755 if mode & 0o002 else 0o750
         try:
-            os.mkdir(self.dir, dir_mode)
+            posix.mkdir(self.dir, dir_mode)
         except FileExistsError:
             return
         _give_group(self.dir, gid)
-        os.chmod(self.dir, dir_mode)
+        posix.chmod(self.dir, dir_mode)
 
     @staticmethod
     def _remove_dead(d, name=None):
         """Remove the FIFOs of ``name`` (None: any name) whose process is gone."""
         try:
-            entries = os.listdir(d)
+            entries = posix.listdir(d)
         except OSError:
             return
         for entry in entries:
             base, _, pid = entry.rpartition(".")
             if (name is None or base == name) and pid.isdigit() and not pid_alive(int(pid)):
                 try:
-                    os.unlink(os.path.join(d, entry))
+                    posix.unlink(join(d, entry))
                 except OSError:
                     pass
 
@@ -129,7 +130,7 @@ class Doorbell:
         rung = False
         while True:
             try:
-                data = os.read(self.fd, 4096)
+                data = posix.read(self.fd, 4096)
             except BlockingIOError:
                 return rung
             if not data:
@@ -156,25 +157,25 @@ class Doorbell:
         """Stop listening and remove the FIFO, and the directory if it was
         the last (safe to call twice)."""
         if self.fd is not None:
-            os.close(self.fd)
+            posix.close(self.fd)
             self.fd = None
         if self.path is not None:
             try:
-                os.unlink(self.path)
+                posix.unlink(self.path)
             except OSError:
                 pass
             self.path = None
             self._remove_dead(self.dir)         # of daemons that were killed
             try:
-                os.rmdir(self.dir)
+                posix.rmdir(self.dir)
             except OSError:
                 pass            # other daemons' bells are in it
 
 
 def _give_group(path, gid):
-    if gid is not None and gid != os.getegid():
+    if gid is not None and gid != posix.getegid():
         try:
-            os.chown(path, -1, gid)
+            posix.chown(path, -1, gid)
         except OSError as exc:
             if exc.errno not in (errno.EPERM, errno.EACCES):
                 raise

@@ -25,7 +25,10 @@ the project's owner (whoever can write the package, as for .pyc files) writes
 it: nothing the web server can write is run.
 
 The lists below are the modules every request of each CGI needs;
-tests/test_import_budget.py checks them against what a request loads.  The
+tests/test_import_budget.py checks them against what a request loads.
+Modules only some requests need (the scheduler's reporting and job choice)
+are in the bundle too, marshalled apart: run, and unmarshalled, only when a
+request imports them, each checked against its source then.  The
 web site's CGIs (html/user and html/ops, in classic CGI mode) have one
 bundle per family of pages: a page of the volunteer site imports some 40 of
 boincpy's modules, and from its bundle, with the collector off and no
@@ -45,7 +48,7 @@ CGIS = {
         "boincpy.parsed_config", "boincpy.shmem", "boincpy.db", "boincpy.db.wire",
         "boincpy.db.lite", "boincpy.db.connection", "boincpy.sched.hosts",
         "boincpy.sched.reply", "boincpy.db.host",
-        "boincpy.db.user", "boincpy.db.host_app_version", "boincpy.db.columns",
+        "boincpy.db.user", "boincpy.db.columns",
         "boincpy.passwords"),
     "upload": (
         "boincpy.upload", "boincpy.resident", "boincpy.log",
@@ -72,6 +75,18 @@ SITE_FAMILIES = ("session", "account", "prefs", "tasks", "teams", "news", "profi
 CGIS.update(("site_" + family, ("boincpy.web.user.main", "boincpy.web.user." + family,
                                 "boincpy.db.lite"))
             for family in SITE_FAMILIES)
+
+# Modules some requests of a CGI load and others don't: in its bundle too,
+# with what their bodies import, but run only when a request imports them
+# (the import system finds them there: no search of the path, no .pyc
+# read), and unmarshalled only then.  The scheduler's: what reporting
+# results and getting work load (most of a real project's requests).
+ON_DEMAND = {
+    "scheduler": (
+        "boincpy.sched.reports", "boincpy.sched.send", "boincpy.sched.edf",
+        "boincpy.db.result", "boincpy.db.workunit", "boincpy.db.msg",
+        "boincpy.db.host_app_version", "boincpy.doorbell", "boincpy.rand"),
+}
 
 
 def join(directory, *names):
@@ -160,7 +175,7 @@ _CACHE_TAG = sys.implementation.cache_tag
 def _interpreter():
     """What compiled code depends on: bytecode format and optimization level."""
     external = sys.modules["_frozen_importlib_external"]
-    return ("boincpy hot path 2", external.MAGIC_NUMBER, sys.flags.optimize)
+    return ("boincpy hot path 3", external.MAGIC_NUMBER, sys.flags.optimize)
 
 
 def bundle_path(cgi):
@@ -168,19 +183,33 @@ def bundle_path(cgi):
     return join(_PACKAGE_DIR, "__pycache__", "hot_path.%s.%s.bundle" % (cgi, _CACHE_TAG))
 
 
+def on_demand_path(cgi):
+    """Where the code of CGI's on-demand modules lives (:data:`ON_DEMAND`),
+    beside its bundle: a request that imports none of them does not read it."""
+    return bundle_path(cgi)[:-len("bundle")] + "on_demand"
+
+
 class _Bundle:
     """The bundle's modules as a finder and loader on ``sys.meta_path``: what
     :func:`preload` does not run itself (a module its package's body imports)
     the import system loads from here, in the order it always does."""
 
-    def __init__(self, entries):
+    def __init__(self, entries, on_demand=None, cgi=None):
         self.modules = {name: (path, is_package, code)
                         for name, path, _signature, is_package, code in entries}
+        # the on-demand modules: (token, {name: (path, is_package, signature,
+        # offset, length)}) of their code in the second file, read at the
+        # first import of one of them
+        self.token, self.on_demand = on_demand or (None, {})
+        self.cgi = cgi
+        self.more = None
 
     def find_spec(self, name, path=None, target=None):
         entry = self.modules.get(name)
         if entry is None:
-            return None
+            entry = self._on_demand(name)
+            if entry is None:
+                return None
         # the spec a path import gives (importlib.util.spec_from_file_location),
         # made directly: that function's checks cost more than the module's run
         path, is_package = entry[0], entry[1]
@@ -192,6 +221,29 @@ class _Bundle:
         if is_package:
             spec.submodule_search_locations = [head]
         return spec
+
+    def _on_demand(self, name):
+        """An on-demand module's entry, its code read now; None (the import
+        system then loads its source, as without a bundle) if its source
+        changed or its file is not the one this bundle was written with."""
+        entry = self.on_demand.pop(name, None)
+        if entry is None:
+            return None
+        path, is_package, signature, offset, length = entry
+        try:
+            st = posix.stat(path)
+            if (st.st_size, st.st_mtime_ns) != signature:
+                return None
+            if self.more is None:
+                with open(on_demand_path(self.cgi), "rb") as f:
+                    self.more = f.read()
+            if self.more[:len(self.token)] != self.token:
+                return None             # written with another bundle
+            code = marshal.loads(self.more[offset:offset + length])
+        except (OSError, EOFError, ValueError, TypeError):
+            return None
+        entry = self.modules[name] = (path, is_package, code)
+        return entry
 
     def create_module(self, spec):
         return None
@@ -231,7 +283,7 @@ def preload(cgi):
     try:
         with open(bundle_path(cgi), "rb") as f:
             data = f.read()
-        made_by, entries = marshal.loads(data)
+        made_by, entries, on_demand = marshal.loads(data)
     except (OSError, EOFError, ValueError, TypeError):
         return False
     if made_by != _interpreter():
@@ -243,7 +295,7 @@ def preload(cgi):
             return False
         if (st.st_size, st.st_mtime_ns) != signature:
             return False
-    bundle = _Bundle(entries)
+    bundle = _Bundle(entries, on_demand, cgi)
     sys.meta_path.insert(0, bundle)
     module_from_spec = sys.modules["_frozen_importlib"].module_from_spec
     modules = sys.modules
@@ -345,12 +397,23 @@ def _compiled(name):
 
 
 def bundle_entries(cgi, compiled=None):
-    """CGI's modules, compiled, in an order where each comes after every
-    boincpy module its body imports (and its package).  ``compiled``: a dict
-    of modules already compiled, shared by the bundles written together."""
+    """CGI's preloaded modules, compiled, in an order where each comes after
+    every boincpy module its body imports (and its package).  ``compiled``: a
+    dict of modules already compiled, shared by the bundles written together."""
+    return _ordered(CGIS[cgi], {"boincpy.hot_path"}, compiled)
+
+
+def on_demand_entries(cgi, compiled=None):
+    """CGI's modules run only when imported (:data:`ON_DEMAND`, with the
+    boincpy modules their bodies import that are not preloaded)."""
+    preloaded = {entry[0] for entry in bundle_entries(cgi, compiled)}
+    return _ordered(ON_DEMAND.get(cgi, ()), preloaded | {"boincpy.hot_path"}, compiled)
+
+
+def _ordered(roots, seen, compiled):
+    # (boincpy.hot_path is loaded before any bundle: a page's http.py imports exit_now)
     compiled = {} if compiled is None else compiled
-    # this module is loaded before any bundle (a page's http.py imports exit_now)
-    order, seen = [], {"boincpy.hot_path"}
+    order, seen = [], set(seen)
 
     def visit(name):
         if name in seen:
@@ -363,27 +426,46 @@ def bundle_entries(cgi, compiled=None):
             visit(dep)
         order.append(entry)
 
-    for root in CGIS[cgi]:
+    for root in roots:
         visit(root)
     return order
 
 
+def _write_atomically(path, data):
+    import os
+    tmp = "%s.%d" % (path, os.getpid())
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
 def write_bundles():
-    """Write every CGI's bundle (atomically); the paths written.  Raises
-    OSError when the package's __pycache__ can't be written."""
+    """Write every CGI's bundle, and the code of its on-demand modules
+    (atomically); the paths written.  Raises OSError when the package's
+    __pycache__ can't be written."""
     import os
     written = []
     os.makedirs(os.path.join(_PACKAGE_DIR, "__pycache__"), exist_ok=True)
     compiled = {}
     for cgi in CGIS:
-        path = bundle_path(cgi)
-        data = marshal.dumps((_interpreter(), bundle_entries(cgi, compiled)))
-        tmp = "%s.%d" % (path, os.getpid())
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-        written.append(path)
+        # the on-demand modules' code in a second file, after a token that
+        # the bundle names: a bundle never takes another one's code (the
+        # second file is replaced first: a bundle written before it is refused)
+        token = os.urandom(16)
+        blobs, index = [token], {}
+        offset = len(token)
+        for name, source, signature, is_package, code in on_demand_entries(cgi, compiled):
+            blob = marshal.dumps(code)
+            index[name] = (source, is_package, signature, offset, len(blob))
+            blobs.append(blob)
+            offset += len(blob)
+        if index:
+            _write_atomically(on_demand_path(cgi), b"".join(blobs))
+            written.append(on_demand_path(cgi))
+        _write_atomically(bundle_path(cgi), marshal.dumps(
+            (_interpreter(), bundle_entries(cgi, compiled), (token, index))))
+        written.append(bundle_path(cgi))
     return written
 
 

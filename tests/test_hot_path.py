@@ -60,23 +60,31 @@ def package_copy(tmp_path_factory):
     return str(root)
 
 
+def _in_copy(package_copy, path):
+    return os.path.join(package_copy, "boincpy", "__pycache__", os.path.basename(path))
+
+
 @pytest.fixture
 def bundle(package_copy):
-    """The copy's scheduler bundle (path, bytes), put back after the test."""
-    path = os.path.join(package_copy, "boincpy", "__pycache__",
-                        os.path.basename(hot_path.bundle_path("scheduler")))
-    with open(path, "rb") as f:
-        data = f.read()
-    yield path, data
-    with open(path, "wb") as f:
-        f.write(data)
+    """The copy's scheduler bundle (path, bytes), put back after the test
+    with the code of its on-demand modules."""
+    path = _in_copy(package_copy, hot_path.bundle_path("scheduler"))
+    more = _in_copy(package_copy, hot_path.on_demand_path("scheduler"))
+    kept = {}
+    for name in (path, more):
+        with open(name, "rb") as f:
+            kept[name] = f.read()
+    yield path, kept[path]
+    for name, data in kept.items():
+        with open(name, "wb") as f:
+            f.write(data)
 
 
 def _rewrite(path, data, change):
-    made_by, entries = marshal.loads(data)
+    made_by, entries, on_demand = marshal.loads(data)
     made_by, entries = change(made_by, [list(e) for e in entries])
     with open(path, "wb") as f:
-        f.write(marshal.dumps((made_by, [tuple(e) for e in entries])))
+        f.write(marshal.dumps((made_by, [tuple(e) for e in entries], on_demand)))
 
 
 @pytest.mark.parametrize("cgi", sorted(hot_path.CGIS))
@@ -156,6 +164,95 @@ def test_a_damaged_or_missing_bundle_is_not_run(package_copy, bundle, damage):
         with open(path, "wb") as f:
             f.write(damage)
     assert not _probe("scheduler", package_copy)["took"]
+
+
+# After the preload, the modules named imported as a request would import
+# them: where each came from, and what the import system gave it.
+_PROBE_IMPORTS = """
+import json, sys
+from boincpy.hot_path import preload
+took = preload(sys.argv[1])
+before = set(sys.modules)
+for name in sys.argv[2:]:
+    __import__(name)
+mods = {}
+for name, m in sorted(sys.modules.items()):
+    if name.startswith("boincpy") and name not in before:
+        mods[name] = {"loader": type(m.__spec__.loader).__name__, "file": m.__file__,
+                      "cached": m.__cached__, "package": m.__package__,
+                      "mark": getattr(m, "PROBE_MARK", None)}
+print(json.dumps({"took": took, "before": sorted(before), "modules": mods}))
+"""
+
+
+def _probe_imports(cgi, names, root=REPO):
+    proc = subprocess.run([sys.executable, "-S", "-c", _PROBE_IMPORTS, cgi] + list(names),
+                          env=_env(root), cwd=root, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_on_demand_modules_run_only_when_imported_and_come_from_the_bundle(fresh_bundles):
+    """The scheduler's reporting and job choice: not run by the preload,
+    served from the bundle's second file when a request imports them."""
+    on_demand = [e[0] for e in hot_path.on_demand_entries("scheduler")]
+    assert {"boincpy.sched.send", "boincpy.sched.reports", "boincpy.sched.choose",
+            "boincpy.doorbell", "boincpy.rand"} <= set(on_demand)
+    assert not set(on_demand) & {e[0] for e in hot_path.bundle_entries("scheduler")}
+    probe = _probe_imports("scheduler", ["boincpy.sched.send", "boincpy.sched.reports",
+                                         "boincpy.doorbell"])
+    assert probe["took"] and not set(on_demand) & set(probe["before"])
+    assert {"boincpy.sched.send", "boincpy.sched.reports", "boincpy.sched.choose"} \
+        <= set(probe["modules"])
+    for name, m in probe["modules"].items():
+        assert m["loader"] == "_Bundle", name
+        source = os.path.join(REPO, *name.split(".")) + ".py"
+        assert m["file"] == source and m["package"] == name.rpartition(".")[0]
+        assert m["cached"] == os.path.join(os.path.dirname(source), "__pycache__",
+                                           name.rpartition(".")[2] + "."
+                                           + sys.implementation.cache_tag + ".pyc")
+
+
+def test_a_changed_on_demand_module_is_imported_from_its_source(package_copy, bundle):
+    source = os.path.join(package_copy, "boincpy", "sched", "send.py")
+    with open(source) as f:
+        text = f.read()
+    try:
+        with open(source, "a") as f:
+            f.write("\nPROBE_MARK = 'new'\n")
+        probe = _probe_imports("scheduler", ["boincpy.sched.send"], package_copy)
+        assert probe["took"]                    # the preloaded modules did not change
+        send = probe["modules"]["boincpy.sched.send"]
+        assert send["loader"] == "SourceFileLoader" and send["mark"] == "new"
+        # the others it imports still come from the bundle
+        assert probe["modules"]["boincpy.sched.choose"]["loader"] == "_Bundle"
+    finally:
+        with open(source, "w") as f:
+            f.write(text)
+
+
+@pytest.mark.parametrize("damage", ["token", "missing", "truncated"])
+def test_on_demand_code_not_the_bundles_own_is_not_run(package_copy, bundle, damage):
+    """The second file of another writing (its token), missing or cut short:
+    the modules are imported from their sources, and work."""
+    more = _in_copy(package_copy, hot_path.on_demand_path("scheduler"))
+    with open(more, "rb") as f:
+        data = f.read()
+    if damage == "missing":
+        os.unlink(more)
+    else:
+        with open(more, "wb") as f:
+            f.write(bytes(16) + data[16:] if damage == "token" else data[:len(data) // 2])
+    probe = _probe_imports("scheduler", ["boincpy.sched.send", "boincpy.sched.reports"],
+                           package_copy)
+    assert probe["took"]
+    loaders = {name: m["loader"] for name, m in probe["modules"].items()}
+    if damage == "truncated":
+        # what lies before the cut is whole and the bundle's: only the rest is refused
+        assert "SourceFileLoader" in loaders.values(), loaders
+    else:
+        assert set(loaders.values()) == {"SourceFileLoader"}, loaders
 
 
 def test_a_traceback_from_a_preloaded_module_shows_its_source(fresh_bundles):

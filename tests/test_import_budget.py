@@ -54,8 +54,11 @@ SCHEDULER = START_UP | {
     "boincpy.sched.request", "boincpy.sched.handler",
     "boincpy.db", "boincpy.db.connection", "boincpy.db.wire", "boincpy.db.lite",
     "boincpy.db.bulk", "boincpy.db.columns", "boincpy.passwords",
-    "boincpy.db.host", "boincpy.db.user", "boincpy.db.host_app_version",
+    "boincpy.db.host", "boincpy.db.user",
     "boincpy.sched.hosts",
+    # a host's first request of the day reads its host_app_version rows (an
+    # on-demand module of the bundle: the later requests of the day don't)
+    "boincpy.db.host_app_version",
     # md5, the array (its header and tables read, not mapped)
     "_md5", "fcntl",
     "_struct", "zlib", "_collections", "math",
@@ -65,7 +68,9 @@ SCHEDULER = START_UP | {
     "_operator",
 }
 
-# A request that asks for work also loads job choice.
+# A request that asks for work also loads job choice, from the bundle's
+# on-demand modules (boincpy.hot_path.ON_DEMAND).  Not os, nor random (which
+# imports os, warnings, bisect: boincpy.rand has what job choice needs).
 SCHEDULER_WORK = SCHEDULER | {
     # the jobs the client holds, checked for abort (send_result_abort)
     "boincpy.sched.reports",
@@ -73,12 +78,10 @@ SCHEDULER_WORK = SCHEDULER | {
     "boincpy.sched.plan_class", "boincpy.hrclass", "boincpy.sched.hr", "boincpy.sched.limits",
     "boincpy.sched.prefs", "boincpy.sched.choose", "boincpy.sched.version",
     "boincpy.sched.assign", "boincpy.sched.check", "boincpy.sched.score",
-    "boincpy.sched.send", "boincpy.doorbell",
+    "boincpy.sched.send", "boincpy.doorbell", "boincpy.rand",
     # the array's slots, mapped
     "mmap",
-    # random.Random(hostid) for the quota day (sched_shmem's rpc_day_offset);
-    # random imports os
-    *OS, "warnings", "_operator", "operator", "_bisect", "bisect", "_sha512", "random", "itertools",
+    # the feeder's doorbell (boincpy.doorbell: errno and select, built in)
     "errno", "select",
 }
 
@@ -93,7 +96,7 @@ UPLOAD = START_UP | {
 }
 
 
-def _run(script, body, project, extra=None):
+def _run(script, body, project, extra=None, loaders=None):
     """Run SCRIPT (cgi-bin/cgi, html/user/home.php ...) on ``body`` as Apache would, after an empty request
     (which leaves the project's config snapshot); its reply and
     {module: self import time in µs}."""
@@ -103,7 +106,7 @@ def _run(script, body, project, extra=None):
     # (the pages read config.xml without config_aux.xml, as BOINC's PHP does)
     assert (tmp / ("config_noaux.snapshot" if script.startswith("html/")
                    else "config.snapshot")).is_file()
-    return _run_once(script, body, project, extra)
+    return _run_once(script, body, project, extra, loaders)
 
 
 # The CGI as Apache runs it, telling what it loaded as it leaves (it ends
@@ -113,6 +116,9 @@ import posix, sys
 leave = posix._exit
 def tell(status=0):
     sys.stderr.write("\\nloaded: %s\\n" % " ".join(sorted(sys.modules)))
+    sys.stderr.write("\\nloaders: %s\\n" % " ".join(
+        "%s=%s" % (name, type(m.__spec__.loader).__name__)
+        for name, m in sorted(sys.modules.items()) if name.startswith("boincpy.")))
     sys.stderr.flush()
     leave(status)
 posix._exit = tell
@@ -126,9 +132,10 @@ exec(compile(open(script).read(), script, "exec"), {"__name__": "__main__", "__f
 pytestmark = pytest.mark.usefixtures("fresh_bundles")
 
 
-def _run_once(script, body, project, extra=None):
+def _run_once(script, body, project, extra=None, loaders=None):
     """SCRIPT run once on ``body``: its reply and {module it loaded:
-    self import time in µs, or None if its bundle ran it}."""
+    self import time in µs, or None if its bundle ran it}; ``loaders``, a
+    dict, gets each boincpy module's loader (the class's name)."""
     env = {"PATH": "/usr/bin:/bin", "BOINC_PROJECT_DIR": str(project),
            "REQUEST_METHOD": "POST", "CONTENT_LENGTH": str(len(body)),
            "PYTHONPATH": os.pathsep.join([REPO] + (cgi_paths(sys.executable) or []))}
@@ -145,6 +152,8 @@ def _run_once(script, body, project, extra=None):
             timed[name.strip()] = int(self_us)
         elif line.startswith("loaded: "):
             loaded = line[len("loaded: "):].split()
+        elif line.startswith("loaders: ") and loaders is not None:
+            loaders.update(pair.split("=") for pair in line[len("loaders: "):].split())
     assert loaded, proc.stderr.decode(errors="replace")[-2000:]
     # the interpreter's own, and the wrapper's -c
     loaded = set(loaded) - {"sys", "builtins", "_frozen_importlib", "_imp", "_thread",
@@ -178,15 +187,20 @@ def _left_to_their_package(cgi):
 def test_scheduler_request_without_work_stays_in_budget(sched_env):
     sched_env.job_array(refill=True)
     body = SchedulerRequest(CLIENT_AUTH).xml().encode()
-    reply, loaded = _run("cgi-bin/cgi", body, sched_env.root)
+    loaders = {}
+    reply, loaded = _run("cgi-bin/cgi", body, sched_env.root, loaders=loaders)
     assert b"<userid>" in reply           # it went through the database
     assert set(loaded) <= SCHEDULER, _over(loaded, SCHEDULER)
     # and the budget is not stale: the request path really is this
     assert {"boincpy.db.wire", "boincpy.sched.hosts", "boincpy.shmem"} <= set(loaded)
     assert "boincpy.sched.send" not in loaded
-    # every boincpy module came from the bundle (boincpy.hot_path), and the
-    # bundle holds nothing the request does not load
-    assert _through_the_import_system(loaded) <= _left_to_their_package("scheduler") | BEFORE_THE_BUNDLE
+    # every boincpy module came from the bundle (boincpy.hot_path): run by its
+    # preload, or imported from it (an on-demand module, or one its package's
+    # body imports), and the preload runs nothing the request does not load
+    assert {m for m, loader in loaders.items() if loader != "_Bundle"} <= BEFORE_THE_BUNDLE
+    on_demand = {e[0] for e in hot_path.on_demand_entries("scheduler")}
+    assert (_through_the_import_system(loaded) - on_demand
+            <= _left_to_their_package("scheduler") | BEFORE_THE_BUNDLE)
     assert {e[0] for e in hot_path.bundle_entries("scheduler")} <= set(loaded)
 
 
@@ -194,9 +208,14 @@ def test_scheduler_request_that_gets_a_job_stays_in_budget(sched_env):
     sched_env.add_job("budget_wu")
     sched_env.job_array(refill=True)
     body = SchedulerRequest(CLIENT_AUTH, work_req_seconds=3600).xml().encode()
-    reply, loaded = _run("cgi-bin/cgi", body, sched_env.root)
+    loaders = {}
+    reply, loaded = _run("cgi-bin/cgi", body, sched_env.root, loaders=loaders)
     assert b"<result>" in reply and b"budget_wu" in reply
     assert set(loaded) <= SCHEDULER_WORK, _over(loaded, SCHEDULER_WORK)
+    # job choice came from the bundle too (its on-demand modules): no boincpy
+    # module was looked for along the path or read from its .pyc
+    assert "boincpy.sched.send" in loaders
+    assert {m for m, loader in loaders.items() if loader != "_Bundle"} <= BEFORE_THE_BUNDLE
     for heavy in ("re", "dataclasses", "inspect", "enum", "lxml", "MySQLdb", "hashlib",
                   "cryptography", "datetime", "decimal"):
         assert heavy not in loaded

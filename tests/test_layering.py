@@ -12,7 +12,7 @@ PACKAGE = pathlib.Path(__file__).resolve().parent.parent / "boincpy"
 FLOORS = {
     "boincpy": 0, "boincpy.states": 1, "boincpy.errors": 1, "boincpy.log": 1,
     "boincpy.xml": 1, "boincpy.error_numbers": 1, "boincpy.cli": 1, "boincpy.cnum": 1,
-    "boincpy.proc_types": 1, "boincpy.hot_path": 1,
+    "boincpy.proc_types": 1, "boincpy.hot_path": 1, "boincpy.rand": 1,
     "boincpy.config": 2, "boincpy.parsed_config": 2, "boincpy.crypto": 2, "boincpy.passwords": 2, "boincpy.files": 2,
     "boincpy.mail": 2,
     "boincpy.db": 3, "boincpy.db.result": 3, "boincpy.db.workunit": 3, "boincpy.db.host": 3,

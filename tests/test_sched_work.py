@@ -114,7 +114,7 @@ def test_reference_job_replies_with_the_real_feeder_and_job_choice(ref_env, feed
     """The reference server's replies 01-03, made by feeder + job choice + handler,
     equal the C++ ones byte for byte (deadlines aside: they depend on the clock).
     Job choice scans from a random slot: both orders are run."""
-    monkeypatch.setattr(send.random, "randrange", lambda n: start_slot % n)
+    monkeypatch.setattr(send.rand, "randrange", lambda n: start_slot % n)
     env = ref_env
     env.execute("DELETE FROM host")
     env.execute("ALTER TABLE host AUTO_INCREMENT = 1")

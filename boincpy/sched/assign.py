@@ -4,8 +4,8 @@
 (:func:`send_assigned_job`).
 """
 
-import random
 import time
+from boincpy import rand
 from boincpy.db.assignment import delete_assignment
 from boincpy.db.result import insert_result
 from boincpy.db.workunit import set_timeout_transition_time
@@ -87,7 +87,7 @@ def _create_result(work, wu):
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
-        xml = process_result_template(text, name, work.cfg, rand=random.getrandbits(31),
+        xml = process_result_template(text, name, work.cfg, rand=rand.getrandbits(31),
                                       path=template_file)
     except (OSError, BoincpyError) as exc:
         work.log.critical("[WU#%d %s] create_result(): %s"
@@ -98,7 +98,7 @@ def _create_result(work, wu):
         size_class = -1
     state = SERVER_STATE_UNSENT if size_class < 0 else SERVER_STATE_INACTIVE
     rid = insert_result(work.db, int(time.time()), wu["id"], state, name, xml, wu["batch"],
-                        random.getrandbits(31), wu["appid"], wu["priority"], size_class)
+                        rand.getrandbits(31), wu["appid"], wu["priority"], size_class)
     return work.db.query_one("SELECT * FROM result WHERE id = %s", (rid,))
 
 

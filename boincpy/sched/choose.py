@@ -38,11 +38,10 @@ What this module holds:
   score term is :func:`boincpy.sched.score.locality_lite_score`).
 """
 
-import os
-import random
+import posix     # not os, on a classic CGI's path (boincpy.hot_path.join)
 import time
 
-from boincpy import shmem
+from boincpy import rand, shmem
 from boincpy.db.host_app_version import add_jobs_today, host_rows, record_jobs_sent
 from boincpy.db.result import mark_result_sent
 from boincpy.db.workunit import commit_on_send, replicate_workunit
@@ -122,7 +121,7 @@ class Work:
         self.hostid = self.host.get("id", 0) or 0
         self.userid = self.user.get("id", 0) or 0
         self.now = int(ctx.now or time.time())
-        self.pid = os.getpid()
+        self.pid = posix.getpid()
         self.req_secs = [0.0] * NPROC_TYPES
         self.req_instances = [0.0] * NPROC_TYPES
         self.est_delay = [0.0] * NPROC_TYPES
@@ -410,7 +409,7 @@ def _load_host_app_versions(work):
     last = work.ctx.last_rpc_time
     if last is None:
         last = work.host.get("rpc_time", 0) or 0
-    offset = random.Random(work.hostid).random() * 86400
+    offset = rand.seeded(work.hostid).random() * 86400
     new_day = _day_of_year(last, offset) != _day_of_year(work.now, offset)
     is_linuxish = any(w in (work.hinfo.os_name or "") for w in ("Windows", "Linux")) or (
         "Darwin" in (work.hinfo.os_name or "") and "Power Macintosh" not in work.hinfo.p_vendor)
@@ -477,7 +476,7 @@ def _trusted(work, hav):
             debug("[send] set_trust: cons valid %d < %d, don't use single replication"
                   % (cv, CONS_VALID_UNREPLICATED))
         return False
-    trusted = random.random() > 1.0 / cv
+    trusted = rand.drand() > 1.0 / cv
     if debug:
         debug("[send] set_trust: random choice for cons valid %d: %s"
               % (cv, "yes" if trusted else "no"))

@@ -250,8 +250,8 @@ def _process_retrying_deadlocks(ctx, body, job_array):
         finally:
             if ctx.db is not None and ctx.resident is None:
                 ctx.db.close()
-        import random           # only here: the module costs every CGI request its import
-        time.sleep(random.uniform(*_RETRY_WAITS[attempt - 1]))
+        from boincpy import rand      # only here: no request that goes through pays for it
+        time.sleep(rand.uniform(*_RETRY_WAITS[attempt - 1]))
         again = SchedContext(cfg=ctx.cfg, log=ctx.log, now=ctx.now, environ=ctx.environ,
                              code_sign_key=ctx.code_sign_key)
         again.resident = ctx.resident

@@ -45,9 +45,9 @@ the slow-host file pattern (disabled in BOINC too); decrement_disk_space_
 locality (BOINC never calls it) and debug_sched's request/reply dumps.
 """
 
-import random
 import time
 
+from boincpy import rand
 from boincpy.db import triggers
 from boincpy.error_numbers import error_code
 from boincpy.sched.check import infeasible_fast
@@ -211,7 +211,7 @@ def working_set_filename(work):
         work.log.critical("get_working_set_filename(fasthost): pattern not found "
                           "(file list empty)")
         return None
-    i = random.randrange(len(names))
+    i = rand.randrange(len(names))
     names[i], names[-1] = names[-1], names[i]
     name = names.pop()
     _log(work, "get_working_set_filename(fasthost): returning %s" % name)
@@ -367,7 +367,7 @@ def send_new_file_work(work):
     timeout = work.cfg.locality_scheduling_send_timeout
     while locality_work_needed(work):
         end = int(time.time()) - timeout // 2
-        start = end - int(0.5 * random.random() * timeout)
+        start = end - int(0.5 * rand.drand() * timeout)
         _log(work, "send_new_file_work(): try to send old work")
         if _is_fatal(send_old_work(work, start, end)):
             return
@@ -449,7 +449,7 @@ def _send_work_locality(work, loc):
     if cfg.locality_scheduling_sorted_order:
         files.sort()
     elif files:
-        j = random.randrange(len(files))
+        j = rand.randrange(len(files))
         files = files[j:] + files[:j]
     for name in files:
         if not locality_work_needed(work):
@@ -471,7 +471,7 @@ def send_mixed(work, send_other):
     else the array scan first (``send_other``, BOINC's send_work_old), each
     starting with the 'insufficient' flags clear; a flag stays set only if
     both set it."""
-    first_locality = random.random() < work.cfg.locality_scheduler_fraction
+    first_locality = rand.drand() < work.cfg.locality_scheduler_fraction
     steps = [(send_work_locality, "locality"), (send_other, "non-locality")]
     if not first_locality:
         steps.reverse()

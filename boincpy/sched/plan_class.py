@@ -18,11 +18,12 @@ The scheduler is a classic CGI: this module imports only ``os``, ``re`` and
 present (cached per process by mtime and size).
 """
 
-import os
-import random
+import posix     # not os, on a classic CGI's path (boincpy.hot_path.join)
 
+from boincpy import rand
 from boincpy.cnum import atoi, strtod
 from boincpy.errors import BoincpyError
+from boincpy.hot_path import join
 from boincpy.xml import parse_bool, xml_unescape
 from boincpy.xml.scan import CDATA, TAG, Scanner, leaf_text, leaves
 from boincpy.proc_types import (PROC_AMD, PROC_APPLE, PROC_CPU, PROC_INTEL, PROC_NVIDIA,
@@ -516,9 +517,9 @@ def load_specs(project_dir):
     """The project's plan classes: None when it has no plan_class_spec.xml,
     else {name: spec}; a bad file gives a PlanClassSpecError (returned, not
     raised, so the caller logs it once and refuses).  Cached by mtime/size."""
-    path = os.path.join(project_dir, SPEC_FILE)
+    path = join(project_dir, SPEC_FILE)
     try:
-        st = os.stat(path)
+        st = posix.stat(path)
     except OSError:
         return None
     hit = _cache.get(path)
@@ -641,7 +642,7 @@ def _check_spec(s, ph, wu):
 def _check_host(s, ph, wu):
     """Why the host, its client or the job rule the class out (None: they don't)."""
     h = ph.host
-    if s.infeasible_random and random.random() < s.infeasible_random:
+    if s.infeasible_random and rand.drand() < s.infeasible_random:
         return "refused this request at random (infeasible_random)"
     if s.user_id and ph.user_id != s.user_id:
         return "is only for user #%d" % s.user_id

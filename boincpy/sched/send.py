@@ -46,8 +46,8 @@ feasibility hook (:func:`boincpy.sched.check.infeasible_custom`).
 """
 
 import math
-import random
 
+from boincpy import rand
 from boincpy.db.result import expire_result
 from boincpy.proc_types import NPROC_TYPES, PROC_TYPE_NAMES
 from boincpy.sched import plan_class
@@ -118,7 +118,7 @@ def _scan_type(work, rt):
             work.req_secs[pt] = work.req_instances[pt] = 0.0
     n = ja.nslots
     full = n <= FULL_SCAN_SLOTS or ja.n_high_priority > 0
-    start = random.randrange(n)
+    start = rand.randrange(n)
     pos = 0
     seq = 0
     stop = False
@@ -427,7 +427,7 @@ def _scan_work_array(work, p):
     ja = work.ja
     debug = work.cfg.debug_send_job
     n = ja.nslots
-    start = random.randrange(n)
+    start = rand.randrange(n)
     for j in range(n):
         i = (start + j) % n
         if debug:

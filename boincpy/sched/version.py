@@ -9,8 +9,7 @@ usage (the project's plan_class_spec.xml, read once per request by
 :func:`plan_class_specs`, else BOINC's built-in classes).
 """
 
-import random
-
+from boincpy import rand
 from boincpy.proc_types import PROC_TYPE_NAMES
 from boincpy.sched import plan_class
 from boincpy.sched.choose import BestVersion, GIGA, MIN_HOST_SAMPLES, daily_quota_exceeded
@@ -221,10 +220,10 @@ def _get_app_version_platforms(work, wu, app, need64, check_req, reliable_only):
                 _estimate_flops(work, usage, av, hav)
                 usage.projected_flops = (usage.projected_flops * (n - 1) + old) / n
                 if (hav["pfc_n"] == 0 and hav["max_jobs_per_day"] == 1
-                        and hav["consecutive_valid"] == 0 and random.random() > 0.01):
+                        and hav["consecutive_valid"] == 0 and rand.drand() > 0.01):
                     usage.projected_flops *= 0.01       # this version keeps failing here
             if cfg.version_select_random_factor:
-                r = max(r + cfg.version_select_random_factor * random.gauss(0.0, 1.0) / n, 0.1)
+                r = max(r + cfg.version_select_random_factor * rand.gauss(0.0, 1.0) / n, 0.1)
             if r * usage.projected_flops > best_flops:
                 usage.projected_flops *= r
                 best_flops = usage.projected_flops
