@@ -444,24 +444,27 @@ def write_bundles():
     """Write every CGI's bundle, and the code of its on-demand modules
     (atomically); the paths written.  Raises OSError when the package's
     __pycache__ can't be written."""
+    import hashlib
     import os
     written = []
     os.makedirs(os.path.join(_PACKAGE_DIR, "__pycache__"), exist_ok=True)
     compiled = {}
     for cgi in CGIS:
         # the on-demand modules' code in a second file, after a token that
-        # the bundle names: a bundle never takes another one's code (the
-        # second file is replaced first: a bundle written before it is refused)
-        token = os.urandom(16)
-        blobs, index = [token], {}
+        # the bundle names: a bundle never takes another writing's code.  The
+        # token is the code's digest, so writing the same sources again (each
+        # make_project does) gives the same file, and a CGI that read the
+        # bundle just before still finds its own code after
+        entries = on_demand_entries(cgi, compiled)
+        blobs = [marshal.dumps(code) for _name, _source, _sig, _is_package, code in entries]
+        token = hashlib.sha256(b"".join(blobs)).digest()[:16]
+        index = {}
         offset = len(token)
-        for name, source, signature, is_package, code in on_demand_entries(cgi, compiled):
-            blob = marshal.dumps(code)
+        for (name, source, signature, is_package, _code), blob in zip(entries, blobs):
             index[name] = (source, is_package, signature, offset, len(blob))
-            blobs.append(blob)
             offset += len(blob)
         if index:
-            _write_atomically(on_demand_path(cgi), b"".join(blobs))
+            _write_atomically(on_demand_path(cgi), b"".join([token] + blobs))
             written.append(on_demand_path(cgi))
         _write_atomically(bundle_path(cgi), marshal.dumps(
             (_interpreter(), bundle_entries(cgi, compiled), (token, index))))

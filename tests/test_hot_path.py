@@ -1,6 +1,7 @@
 """boincpy.hot_path: a CGI's modules from one compiled file, only while that
 file is its sources' compilation for this interpreter."""
 
+import contextlib
 import json
 import marshal
 import os
@@ -214,22 +215,55 @@ def test_on_demand_modules_run_only_when_imported_and_come_from_the_bundle(fresh
                                            + sys.implementation.cache_tag + ".pyc")
 
 
-def test_a_changed_on_demand_module_is_imported_from_its_source(package_copy, bundle):
-    source = os.path.join(package_copy, "boincpy", "sched", "send.py")
+@contextlib.contextmanager
+def _marked(package_copy, module):
+    """The copy's source of MODULE with a line PROBE_MARK = 'new' added;
+    put back as it was after (its text and its modification time, which the
+    copy's bundle records)."""
+    source = os.path.join(package_copy, *module.split(".")) + ".py"
+    st = os.stat(source)
     with open(source) as f:
         text = f.read()
     try:
         with open(source, "a") as f:
             f.write("\nPROBE_MARK = 'new'\n")
-        probe = _probe_imports("scheduler", ["boincpy.sched.send"], package_copy)
-        assert probe["took"]                    # the preloaded modules did not change
-        send = probe["modules"]["boincpy.sched.send"]
-        assert send["loader"] == "SourceFileLoader" and send["mark"] == "new"
-        # the others it imports still come from the bundle
-        assert probe["modules"]["boincpy.sched.choose"]["loader"] == "_Bundle"
+        yield
     finally:
         with open(source, "w") as f:
             f.write(text)
+        os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def test_a_changed_on_demand_module_is_imported_from_its_source(package_copy, bundle):
+    with _marked(package_copy, "boincpy.sched.send"):
+        probe = _probe_imports("scheduler", ["boincpy.sched.send"], package_copy)
+    assert probe["took"]                    # the preloaded modules did not change
+    send = probe["modules"]["boincpy.sched.send"]
+    assert send["loader"] == "SourceFileLoader" and send["mark"] == "new"
+    # the others it imports still come from the bundle
+    assert probe["modules"]["boincpy.sched.choose"]["loader"] == "_Bundle"
+
+
+def test_writing_the_same_sources_again_keeps_the_on_demand_code(package_copy, bundle):
+    """Each make_project writes the bundles again: with the sources unchanged
+    the second file is the same (its token is its code's digest), so a CGI
+    that read its bundle just before the writing still finds its own code."""
+    more = _in_copy(package_copy, hot_path.on_demand_path("scheduler"))
+    with open(more, "rb") as f:
+        before = f.read()
+    subprocess.run([sys.executable, "-m", "boincpy.hot_path"], env=_env(package_copy),
+                   cwd=package_copy, check=True, capture_output=True, timeout=120)
+    with open(more, "rb") as f:
+        assert f.read() == before
+    # and changed code gets another token, and is what the bundle serves
+    with _marked(package_copy, "boincpy.sched.reports"):
+        subprocess.run([sys.executable, "-m", "boincpy.hot_path"], env=_env(package_copy),
+                       cwd=package_copy, check=True, capture_output=True, timeout=120)
+        with open(more, "rb") as f:
+            assert f.read()[:16] != before[:16]
+        reports = _probe_imports("scheduler", ["boincpy.sched.reports"], package_copy)[
+            "modules"]["boincpy.sched.reports"]
+        assert (reports["loader"], reports["mark"]) == ("_Bundle", "new")
 
 
 @pytest.mark.parametrize("damage", ["token", "missing", "truncated"])
