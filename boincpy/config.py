@@ -41,7 +41,7 @@ from boincpy.parsed_config import (  # noqa: F401
     CONFIG_AUX_FILE, CONFIG_FILE, Config, DaemonSpec, JobLimitSpec, JobLimitsSpec, RscJobLimit,
     TaskSpec, command_basename, find_project_dir, format_period, non_option_values,
     parse_period, short_hostname)
-from boincpy.xml import parse_bool, xml_escape
+from boincpy.xml import MAX_DEPTH, parse_bool, xml_escape
 
 
 # ---------------------------------------------------------------------------
@@ -699,6 +699,10 @@ def _parse_tree(data, path):
     stack = []
 
     def start(tag, attrs):
+        if len(stack) >= MAX_DEPTH:
+            # (the serialisers of unknown options recurse: refused before Python's stack is)
+            raise ConfigError("%s line %d: elements nested more than %d deep"
+                              % (path, parser.CurrentLineNumber, MAX_DEPTH))
         node = [tag, attrs, parser.CurrentLineNumber, [], [], []]
         if stack:
             stack[-1][4].append(node)

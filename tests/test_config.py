@@ -351,6 +351,31 @@ def test_malformed_xml_names_file_and_line(tmp_path):
     assert "malformed XML" in str(info.value)
 
 
+def test_elements_nested_too_deep_are_refused_with_the_line(tmp_path):
+    """An unknown option holding elements is kept as written (its inner XML,
+    rebuilt by a recursive reader): nested deeper than any writer nests, the
+    file is refused with its line, not a RecursionError (found by the fuzz
+    test of the config reader)."""
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "cgi-bin").mkdir()
+    deep = "<a>" * 2000 + "z" + "</a>" * 2000
+    (project / "config.xml").write_text(
+        "<boinc>\n<config>\n<db_name>x</db_name>\n<my_option>\n%s\n</my_option>\n"
+        "</config>\n</boinc>\n" % deep)
+    with pytest.raises(ConfigError) as info:
+        load_config(project)
+    assert str(project / "config.xml") in str(info.value)
+    assert "line 5" in str(info.value) and "nested more than 64 deep" in str(info.value)
+    # as deep as an option may be: kept
+    kept = "<a>" * 60 + "z" + "</a>" * 60
+    (project / "config.xml").write_text(
+        "<boinc>\n<config>\n<db_name>x</db_name>\n<my_option>%s</my_option>\n"
+        "</config>\n</boinc>\n" % kept)
+    with pytest.warns(Warning):
+        assert load_config(project).unknown["my_option"] == kept
+
+
 def test_wrong_root_or_missing_config(tmp_path):
     project = tmp_path / "p"
     project.mkdir()

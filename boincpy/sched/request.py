@@ -24,7 +24,7 @@ from boincpy.cnum import atof, strtod as c_strtod, strtol as c_strtol
 from boincpy.errors import BoincpyError
 from boincpy.proc_types import PROC_AMD, PROC_APPLE, PROC_CPU, PROC_INTEL, PROC_NVIDIA
 from boincpy.record import Record, factory
-from boincpy.xml import parse_bool, xml_unescape
+from boincpy.xml import MAX_DEPTH, parse_bool, xml_unescape
 from boincpy.xml.scan import CDATA, TAG, Scanner
 
 COPROC_TAGS = {"coproc_cuda": PROC_NVIDIA, "coproc_ati": PROC_AMD,
@@ -36,10 +36,6 @@ COPROC_TYPE_NAMES = {"NVIDIA": PROC_NVIDIA, "CUDA": PROC_NVIDIA, "ATI": PROC_AMD
 # variety a char[256] (safe_strcpy: at most one byte less).
 MSG_FROM_HOST_MAX_XML = 262143
 MSG_VARIETY_MAX = 255
-
-
-# No client nests elements this deep; deeper is refused before Python's stack is.
-MAX_DEPTH = 64
 
 # db/boinc_db_types.h: a BLOB column's buffer in BOINC's structures (result.xml_doc_out)
 BLOB_SIZE = 65536

@@ -9,6 +9,11 @@ replies, web RPC replies, config.xml, templates) or HTML (the pages go through
 Kept import-free: the scheduler CGI loads it on every request.
 """
 
+# How deep elements may nest in a document from outside (a scheduler request,
+# config.xml): no writer nests this deep, and deeper is refused, with the
+# line, before a recursive reader exhausts Python's stack.
+MAX_DEPTH = 64
+
 
 def _boinc_bytes(data):
     """BOINC's xml_escape (lib/parse.cpp) on bytes."""
