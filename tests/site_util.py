@@ -22,7 +22,6 @@ import io
 import os
 import re
 import secrets
-import socket
 import time
 import urllib.error
 import urllib.parse
@@ -32,6 +31,8 @@ from html.parser import HTMLParser
 from http.cookies import SimpleCookie
 
 import MySQLdb
+
+from boincpy.tools.httpd import free_port
 
 
 # ---------------------------------------------------------------------------
@@ -109,13 +110,6 @@ def smtp_options(port):
 
 # ---------------------------------------------------------------------------
 # A real SMTP server
-
-def free_port():
-    """A TCP port on 127.0.0.1 nobody listens on (now)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 class Mailbox:
     """aiosmtpd on 127.0.0.1 (``port``); ``messages`` are [(recipients,

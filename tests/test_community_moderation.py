@@ -21,11 +21,11 @@ import pytest
 from boincpy.config import load_config
 from boincpy.db import forum as forum_db
 from boincpy.web import accounts, recaptcha
+from boincpy.tools.httpd import free_port
 from boincpy.web.http import Request
 from boincpy.web.user import moderation
 from site_util import add_config as _set_config
 from site_util import call, mailing_project, numbered_user, ok, one, q
-from site_util import free_port as _free_port
 from site_util import token_of as token
 
 HOSTILE = '<script>alert("x")</script><b>bold</b>'
@@ -554,7 +554,7 @@ def test_recaptcha(verifier):
     assert not recaptcha.recaptcha_check(cfg, _form("good"))
     # a verifier that isn't there, or answers no JSON: refused
     cfg.recaptcha_private_key = "s3cret"
-    cfg.recaptcha_verify_url = "http://127.0.0.1:%d/" % _free_port()
+    cfg.recaptcha_verify_url = "http://127.0.0.1:%d/" % free_port()
     assert not recaptcha.recaptcha_check(cfg, _form("good"))
     cfg.recaptcha_verify_url = verifier.replace("/recaptcha/api/siteverify", "/x?y=1")
     assert recaptcha.recaptcha_check(cfg, _form("good"))           # ? already in the URL
