@@ -156,6 +156,27 @@ def test_duplicates_transfers_and_max_results_accepted():
     assert req.results_truncated
 
 
+def test_thousands_of_results_keep_their_lines_and_lose_only_repeats():
+    """A client reporting 20,000 results (a hostile one, or one back after
+    months): each keeps its line, a name reported again is dropped (the
+    check is a set, and each line is counted from the last one: both made
+    such a request take seconds when each scanned from the start), and an
+    element left open early is still named at its own line."""
+    results = b"".join(b"<result>\n<name>r_%d</name>\n<state>5</state>\n</result>\n" % i
+                       for i in range(20000))
+    body = (b"<scheduler_request>\n<authenticator>k</authenticator>\n" + results
+            + b"<result>\n<name>r_7</name>\n</result>\n</scheduler_request>\n")
+    req = parse_request(body)
+    assert len(req.results) == 20000 and req.results[7].name == "r_7"
+    assert [r.line for r in req.results[:2]] == [3, 7]
+    assert req.results[-1].line == 3 + 4 * 19999
+    # an element opened on line 2 and never closed, after all of them
+    body = b"<scheduler_request>\n<host_info>\n" + results + b"\n"
+    with pytest.raises(RequestError) as info:
+        parse_request(body)
+    assert "opened at line 2" in str(info.value)
+
+
 def test_gpu_resources_and_alt_platforms():
     req = req_with(b"<alt_platform><name>i686-pc-linux-gnu</name></alt_platform>"
                    b"<platform_name>x86_64-pc-linux-gnu</platform_name>"

@@ -10,7 +10,7 @@ from boincpy.config import load_config, write_config
 from boincpy.errors import TemplateError
 from boincpy.files import bucket, dir_hier_path
 from boincpy.templates import (InputFile, FileInfoCache, parse_input_template,
-                               parse_output_template, process_input_template,
+                               parse_output_template, parse_xml, process_input_template,
                                process_result_template, read_md5_info,
                                workunit_values, check_workunit_values)
 
@@ -408,3 +408,18 @@ def test_process_result_template_with_upload_certificates(cfg):
     # an explicit key is used as given
     private = crypto.read_key(os.path.join(keydir, "upload_private"))
     assert process_result_template(OUT_TEMPLATE, "wu_5_1", cfg, private, rand=42) == doc
+
+
+def test_line_numbers_of_a_large_template_are_exact():
+    """Each element's line, and an error's, counted from where the last one
+    was (the scan moves forward): a template of 32,000 elements, its last
+    ones and an unbalanced end named at their lines."""
+    body = "".join("<x%d>%d</x%d>\n" % (i % 7, i, i % 7) for i in range(32000))
+    root = parse_xml("<input_template>\n" + body + "</input_template>\n", "big.xml")
+    elements = root.children[0].children
+    assert [e.line for e in elements[:3]] == [2, 3, 4]
+    assert elements[-1].line == 32001 and elements[-1].raw_text() == "31999"
+    text = ("<input_template>\n" + body + "<a>\n<b>\n</a>\n</input_template>\n")
+    with pytest.raises(TemplateError,
+                       match=r"big\.xml line 32004: end tag </a> does not match <b> \(line 32003\)"):
+        parse_xml(text, "big.xml")

@@ -404,6 +404,7 @@ class _Parser:
         self.max_results_accepted = max_results_accepted
         self.req = SchedulerRequest()
         self.open = []          # [(tag, offset)] containers being read, for errors
+        self.result_names = set()   # of req.results (a set: a client may report thousands)
 
     # -- errors and skipping -------------------------------------------------
 
@@ -714,8 +715,9 @@ class _Parser:
         if self.max_results_accepted and len(req.results) >= self.max_results_accepted:
             req.results_truncated = True
             return
-        if any(r.name == res.name for r in req.results):
+        if res.name in self.result_names:
             return                      # reported twice in one request: once is enough
+        self.result_names.add(res.name)
         req.results.append(res)
 
     def app_versions(self, tag, offset):
