@@ -5,8 +5,8 @@ built-in Mersenne Twister (``_random``) without the ``random`` module.
 about 1.5 ms of a classic CGI's start, which every request that gets work
 paid (job choice picks its first slot at random).  What the scheduler
 needs of it is here, with the same algorithms as ``random``'s (the same
-numbers from the same state), so a seeded generator gives what
-``random.Random(seed)`` would.  Everything off the CGIs' path uses
+numbers from the same state).  (The host's quota day, seeded by its id, is
+boincpy.sched.hosts.rpc_day_offset's.)  Everything off the CGIs' path uses
 ``random`` itself.
 """
 
@@ -59,8 +59,3 @@ def gauss(mu=0.0, sigma=1.0):
         _spare.append(math.sin(angle) * radius)
     return mu + z * sigma
 
-
-def seeded(seed):
-    """A generator of its own, seeded with the int ``seed`` (its ``random()``
-    gives what ``random.Random(seed).random()`` gives)."""
-    return _Generator(seed)

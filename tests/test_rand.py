@@ -7,6 +7,7 @@ import _random
 import pytest
 
 from boincpy import rand
+from boincpy.sched.hosts import rpc_day_offset
 
 
 @pytest.fixture
@@ -18,10 +19,11 @@ def same_state(monkeypatch):
 
 
 def test_a_seeded_generator_is_randoms(same_state):
-    # the quota day's offset of a host (choose, hosts.rpc_day_offset): BOINC
-    # seeds with the host id, and a host keeps its offset from one run to the next
+    # the quota day's offset of a host (hosts.rpc_day_offset, which job choice's
+    # n_jobs_today rollover takes too): BOINC seeds with the host id, and a
+    # host keeps its offset from one run to the next
     for seed in (0, 1, 7, 123456, 2 ** 40 + 3):
-        assert rand.seeded(seed).random() == random.Random(seed).random()
+        assert rpc_day_offset(seed) == random.Random(seed).random() * 86400
 
 
 def test_draws_are_randoms(same_state):

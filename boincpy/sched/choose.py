@@ -48,6 +48,7 @@ from boincpy.db.workunit import commit_on_send, replicate_workunit
 from boincpy.proc_types import NPROC_TYPES, PROC_TYPE_NAMES, PROC_TYPE_XML
 from boincpy.sched import hr
 from boincpy.sched.context import SentJob
+from boincpy.sched.hosts import is_new_day
 from boincpy.sched.hr import host_hr_class
 from boincpy.sched.limits import Limits
 from boincpy.sched.plan_class import HostUsage  # noqa: F401  (choose.HostUsage, as before)
@@ -395,10 +396,6 @@ def _app_by_name(ja, name):
 # ---------------------------------------------------------------------------
 # host_app_version rows: daily quota, reliability, trust
 
-def _day_of_year(t, offset):
-    return time.localtime(t + offset).tm_yday
-
-
 def _load_host_app_versions(work):
     """Read the host's rows; initialise max_jobs_per_day from daily_result_quota
     and reset n_jobs_today on a new day (offset by a per-host random 0-24 h)."""
@@ -409,8 +406,7 @@ def _load_host_app_versions(work):
     last = work.ctx.last_rpc_time
     if last is None:
         last = work.host.get("rpc_time", 0) or 0
-    offset = rand.seeded(work.hostid).random() * 86400
-    new_day = _day_of_year(last, offset) != _day_of_year(work.now, offset)
+    new_day = is_new_day(work.hostid, last, work.now)
     is_linuxish = any(w in (work.hinfo.os_name or "") for w in ("Windows", "Linux")) or (
         "Darwin" in (work.hinfo.os_name or "") and "Power Macintosh" not in work.hinfo.p_vendor)
     multiplier = 1.0 if is_linuxish else 1.8
