@@ -198,8 +198,9 @@ class _Bundle:
         self.modules = {name: (path, is_package, code)
                         for name, path, _signature, is_package, code in entries}
         # the on-demand modules: (token, {name: (path, is_package, signature,
-        # offset, length)}) of their code in the second file, read at the
-        # first import of one of them
+        # offset, length)}) of their code in the second file, opened at the
+        # first import of one of them (None: not yet; False: not this
+        # bundle's), each module's code read alone
         self.token, self.on_demand = on_demand or (None, {})
         self.cgi = cgi
         self.more = None
@@ -235,13 +236,21 @@ class _Bundle:
             if (st.st_size, st.st_mtime_ns) != signature:
                 return None
             if self.more is None:
-                with open(on_demand_path(self.cgi), "rb") as f:
-                    self.more = f.read()
-            if self.more[:len(self.token)] != self.token:
-                return None             # written with another bundle
-            code = marshal.loads(self.more[offset:offset + length])
+                # kept open for the next ones (the process ends with the request)
+                fd = posix.open(on_demand_path(self.cgi), posix.O_RDONLY | posix.O_CLOEXEC)
+                if posix.pread(fd, len(self.token), 0) == self.token:
+                    self.more = fd
+                else:
+                    posix.close(fd)     # written with another bundle
+                    self.more = False
+            if self.more is False:
+                return None
+            data = posix.pread(self.more, length, offset)
+            code = marshal.loads(data) if len(data) == length else None
         except (OSError, EOFError, ValueError, TypeError):
             return None
+        if code is None:
+            return None                 # the file is cut short
         entry = self.modules[name] = (path, is_package, code)
         return entry
 
