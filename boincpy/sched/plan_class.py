@@ -13,9 +13,10 @@ Two sources, as in BOINC (sched/sched_customize.cpp ``app_plan``):
 :func:`app_plan` returns a :class:`HostUsage` or a :class:`Refusal` whose
 ``reason`` says why in words (for the "no work" log and message).
 
-The scheduler is a classic CGI: this module imports only ``os``, ``re`` and
-``random``; the spec file is stat()ed once per request and parsed only when
-present (cached per process by mtime and size).
+The scheduler is a classic CGI: this module imports only ``posix`` and
+boincpy's hot-path modules (no ``os``, ``re`` or ``random``); the spec file is
+stat()ed once per request and parsed only when present (cached per process by
+mtime and size).
 """
 
 import posix     # not os, on a classic CGI's path (boincpy.hot_path.join)
