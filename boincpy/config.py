@@ -22,10 +22,11 @@ surrounding white space.  Unknown options are kept (``Config.unknown``) and
 reported once, because the web code and tools read options the scheduler does
 not know.
 
-What a parse produces (Config, DaemonSpec, TaskSpec, the job limits) lives
-in :mod:`boincpy.parsed_config`, with the snapshot that lets a CGI skip this
-module: the scheduler and the upload handler parse config.xml only on the
-first request after it (or config_aux.xml, or this table) changed.  The
+What a parse produces lives in :mod:`boincpy.parsed_config` (Config, with
+the snapshot that lets a CGI skip this module) and :mod:`boincpy.config_specs`
+(DaemonSpec, TaskSpec, the job limits): the scheduler and the upload handler
+parse config.xml only on the first request after it (or config_aux.xml, or
+this table) changed.  The
 parse imports only the standard library's expat binding and builds no tree
 beyond small lists.
 """
@@ -37,10 +38,11 @@ from boincpy.cnum import strtod, strtol
 from boincpy.errors import ConfigError
 # what a parse produces lives there (see its docstring: a CGI reads it
 # without this module); these names are this module's too
+from boincpy.config_specs import (  # noqa: F401
+    DaemonSpec, JobLimitSpec, JobLimitsSpec, RscJobLimit, TaskSpec, command_basename,
+    format_period, parse_period)
 from boincpy.parsed_config import (  # noqa: F401
-    CONFIG_AUX_FILE, CONFIG_FILE, Config, DaemonSpec, JobLimitSpec, JobLimitsSpec, RscJobLimit,
-    TaskSpec, command_basename, find_project_dir, format_period, non_option_values,
-    parse_period, short_hostname)
+    CONFIG_AUX_FILE, CONFIG_FILE, Config, find_project_dir, non_option_values, short_hostname)
 from boincpy.xml import MAX_DEPTH, parse_bool, xml_escape
 
 

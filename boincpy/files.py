@@ -21,6 +21,14 @@ except ImportError:                     # an interpreter built without it
     from hashlib import md5
 
 
+def md5_hex(text):
+    """Lower-case hex MD5 of a str (UTF-8) or bytes: BOINC's md5 of e-mail
+    addresses (email_hash, cross_project_id) and of passwords and keys."""
+    if isinstance(text, str):
+        text = text.encode("utf-8")
+    return md5(text).hexdigest()
+
+
 MAX_FILE_NAME_BYTES = 255     # NAME_MAX of the file systems a project lives on
 
 # Characters that would change the XML a name is written into: create_work

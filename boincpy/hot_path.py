@@ -48,8 +48,7 @@ CGIS = {
         "boincpy.parsed_config", "boincpy.shmem", "boincpy.db", "boincpy.db.wire",
         "boincpy.db.lite", "boincpy.db.connection", "boincpy.sched.hosts",
         "boincpy.sched.reply", "boincpy.db.host",
-        "boincpy.db.user", "boincpy.db.columns",
-        "boincpy.passwords"),
+        "boincpy.db.columns"),
     "upload": (
         "boincpy.upload", "boincpy.resident", "boincpy.log",
         "boincpy.parsed_config", "boincpy.crypto"),
@@ -80,12 +79,17 @@ CGIS.update(("site_" + family, ("boincpy.web.user.main", "boincpy.web.user." + f
 # with what their bodies import, but run only when a request imports them
 # (the import system finds them there: no search of the path, no .pyc
 # read), and unmarshalled only then.  The scheduler's: what reporting
-# results and getting work load (most of a real project's requests).
+# results and getting work load (most of a real project's requests), and
+# what rarer requests need.
 ON_DEMAND = {
     "scheduler": (
         "boincpy.sched.reports", "boincpy.sched.send", "boincpy.sched.edf",
         "boincpy.db.result", "boincpy.db.workunit", "boincpy.db.msg",
-        "boincpy.db.host_app_version", "boincpy.doorbell", "boincpy.rand"),
+        "boincpy.db.host_app_version", "boincpy.doorbell", "boincpy.rand",
+        # a client signing in with its weak authenticator; a user row changed
+        # (new global preferences, cross-project id); config_aux.xml's job
+        # limits, read when work is asked for
+        "boincpy.passwords", "boincpy.db.user", "boincpy.config_specs"),
 }
 
 
@@ -285,6 +289,26 @@ def exit_now(status=0):
     posix._exit(status)
 
 
+def _new_module(spec):
+    """``importlib.util.module_from_spec`` for a spec of :meth:`_Bundle.find_spec`:
+    the same attributes, set directly.  That function first asks the new
+    module for each one, and every miss formats an AttributeError: 47,000
+    instructions a module, 33,000 more than this, for each of the 30 modules
+    every scheduler request loads."""
+    module = _ModuleType(spec.name)
+    module.__loader__ = spec.loader
+    module.__package__ = spec.parent
+    module.__spec__ = spec
+    if spec.submodule_search_locations is not None:
+        module.__path__ = spec.submodule_search_locations
+    module.__file__ = spec.origin
+    module.__cached__ = spec.cached
+    return module
+
+
+_ModuleType = type(sys)
+
+
 def preload(cgi):
     """Run CGI's modules from its bundle into ``sys.modules``; True if it did,
     False (nothing loaded) when there is no bundle or it is not the sources'.
@@ -306,7 +330,6 @@ def preload(cgi):
             return False
     bundle = _Bundle(entries, on_demand, cgi)
     sys.meta_path.insert(0, bundle)
-    module_from_spec = sys.modules["_frozen_importlib"].module_from_spec
     modules = sys.modules
     for name, path, signature, is_package, code in entries:
         parent, _, child = name.rpartition(".")
@@ -314,7 +337,7 @@ def preload(cgi):
             continue                # loaded already, or by its package's body
         # what the import system would do now, less its search and locks:
         # nothing is half-run here, every module in sys.modules is complete
-        module = module_from_spec(bundle.find_spec(name))
+        module = _new_module(bundle.find_spec(name))
         modules[name] = module
         try:
             exec(code, module.__dict__)

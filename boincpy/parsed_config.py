@@ -1,6 +1,7 @@
-"""A parsed config.xml: the :class:`Config` object and its parts (daemons,
-tasks, config_aux.xml's job limits), where the project is, and a snapshot of
-a parse that the next process reads instead of parsing.
+"""A parsed config.xml: the :class:`Config` object (its daemons, tasks and
+config_aux.xml's job limits are :mod:`boincpy.config_specs`' objects), where
+the project is, and a snapshot of a parse that the next process reads
+instead of parsing.
 
 :mod:`boincpy.config` declares the options and parses, writes and documents
 the file; what a parse produces lives here, apart from the option table,
@@ -31,162 +32,6 @@ CONFIG_AUX_FILE = "config_aux.xml"
 
 
 # ---------------------------------------------------------------------------
-# Daemons and tasks.  Plain classes with __slots__ rather than dataclasses:
-# importing dataclasses costs ~9 ms, paid by every scheduler request.
-
-class _Spec:
-    __slots__ = ()
-
-    def __repr__(self):
-        return "%s(%s)" % (type(self).__name__, ", ".join(
-            "%s=%r" % (f, getattr(self, f)) for f in self.__slots__))
-
-    def __eq__(self, other):
-        return type(other) is type(self) and all(
-            getattr(self, f) == getattr(other, f) for f in self.__slots__)
-
-    def cmd_name(self):
-        """Program name bin/start derives file names from (skips run_in_ops)."""
-        return command_basename(self.cmd)
-
-
-class DaemonSpec(_Spec):
-    """A <daemon> entry; output/pid_file/lock_file default as bin/start's do."""
-
-    __slots__ = ("cmd", "host", "output", "pid_file", "disabled", "lock_file", "use_shell")
-
-    def __init__(self, cmd, host="", output="", pid_file="", disabled=False,
-                 lock_file="", use_shell=False):
-        name = command_basename(cmd)
-        self.cmd = cmd
-        self.host = host
-        self.output = output or name + ".log"
-        self.pid_file = pid_file or name + ".pid"
-        self.disabled = disabled
-        # bin/start: <lock_file>, else OUTPUT.lock if <output> names a file, else
-        # NAME.lock -- so two copies with their own <output> lock separately
-        if not lock_file:
-            lock_file = (output + ".lock" if output and not output.startswith("/dev/")
-                         else name + ".lock")
-        self.lock_file = lock_file
-        self.use_shell = use_shell
-
-
-class TaskSpec(_Spec):
-    """A <task> entry; ``period`` in seconds, ``period_text`` as written."""
-
-    __slots__ = ("cmd", "period", "output", "disabled", "host", "period_text",
-                 "lock_file", "use_shell", "always_run")
-
-    def __init__(self, cmd, period, output="", disabled=False, host="",
-                 period_text="", lock_file="", use_shell=False, always_run=False):
-        name = command_basename(cmd)
-        if isinstance(period, str):
-            period_text = period_text or period
-            period = parse_period(period)
-        self.cmd = cmd
-        self.period = period
-        self.output = output or name + ".out"
-        self.disabled = disabled
-        self.host = host
-        self.period_text = period_text or format_period(period)
-        # bin/start: <lock_file>, else OUTPUT.lock if output is a file, else NAME.lock
-        if not lock_file:
-            lock_file = (self.output + ".lock" if not self.output.startswith("/dev/")
-                         else name + ".lock")
-        self.lock_file = lock_file
-        self.use_shell = use_shell
-        self.always_run = always_run
-
-
-def command_basename(cmd):
-    """Base name of a command's program, the second word after run_in_ops."""
-    words = cmd.split()
-    if not words:
-        return ""
-    word = words[0]
-    if word == "run_in_ops" and len(words) > 1:
-        word = words[1]
-    return word.rpartition("/")[2]
-
-
-_PERIOD_UNITS = (("mo", 30 * 86400), ("s", 1), ("m", 60), ("h", 3600),
-                 ("d", 86400), ("w", 7 * 86400))
-
-
-def parse_period(text):
-    """Seconds in a task period: "N" (minutes) or "N unit", unit by its first
-    letter(s): s, m(in), h(our), d(ay), w(eek), mo(nth = 30 days).
-
-    Raises ValueError for anything else.
-    """
-    words = text.split()
-    if not words or len(words) > 2:
-        raise ValueError("invalid task period %r" % text)
-    try:
-        number = int(words[0])
-    except ValueError:
-        number = float(words[0])     # ValueError propagates
-    if len(words) == 1:
-        return int(number * 60)
-    unit = words[1].lower()
-    for prefix, seconds in _PERIOD_UNITS:
-        if unit.startswith(prefix):
-            return int(number * seconds)
-    raise ValueError("invalid task period %r" % text)
-
-
-def format_period(seconds):
-    """Text for a period in seconds, in the largest whole BOINC unit."""
-    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
-        if seconds and seconds % size == 0:
-            n = seconds // size
-            return "%d %s" % (n, unit[:-1] if n == 1 else unit)
-    return "%d seconds" % seconds
-
-
-# ---------------------------------------------------------------------------
-# config_aux.xml's <max_jobs_in_progress> (BOINC's sched_limit.cpp)
-
-class RscJobLimit:
-    """One <total_limit>, <cpu_limit> or <gpu_limit> as written: ``jobs`` is
-    None when the element has no <jobs> (BOINC then keeps the limit it had)."""
-
-    __slots__ = ("jobs", "per_proc")
-
-    def __init__(self, jobs=None, per_proc=False):
-        self.jobs = jobs
-        self.per_proc = per_proc
-
-    def __repr__(self):
-        return "RscJobLimit(%r, per_proc=%r)" % (self.jobs, self.per_proc)
-
-
-class JobLimitSpec:
-    """<project> or one <app> of <max_jobs_in_progress>; an absent limit is None."""
-
-    __slots__ = ("app_name", "total_limit", "cpu_limit", "gpu_limit", "line")
-
-    def __init__(self, app_name="", line=0):
-        self.app_name = app_name
-        self.total_limit = self.cpu_limit = self.gpu_limit = None
-        self.line = line
-
-
-class JobLimitsSpec:
-    """config_aux.xml's <max_jobs_in_progress>: ``project`` (a JobLimitSpec or
-    None) and ``apps`` (app name -> JobLimitSpec; the first of a name counts, as
-    BOINC's lookup_app finds the first)."""
-
-    __slots__ = ("path", "project", "apps")
-
-    def __init__(self, path):
-        self.path = path
-        self.project = None
-        self.apps = {}
-
-
-# ---------------------------------------------------------------------------
 # The parsed file
 
 def non_option_values(project_dir, path):
@@ -198,6 +43,30 @@ def non_option_values(project_dir, path):
 
 # Config.get answers for options only
 _NOT_OPTIONS = frozenset(non_option_values("", None))
+
+
+class _FromSnapshot:
+    """A Config attribute that a snapshot keeps as rows (the daemons, the
+    tasks, the job limits), made into its objects (:mod:`boincpy.config_specs`)
+    when first read.  The CGIs take a snapshot on every request and never
+    read these; a Config from a parse holds them in its ``__dict__``, which
+    Python reads before this descriptor."""
+
+    def __init__(self, restore):
+        self.restore = restore
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, cfg, owner=None):
+        if cfg is None:
+            return self
+        rows = cfg.__dict__.pop(_ROWS + self.name)
+        value = cfg.__dict__[self.name] = self.restore(rows)
+        return value
+
+
+_ROWS = "_snapshot_rows_"     # + the attribute: its rows, until first read
 
 
 class Config:
@@ -216,6 +85,11 @@ class Config:
 
     def __init__(self, values):
         self.__dict__.update(values)
+
+    # (lambdas: the functions are defined further down)
+    daemons = _FromSnapshot(lambda rows: _restore_all("DaemonSpec", rows))
+    tasks = _FromSnapshot(lambda rows: _restore_all("TaskSpec", rows))
+    max_jobs_in_progress = _FromSnapshot(lambda rows: _restore_limits(rows))
 
     def get(self, name, default=None):
         """A declared option's value, else an undeclared one's text, else ``default``."""
@@ -314,9 +188,9 @@ def load_snapshot(key):
         return None                 # none, or damaged: parse
     if stored_key != key:
         return None
-    values["daemons"] = [_restore(DaemonSpec, row) for row in daemons]
-    values["tasks"] = [_restore(TaskSpec, row) for row in tasks]
-    values["max_jobs_in_progress"] = _restore_limits(limits)
+    values[_ROWS + "daemons"] = daemons          # made into objects when read
+    values[_ROWS + "tasks"] = tasks
+    values[_ROWS + "max_jobs_in_progress"] = limits
     return Config(values)
 
 
@@ -327,12 +201,13 @@ def save_snapshot(cfg, key):
     if not _complete(key):
         return
     values = {name: value for name, value in cfg.__dict__.items()
-              if name not in ("daemons", "tasks", "max_jobs_in_progress")}
+              if name not in ("daemons", "tasks", "max_jobs_in_progress")
+              and not name.startswith(_ROWS)}
     try:
         data = marshal.dumps((
             key, values,
-            [tuple(getattr(d, f) for f in DaemonSpec.__slots__) for d in cfg.daemons],
-            [tuple(getattr(t, f) for f in TaskSpec.__slots__) for t in cfg.tasks],
+            [tuple(getattr(d, f) for f in d.__slots__) for d in cfg.daemons],
+            [tuple(getattr(t, f) for f in t.__slots__) for t in cfg.tasks],
             _limits_rows(cfg.max_jobs_in_progress)))
     except ValueError:
         return                      # a value marshal can't hold: no snapshot
@@ -352,11 +227,16 @@ def save_snapshot(cfg, key):
             pass
 
 
-def _restore(cls, row):
-    obj = object.__new__(cls)
-    for name, value in zip(cls.__slots__, row):
-        setattr(obj, name, value)
-    return obj
+def _restore_all(class_name, rows):
+    from boincpy import config_specs
+    cls = getattr(config_specs, class_name)
+    objs = []
+    for row in rows:
+        obj = object.__new__(cls)
+        for name, value in zip(cls.__slots__, row):
+            setattr(obj, name, value)
+        objs.append(obj)
+    return objs
 
 
 def _limit_row(spec):
@@ -377,6 +257,7 @@ def _limits_rows(limits):
 def _restore_limit(row):
     if row is None:
         return None
+    from boincpy.config_specs import JobLimitSpec, RscJobLimit
     spec = JobLimitSpec(row[0], row[1])
     spec.total_limit, spec.cpu_limit, spec.gpu_limit = (
         None if rsc is None else RscJobLimit(*rsc) for rsc in row[2:])
@@ -386,6 +267,7 @@ def _restore_limit(row):
 def _restore_limits(rows):
     if rows is None:
         return None
+    from boincpy.config_specs import JobLimitsSpec
     limits = JobLimitsSpec(rows[0])
     limits.project = _restore_limit(rows[1])
     limits.apps = {name: _restore_limit(row) for name, row in rows[2]}

@@ -23,15 +23,17 @@ Hashes that depend on the stored value (``weak_auth``) change when it is
 rewritten, exactly as in BOINC.
 """
 
-# Light on purpose: the scheduler CGI imports this module on every request, so
-# hashlib (OpenSSL bindings, ~5 ms), secrets and bcrypt are imported only by
-# the functions that need them; MD5 is files.md5 (CPython's own).
+# Light on purpose: every page of the site imports this module (and the
+# scheduler CGI, when a client signs in with a weak authenticator), so hashlib
+# (OpenSSL bindings, ~5 ms), secrets and bcrypt are imported only by the
+# functions that need them.  MD5 is CPython's own: files.md5_hex, imported
+# here for this module's callers.
 # compare_digest: hmac.compare_digest, from the C function behind it (the
 # hmac module loads OpenSSL's bindings); every comparison of a secret with
 # what a visitor or client sent goes through it.
 from _operator import _compare_digest as compare_digest
 
-from boincpy.files import md5 as _md5
+from boincpy.files import md5_hex
 
 # PHP's PASSWORD_DEFAULT up to PHP 8.3 (the reference server's PHP 8.2).
 BCRYPT_COST = 10
@@ -57,13 +59,6 @@ def _bcrypt_secret(secret):
 def ascii_lower(text):
     """Lower-case ASCII letters only, as PHP's strtolower and the client's downcase_string."""
     return text.translate(_ASCII_LOWER)
-
-
-def md5_hex(text):
-    """Lower-case hex MD5 of a str (UTF-8) or bytes."""
-    if isinstance(text, str):
-        text = text.encode("utf-8")
-    return _md5(text).hexdigest()
 
 
 def opt_out_code(authenticator):

@@ -53,8 +53,8 @@ SCHEDULER = START_UP | {
     "boincpy.sched.reply", "boincpy.record", "boincpy.sched.context",
     "boincpy.sched.request", "boincpy.sched.handler",
     "boincpy.db", "boincpy.db.connection", "boincpy.db.wire", "boincpy.db.lite",
-    "boincpy.db.bulk", "boincpy.db.columns", "boincpy.passwords",
-    "boincpy.db.host", "boincpy.db.user",
+    "boincpy.db.bulk", "boincpy.db.columns",
+    "boincpy.db.host",
     "boincpy.sched.hosts",
     # a host's first request of the day reads its host_app_version rows (an
     # on-demand module of the bundle: the later requests of the day don't)
@@ -64,8 +64,6 @@ SCHEDULER = START_UP | {
     "_struct", "zlib", "_collections", "math",
     # the wire client: a socket and the password scramble
     "_socket", "_sha1", "_random",
-    # passwords.compare_digest (built in: hmac's would load OpenSSL's bindings)
-    "_operator",
 }
 
 # A request that asks for work also loads job choice, from the bundle's
@@ -202,6 +200,48 @@ def test_scheduler_request_without_work_stays_in_budget(sched_env):
     assert (_through_the_import_system(loaded) - on_demand
             <= _left_to_their_package("scheduler") | BEFORE_THE_BUNDLE)
     assert {e[0] for e in hot_path.bundle_entries("scheduler")} <= set(loaded)
+
+
+def test_rare_requests_take_their_modules_from_the_bundle(sched_env):
+    """A client signing in with its weak authenticator, and one whose new
+    cross-project id changes its user row: boincpy.passwords and
+    boincpy.db.user, which the common request does not load, come from the
+    bundle's on-demand part (not the path), and the reply is the usual one."""
+    from boincpy.sched.hosts import weak_auth
+    sched_env.job_array(refill=True)
+    user = sched_env.row("SELECT * FROM user WHERE id = 1")
+    cases = ((weak_auth(user), None, "boincpy.passwords"),
+             (CLIENT_AUTH, "00ff", "boincpy.db.user"))
+    for authenticator, cpid, module in cases:
+        request = SchedulerRequest(authenticator)
+        if cpid:
+            request.cross_project_id = cpid
+        loaders = {}
+        reply, loaded = _run("cgi-bin/cgi", request.xml().encode(), sched_env.root,
+                             loaders=loaders)
+        assert b"<userid>1</userid>" in reply
+        assert loaders.get(module) == "_Bundle", (module, loaders.get(module))
+    assert sched_env.row("SELECT cross_project_id FROM user WHERE id = 1")[
+        "cross_project_id"] == "00ff"
+
+
+def test_job_limits_come_from_the_bundle(sched_env):
+    """config_aux.xml's job limits: a snapshot's rows, made into
+    boincpy.config_specs' objects when a request for work reads them (from the
+    bundle's on-demand part); a request without work never loads them."""
+    (sched_env.root / "config_aux.xml").write_text(
+        "<config><max_jobs_in_progress><project><cpu_limit><jobs>1</jobs></cpu_limit>"
+        "</project></max_jobs_in_progress></config>\n")
+    sched_env.add_job("limits_wu")
+    sched_env.job_array(refill=True)
+    loaders = {}
+    reply, loaded = _run("cgi-bin/cgi", SchedulerRequest(CLIENT_AUTH).xml().encode(),
+                         sched_env.root, loaders=loaders)
+    assert b"<userid>" in reply and "boincpy.config_specs" not in loaded
+    body = SchedulerRequest(CLIENT_AUTH, work_req_seconds=3600).xml().encode()
+    reply, loaded = _run("cgi-bin/cgi", body, sched_env.root, loaders=loaders)
+    assert b"limits_wu" in reply
+    assert loaders.get("boincpy.config_specs") == "_Bundle"
 
 
 def test_scheduler_request_that_gets_a_job_stays_in_budget(sched_env):

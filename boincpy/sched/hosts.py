@@ -17,10 +17,8 @@ handle_global_prefs (sched/handle_request.cpp), scheduler-protocol.md §7:
 
 import time
 
-from boincpy import passwords
 from boincpy.db.host import insert_host, update_host_columns
-from boincpy.db.user import set_cross_project_id, set_global_prefs
-from boincpy.passwords import md5_hex
+from boincpy.files import md5_hex
 from boincpy.sched.request import parse_global_prefs, prefs_mod_time
 
 DELAY_MISSING_KEY = 3600
@@ -41,13 +39,20 @@ def _s(value):
     return "" if value is None else value
 
 
+# boincpy.passwords and boincpy.db.user are imported where they are used:
+# a request that signs in with its account key and changes no user row (most
+# of them) loads neither, and each module a classic CGI loads costs every
+# request its unmarshalling and its body's run
+
 def weak_auth(user):
     """``USERID_MD5(authenticator + passwd_hash)`` (BOINC's get_weak_auth)."""
+    from boincpy import passwords
     return passwords.weak_auth(user["id"], _s(user["authenticator"]), _s(user["passwd_hash"]))
 
 
 def rss_auth(user):
     """The notices feed key (BOINC's get_rss_auth)."""
+    from boincpy import passwords
     return passwords.rss_auth(user["id"], _s(user["authenticator"]), _s(user["passwd_hash"]))
 
 
@@ -262,6 +267,7 @@ def authenticate(ctx, ahead=None):
         row = ctx.fitted("user", {"cross_project_id": req.cross_project_id},
                      "[USER#%d]" % user["id"])
         if row:
+            from boincpy.db.user import set_cross_project_id
             set_cross_project_id(db, user["id"], row["cross_project_id"])
             user["cross_project_id"] = row["cross_project_id"]
     return True
@@ -485,6 +491,7 @@ def handle_global_prefs(ctx):
             # buffer refuses them)
             if log:
                 log("[prefs] updating db prefs")
+            from boincpy.db.user import set_global_prefs
             set_global_prefs(ctx.db, user["id"], master)
             user["global_prefs"] = master
             db_prefs = master
