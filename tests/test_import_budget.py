@@ -59,9 +59,9 @@ SCHEDULER = START_UP | {
     # a host's first request of the day reads its host_app_version rows (an
     # on-demand module of the bundle: the later requests of the day don't)
     "boincpy.db.host_app_version",
-    # md5, the array (its header and tables read, not mapped)
-    "_md5", "fcntl",
-    "_struct", "zlib", "_collections", "math",
+    # md5, the array (its header and tables read, not mapped, nor locked)
+    "_md5",
+    "_struct", "zlib",
     # the wire client: a socket and the password scramble
     "_socket", "_sha1", "_random",
 }
@@ -77,8 +77,8 @@ SCHEDULER_WORK = SCHEDULER | {
     "boincpy.sched.prefs", "boincpy.sched.choose", "boincpy.sched.version",
     "boincpy.sched.assign", "boincpy.sched.check", "boincpy.sched.score",
     "boincpy.sched.send", "boincpy.doorbell", "boincpy.rand",
-    # the array's slots, mapped
-    "mmap",
+    # the array's slots, mapped and locked; job choice's arithmetic
+    "mmap", "fcntl", "math",
     # the feeder's doorbell (boincpy.doorbell: errno and select, built in)
     "errno", "select",
 }

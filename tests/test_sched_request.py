@@ -393,3 +393,24 @@ def test_prefs_number_fast_path_is_atof(text):
     from boincpy.cnum import atof
     from boincpy.sched.request import _find_double
     assert _find_double("<x>%s</x>" % text, "x") == atof(text)
+
+
+@pytest.mark.parametrize("value", [0.0, -0.0, 1.5, -1e308, 1e308, 5e-324, 7, -2 ** 80, 10 ** 400,
+                                   float("inf"), float("-inf"), float("nan"), 1e308 * 10])
+def test_is_finite_is_maths(value):
+    """cnum.is_finite (the request path's, without importing math) answers as
+    math.isfinite does, and takes ints too large for a double as finite."""
+    import math
+    from boincpy.cnum import is_finite
+    try:
+        expected = math.isfinite(value)
+    except OverflowError:           # an int beyond a double: finite
+        expected = True
+    assert is_finite(value) is expected
+
+
+@pytest.mark.parametrize("text,value", [("1e400", None), ("-1e400", None), ("inf", None),
+                                        ("nan", None), ("1.5", 1.5), ("1e308", 1e308)])
+def test_numbers_beyond_a_double_are_refused(text, value):
+    from boincpy.cnum import strtod
+    assert strtod(text) == value

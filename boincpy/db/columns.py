@@ -17,8 +17,7 @@ tables asked for), so they cannot drift from the schema.  Standard library
 only, no ``re``: the scheduler CGI uses this on every request.
 """
 
-import math
-
+from boincpy.cnum import is_finite   # (not math's: a module less on a classic CGI's path)
 from boincpy.hot_path import join     # not os, on a classic CGI's path
 
 SCHEMA_FILE = join(__file__.rpartition("/")[0], "schema.sql")
@@ -124,7 +123,7 @@ def fit_row(table, row, drop_text=()):
                 continue
             out[col] = value
         elif isinstance(value, float):
-            if not math.isfinite(value):
+            if not is_finite(value):
                 changes.append((col, "dropped: %r is not a number" % value))
                 continue
             if kind == "int" and not -size <= value < size:
