@@ -61,7 +61,7 @@ SCHEDULER = START_UP | {
     "boincpy.db.host_app_version",
     # md5, the array (its header and tables read, not mapped, nor locked)
     "_md5",
-    "_struct", "zlib",
+    "_struct",
     # the wire client: a socket and the password scramble
     "_socket", "_sha1", "_random",
 }
