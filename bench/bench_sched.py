@@ -857,6 +857,17 @@ def profile(project, key):
                    "cgi_start; cgi_start('scheduler'); %s; import posix; posix._exit(0)"
                    % (cgi_paths(py) or [], imports)]     # and ends as the CGI does
     t_imports = best(imports_cmd)
+    # the same imports timed inside the process (its CPU clock, which counts
+    # the kernel's time for it too), median of many runs: the difference of
+    # two processes' mean CPU above is noisy at this size (tick-sampled)
+    clocked_cmd = [py, "-S", "-c", "import time; P = time.CLOCK_PROCESS_CPUTIME_ID; "
+                   "c = time.clock_gettime(P); import sys; "
+                   "sys.path += %r; from boincpy.hot_path import cgi_start; "
+                   "cgi_start('scheduler'); %s; sys.stdout.write('%%d' %% "
+                   "((time.clock_gettime(P) - c) * 1e6)); sys.stdout.flush(); "
+                   "import posix; posix._exit(0)" % (cgi_paths(py) or [], imports)]
+    in_process = sorted(int(subprocess.run(clocked_cmd, capture_output=True, env=env).stdout)
+                        for _ in range(41))
     t_cgi = best([cgi], stdin=req, cwd=os.path.join(project.root, "cgi-bin"))
     out = subprocess.run(imports_cmd[:1] + ["-X", "importtime"] + imports_cmd[1:],
                          capture_output=True, text=True, env=env).stderr
@@ -936,6 +947,11 @@ print(ms(t1 - t0), ms(t3 - t2), ms(t5 - t4), ms(T.get('connect', 0)), ms(T.get('
     print("  (start-up with site and the venv's .pth hooks    %6.1f %6.1f)" % (t_site, c_site))
     print("  imports the request needs (beyond start-up)      %6.1f %6.1f"
           % (t_imports - t_bare, c_imports - c_bare))
+    print("      the same, its CPU clock inside the process: median %.2f (quartiles "
+          "%.2f-%.2f, %d runs)" % (in_process[len(in_process) // 2] / 1000.0,
+                                   in_process[len(in_process) // 4] / 1000.0,
+                                   in_process[3 * len(in_process) // 4] / 1000.0,
+                                   len(in_process)))
     print("  the rest: configuration, database, request, reply       %6.1f"
           % (c_cgi - c_imports))
     for ms_, name in per_module[:8]:
