@@ -160,6 +160,42 @@ def test_config_files_and_keys_are_read_again_when_they_change(apache_site):
     assert messages(reply(s, request(s, public))) == ["Project has no tasks available"]
 
 
+def test_project_files_are_kept_until_they_change(apache_site):
+    """gui_urls.xml and project_files.xml, which a worker keeps from one
+    request to the next (BOINC's FastCGI scheduler reads them once): a new,
+    changed or removed file shows in the next reply of every worker."""
+    s = apache_site
+    s.start_feeder()
+    files = s.p.path("project_files.xml")
+    gui = s.p.path("gui_urls.xml")
+
+    def write(path, text):
+        # a new inode each time, as editors and make_project write
+        with open(path + ".new", "w") as f:
+            f.write(text)
+        os.replace(path + ".new", path)
+
+    def names(root):
+        return [e.text for e in root.iterfind("project_files/file_ref/file_name")]
+
+    assert names(reply(s)) == []
+    for version in ("v1", "v2"):
+        write(files, "<project_files>\n<file_ref>\n<file_name>logo_%s.png</file_name>\n"
+                     "<open_name>logo.png</open_name>\n</file_ref>\n</project_files>\n" % version)
+        for _ in range(4):                  # each worker, whichever serves the request
+            assert names(reply(s)) == ["logo_%s.png" % version]
+    write(gui, "<gui_urls>\n<gui_url>\n<name>Forum</name>\n<description>forum of <user_name/>"
+               "</description>\n<url>https://example.org/forum</url>\n</gui_url>\n</gui_urls>\n")
+    for _ in range(4):
+        root = reply(s)
+        assert root.findtext("gui_urls/gui_url/name") == "Forum"
+    os.remove(files)
+    os.remove(gui)
+    for _ in range(4):
+        root = reply(s)
+        assert names(root) == [] and root.find("gui_urls") is None
+
+
 def test_stop_triggers_are_honoured_on_every_request(apache_site):
     s = apache_site
     s.start_feeder()

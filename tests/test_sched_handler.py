@@ -1073,3 +1073,33 @@ def test_a_persistent_process_keeps_its_scheduler_log_open(sched_env, persistent
     assert len(opened) == 2
     with open(path + ".1") as f:
         assert f.read().count("Scheduler ran") == ran + 2
+
+
+def test_a_persistent_process_reads_project_files_once(sched_env, persistent, monkeypatch):
+    """gui_urls.xml and project_files.xml: read once by a persistent process
+    (one stat a request after), again when changed; a CGI's process reads
+    them on its one request."""
+    from boincpy.sched import reply as reply_mod
+    env = sched_env
+    reads = []
+    real = reply_mod._read_text
+    monkeypatch.setattr(reply_mod, "_read_text", lambda path: reads.append(path) or real(path))
+    path = os.path.join(str(env.root), "project_files.xml")
+    with open(path, "w") as f:
+        f.write("<project_files>\n<file_ref><file_name>a.png</file_name></file_ref>\n"
+                "</project_files>")
+    for _ in range(3):
+        r = call(env, body("no_work", "03_sched_workfetch_hostid1.body.xml", host_cpid=CPID),
+                 resident=persistent)
+        assert [e.text for e in r.root.iterfind("project_files/file_ref/file_name")] == ["a.png"]
+    assert reads.count(path) == 1
+    os.replace(path, path + ".old")
+    with open(path, "w") as f:
+        f.write("<project_files>\n<file_ref><file_name>b.png</file_name></file_ref>\n"
+                "</project_files>\n")
+    r = call(env, body("no_work", "03_sched_workfetch_hostid1.body.xml", host_cpid=CPID),
+             resident=persistent)
+    assert [e.text for e in r.root.iterfind("project_files/file_ref/file_name")] == ["b.png"]
+    assert reads.count(path) == 2
+    r = call(env, body("no_work", "03_sched_workfetch_hostid1.body.xml", host_cpid=CPID))
+    assert reads.count(path) == 3            # no resident: read on its request

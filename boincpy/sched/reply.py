@@ -143,13 +143,25 @@ def app_xml(app):
                           1 if app.get("fraction_done_exact") else 0))
 
 
-def read_project_file(cfg, name):
-    """A project file (gui_urls.xml, project_files.xml), LF-terminated, or ""."""
+def read_project_file(cfg, name, resident=None):
+    """A project file (gui_urls.xml, project_files.xml), LF-terminated, or "".
+
+    A persistent process (``resident.persistent``) keeps it from one request
+    to the next until the file changes (one stat a request): BOINC's FastCGI
+    scheduler reads these once per process, and this one still sees an edit
+    at the next request."""
+    path = join(cfg.project_dir, name)
     try:
-        with open(join(cfg.project_dir, name), "rb") as f:
-            text = f.read().decode("utf-8", "replace")
+        if resident is not None and resident.persistent:
+            return resident.file_value(path, _read_text) or ""
+        return _read_text(path)
     except OSError:
         return ""
+
+
+def _read_text(path):
+    with open(path, "rb") as f:
+        text = f.read().decode("utf-8", "replace")
     if text and not text.endswith("\n"):
         text += "\n"
     return text
@@ -157,7 +169,7 @@ def read_project_file(cfg, name):
 
 def gui_urls_text(ctx):
     """gui_urls.xml with BOINC's substitutions for this user/host/team."""
-    text = read_project_file(ctx.cfg, "gui_urls.xml")
+    text = read_project_file(ctx.cfg, "gui_urls.xml", ctx.resident)
     if not text:
         return ""
     from boincpy.sched.hosts import rss_auth, weak_auth
@@ -298,7 +310,7 @@ def write_reply(ctx, job_array=None):
         w("<delete_file_info>%s</delete_file_info>\n" % _x(name))
     _write_no_rsc_apps(w, req, job_array, ccv)
     w(gui_urls_text(ctx))
-    project_files = read_project_file(cfg, "project_files.xml")
+    project_files = read_project_file(cfg, "project_files.xml", ctx.resident)
     if project_files:
         w(project_files)
     w("</scheduler_reply>\n")
