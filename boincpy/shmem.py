@@ -526,6 +526,10 @@ class JobArray:
         (cheap), or at every slot with ``everywhere``.  Slots in ``keep``
         (jobs claimed, waiting for the claim's commit) stay reserved, and
         are still this object's to restore should the claim be undone."""
+        if not everywhere and not self._mine:
+            # nothing reserved, nothing to look at: no lock taken (a persistent
+            # worker asks after every request, most of which reserve nothing)
+            return 0
         n = 0
         with self._lock:
             slots = range(self.nslots) if everywhere else sorted(self._mine)

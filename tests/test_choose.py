@@ -439,3 +439,41 @@ def test_every_no_work_reply_explains(proj):
     ctx = send(cfg, db, ja)
     assert ctx.reply.jobs == [] and reason_keys(ctx) == ["taken"]
     assert len(messages(ctx)) >= 2 and messages(ctx)[0] == "No tasks sent"
+
+
+def test_restore_takes_the_lock_only_when_something_is_reserved(tmp_path):
+    """A persistent worker calls restore after every request; one that
+    reserved nothing takes no lock (another process holding it does not hold
+    it up), one that reserved a slot gives it back under the lock."""
+    import threading
+    path = str(tmp_path / "array")
+    ja, _ = shmem.JobArray.create(path, 4, {"platforms": [], "apps": [], "app_versions": [],
+                                           "assignments": []})
+    other = shmem.open_segment(path, mapped=False)     # its own open file: its own lock
+    pid = os.getpid()
+
+    def restore_in_thread():
+        done = []
+        worker = threading.Thread(target=lambda: done.append(ja.restore(pid)))
+        worker.start()
+        return worker, done
+
+    try:
+        with ja._lock:
+            ja.fill_slot(0, 100, 0, 2, 0, {"id": 3, "name": "wu_3"}, "<workunit/>")
+        ja.set_ready()
+        with other.lock():
+            worker, done = restore_in_thread()
+            worker.join(5)
+            assert done == [0]                  # nothing reserved: it did not wait
+        assert ja.reserve_any(pid) and ja.slot_state(0) == pid
+        with other.lock():
+            worker, done = restore_in_thread()
+            worker.join(0.3)
+            assert done == []                   # waits for the lock
+        worker.join(5)
+        assert done == [1] and ja.slot_state(0) == shmem.PRESENT
+    finally:
+        other.close()
+        ja.destroy()
+        ja.close()
