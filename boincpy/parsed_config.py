@@ -61,7 +61,12 @@ class _FromSnapshot:
     def __get__(self, cfg, owner=None):
         if cfg is None:
             return self
-        rows = cfg.__dict__.pop(_ROWS + self.name)
+        try:
+            rows = cfg.__dict__.pop(_ROWS + self.name)
+        except KeyError:
+            # a Config made without it: what reading a missing attribute raises
+            # (getattr(cfg, name, default) still answers)
+            raise AttributeError("Config has no %s" % self.name) from None
         value = cfg.__dict__[self.name] = self.restore(rows)
         return value
 

@@ -281,3 +281,14 @@ def test_the_scheduler_cgi_sees_a_config_change_on_its_next_request(sched_env):
     reply, loaded = _run_once("cgi-bin/cgi", body, root)
     assert "boincpy.config" in loaded
     assert b"<project_name>Renamed project</project_name>" in reply
+
+
+def test_a_config_without_daemons_says_so_as_a_missing_attribute():
+    """A Config made without daemons, tasks or job limits (a caller's partial
+    values) answers as before the snapshot kept them as rows: an
+    AttributeError, so getattr's default still applies."""
+    cfg = P.Config({"project_dir": "/nowhere"})
+    for name in ("daemons", "tasks", "max_jobs_in_progress"):
+        with pytest.raises(AttributeError, match=name):
+            getattr(cfg, name)
+        assert getattr(cfg, name, "default") == "default"
