@@ -26,9 +26,8 @@ What a parse produces lives in :mod:`boincpy.parsed_config` (Config, with
 the snapshot that lets a CGI skip this module) and :mod:`boincpy.config_specs`
 (DaemonSpec, TaskSpec, the job limits): the scheduler and the upload handler
 parse config.xml only on the first request after it (or config_aux.xml, or
-this table) changed.  The
-parse imports only the standard library's expat binding and builds no tree
-beyond small lists.
+this table) changed.  The parse imports only the standard library's expat
+binding and builds no tree beyond small lists.
 """
 
 import os

@@ -15,7 +15,6 @@ dataclasses keeps working.
 """
 
 
-
 class factory:
     """Marks a default as a function to call for each new instance."""
 

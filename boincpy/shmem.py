@@ -199,7 +199,7 @@ def _lock_fd(fd, exclusive=True):
 
 def _unlock_fd(fd):
     import fcntl
-    if hasattr(fcntl, "F_OFD_SETLK"):
+    if hasattr(fcntl, "F_OFD_SETLKW"):     # _lock_fd's test: undo the lock it took
         fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _FLOCK.pack(fcntl.F_UNLCK, _SEEK_SET, 0, 1, 0))
     else:                           # pragma: no cover (not Linux)
         fcntl.lockf(fd, fcntl.LOCK_UN, 1, 0)
