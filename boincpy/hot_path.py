@@ -463,14 +463,21 @@ def _ordered(roots, seen, compiled):
     return order
 
 
+def _write_atomically(path, data):
+    import os
+    tmp = "%s.%d" % (path, os.getpid())
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+
+
 def write_bundles():
     """Write every CGI's bundle, and the code of its on-demand modules
     (atomically); the paths written.  Raises OSError when the package's
     __pycache__ can't be written."""
     import hashlib
     import os
-
-    from boincpy.files import atomic_write
     written = []
     os.makedirs(os.path.join(_PACKAGE_DIR, "__pycache__"), exist_ok=True)
     compiled = {}
@@ -489,9 +496,9 @@ def write_bundles():
             index[name] = (source, is_package, signature, offset, len(blob))
             offset += len(blob)
         if index:
-            atomic_write(on_demand_path(cgi), b"".join([token] + blobs))
+            _write_atomically(on_demand_path(cgi), b"".join([token] + blobs))
             written.append(on_demand_path(cgi))
-        atomic_write(bundle_path(cgi), marshal.dumps(
+        _write_atomically(bundle_path(cgi), marshal.dumps(
             (_interpreter(), bundle_entries(cgi, compiled), (token, index))))
         written.append(bundle_path(cgi))
     return written
