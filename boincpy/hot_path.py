@@ -464,12 +464,21 @@ def _ordered(roots, seen, compiled):
 
 
 def _write_atomically(path, data):
+    # files.atomic_write's job, written here: this module sits below
+    # boincpy.files (tests/test_layering.py), being the first a CGI loads
     import os
     tmp = "%s.%d" % (path, os.getpid())
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def write_bundles():
