@@ -400,11 +400,11 @@ def made_project(project_factory):
 @pytest.fixture(scope="module")
 def fresh_bundles():
     """The CGIs' bundles in the repository's package, written anew as
-    make_project writes them (boincpy.hot_path.write_bundles), once per
-    test file; each is replaced atomically, so CGIs of tests running in
+    make_project writes them (boincpy.tools.cgi_bundles.write_bundles), once
+    per test file; each is replaced atomically, so CGIs of tests running in
     other workers meanwhile read whole ones."""
-    from boincpy import hot_path
-    hot_path.write_bundles()
+    from boincpy.tools import cgi_bundles
+    cgi_bundles.write_bundles()
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,6 @@
 """boincpy.hot_path: a CGI's modules from one compiled file, only while that
-file is its sources' compilation for this interpreter."""
+file is its sources' compilation for this interpreter; the file written by
+boincpy.tools.cgi_bundles."""
 
 import contextlib
 import json
@@ -12,6 +13,7 @@ import sys
 import pytest
 
 from boincpy import hot_path
+from boincpy.tools import cgi_bundles
 from boincpy.tools.server_mode import cgi_paths
 from tests.sched_env import REPO
 
@@ -56,7 +58,7 @@ def package_copy(tmp_path_factory):
     root = tmp_path_factory.mktemp("package")
     shutil.copytree(os.path.join(REPO, "boincpy"), root / "boincpy",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    subprocess.run([sys.executable, "-m", "boincpy.hot_path"], env=_env(str(root)),
+    subprocess.run([sys.executable, "-m", "boincpy.tools.cgi_bundles"], env=_env(str(root)),
                    cwd=str(root), check=True, capture_output=True, timeout=120)
     return str(root)
 
@@ -88,11 +90,11 @@ def _rewrite(path, data, change):
         f.write(marshal.dumps((made_by, [tuple(e) for e in entries], on_demand)))
 
 
-@pytest.mark.parametrize("cgi", sorted(hot_path.CGIS))
+@pytest.mark.parametrize("cgi", sorted(cgi_bundles.CGIS))
 def test_preloaded_modules_are_what_an_import_gives(fresh_bundles, cgi):
     probe = _probe(cgi)
     assert probe["took"]
-    names = [e[0] for e in hot_path.bundle_entries(cgi)]
+    names = [e[0] for e in cgi_bundles.bundle_entries(cgi)]
     assert set(probe["modules"]) == set(names)
     for name, m in probe["modules"].items():
         source = os.path.join(REPO, *name.split("."))
@@ -112,12 +114,12 @@ def test_every_module_comes_after_what_its_body_imports():
     """The order the bundle runs them in: a module's package first, and the
     boincpy modules its body imports (but a package's own modules, which its
     body imports itself)."""
-    entries = hot_path.bundle_entries("scheduler")
+    entries = cgi_bundles.bundle_entries("scheduler")
     position = {e[0]: i for i, e in enumerate(entries)}
     import ast
     for name, path, _sig, is_package, _code in entries:
         tree = ast.parse(open(path).read())
-        for dep in hot_path._top_level_imports(tree, name, is_package):
+        for dep in cgi_bundles._top_level_imports(tree, name, is_package):
             if dep in position and not dep.startswith(name + "."):
                 assert position[dep] < position[name], (name, dep)
 
@@ -197,10 +199,10 @@ def _probe_imports(cgi, names, root=REPO):
 def test_on_demand_modules_run_only_when_imported_and_come_from_the_bundle(fresh_bundles):
     """The scheduler's reporting and job choice: not run by the preload,
     served from the bundle's second file when a request imports them."""
-    on_demand = [e[0] for e in hot_path.on_demand_entries("scheduler")]
+    on_demand = [e[0] for e in cgi_bundles.on_demand_entries("scheduler")]
     assert {"boincpy.sched.send", "boincpy.sched.reports", "boincpy.sched.choose",
             "boincpy.doorbell", "boincpy.rand"} <= set(on_demand)
-    assert not set(on_demand) & {e[0] for e in hot_path.bundle_entries("scheduler")}
+    assert not set(on_demand) & {e[0] for e in cgi_bundles.bundle_entries("scheduler")}
     probe = _probe_imports("scheduler", ["boincpy.sched.send", "boincpy.sched.reports",
                                          "boincpy.doorbell"])
     assert probe["took"] and not set(on_demand) & set(probe["before"])
@@ -251,13 +253,13 @@ def test_writing_the_same_sources_again_keeps_the_on_demand_code(package_copy, b
     more = _in_copy(package_copy, hot_path.on_demand_path("scheduler"))
     with open(more, "rb") as f:
         before = f.read()
-    subprocess.run([sys.executable, "-m", "boincpy.hot_path"], env=_env(package_copy),
+    subprocess.run([sys.executable, "-m", "boincpy.tools.cgi_bundles"], env=_env(package_copy),
                    cwd=package_copy, check=True, capture_output=True, timeout=120)
     with open(more, "rb") as f:
         assert f.read() == before
     # and changed code gets another token, and is what the bundle serves
     with _marked(package_copy, "boincpy.sched.reports"):
-        subprocess.run([sys.executable, "-m", "boincpy.hot_path"], env=_env(package_copy),
+        subprocess.run([sys.executable, "-m", "boincpy.tools.cgi_bundles"], env=_env(package_copy),
                        cwd=package_copy, check=True, capture_output=True, timeout=120)
         with open(more, "rb") as f:
             assert f.read()[:16] != before[:16]
@@ -310,7 +312,7 @@ def test_the_bundle_leaves_docstrings_out_and_keeps_asserts():
                      'class C:\n    """class doc"""\n'
                      'def only_doc():\n    """nothing else"""\n'
                      'def checked(x):\n    "doc"\n    assert x > 0, "x"\n    return x\n')
-    hot_path._drop_docstrings(tree)
+    cgi_bundles._drop_docstrings(tree)
     namespace = {}
     exec(compile(tree, "<probe>", "exec"), namespace)
     assert namespace.get("__doc__") is None
@@ -325,7 +327,7 @@ def test_the_bundle_leaves_docstrings_out_and_keeps_asserts():
                 yield const
             elif hasattr(const, "co_consts"):
                 yield from strings(const)
-    for name, path, _sig, _is_package, code in hot_path.bundle_entries("scheduler"):
+    for name, path, _sig, _is_package, code in cgi_bundles.bundle_entries("scheduler"):
         with open(path) as f:
             source = ast.parse(f.read())
         docstrings = {ast.get_docstring(node, clean=False) for node in ast.walk(source)
@@ -340,25 +342,25 @@ def test_make_project_writes_the_bundles_and_goes_on_when_it_cannot(monkeypatch)
     # each bundle replaced by a new file (not removed first: other workers'
     # CGIs read them meanwhile)
     before = {cgi: os.stat(hot_path.bundle_path(cgi)).st_ino
-              for cgi in hot_path.CGIS if os.path.exists(hot_path.bundle_path(cgi))}
+              for cgi in cgi_bundles.CGIS if os.path.exists(hot_path.bundle_path(cgi))}
     assert make_project.compile_package() is not False
-    assert all(os.path.isfile(hot_path.bundle_path(cgi)) for cgi in hot_path.CGIS)
+    assert all(os.path.isfile(hot_path.bundle_path(cgi)) for cgi in cgi_bundles.CGIS)
     assert all(os.stat(hot_path.bundle_path(cgi)).st_ino != ino for cgi, ino in before.items())
     assert _probe("scheduler")["took"]
 
     def refused():
         raise PermissionError(13, "Permission denied", hot_path.bundle_path("scheduler"))
-    monkeypatch.setattr(hot_path, "write_bundles", refused)
+    monkeypatch.setattr(cgi_bundles, "write_bundles", refused)
     said = []
     assert make_project.compile_package(lambda level, text: said.append(text)) is False
-    assert said and "python -m boincpy.hot_path" in said[0]
+    assert said and "python -m boincpy.tools.cgi_bundles" in said[0]
 
 
-def test_python_m_hot_path_says_what_stopped_it(monkeypatch, capsys):
+def test_python_m_cgi_bundles_says_what_stopped_it(monkeypatch, capsys):
     def refused():
         raise PermissionError(13, "Permission denied", hot_path.bundle_path("upload"))
-    monkeypatch.setattr(hot_path, "write_bundles", refused)
-    assert hot_path.main() == 1
+    monkeypatch.setattr(cgi_bundles, "write_bundles", refused)
+    assert cgi_bundles.main() == 1
     err = capsys.readouterr().err
     assert "can't write the CGIs' bundles" in err and "Permission denied" in err
     assert "Traceback" not in err

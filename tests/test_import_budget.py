@@ -8,7 +8,7 @@ installs it (``python -S``, site's paths given), with ``-X importtime``, on a
 real project and database, and every module it loaded must be in its budget.
 A module that is not fails the test with its import time: either keep it off
 the request path (import it where the rare case needs it) or, if every
-request needs it, add it here (and to boincpy.hot_path's list, if every
+request needs it, add it here (and to boincpy.tools.cgi_bundles' list, if every
 request needs it) and say why in the commit.  The request measured is the
 second: the first parsed config.xml (boincpy.config and expat) and left the
 snapshot the next ones read (boincpy.parsed_config).  What a request loaded
@@ -25,8 +25,9 @@ import sys
 
 import pytest
 
-from boincpy import crypto, hot_path
+from boincpy import crypto
 from boincpy.testing.simclient import SchedulerRequest
+from boincpy.tools import cgi_bundles
 from boincpy.tools.server_mode import cgi_paths
 from tests.sched_env import CLIENT_AUTH, REPO, sched_env  # noqa: F401 (fixture)
 
@@ -67,7 +68,7 @@ SCHEDULER = START_UP | {
 }
 
 # A request that asks for work also loads job choice, from the bundle's
-# on-demand modules (boincpy.hot_path.ON_DEMAND).  Not os, nor random (which
+# on-demand modules (boincpy.tools.cgi_bundles.ON_DEMAND).  Not os, nor random (which
 # imports os, warnings, bisect: boincpy.rand has what job choice needs).
 SCHEDULER_WORK = SCHEDULER | {
     # the jobs the client holds, checked for abort (send_result_abort)
@@ -177,7 +178,7 @@ def _left_to_their_package(cgi):
     """The bundle's modules its preload leaves to their package's body (a
     package that imports them as it runs): these pass through the import
     system, served from the bundle."""
-    names = [entry[0] for entry in hot_path.bundle_entries(cgi)]
+    names = [entry[0] for entry in cgi_bundles.bundle_entries(cgi)]
     return {name for i, name in enumerate(names)
             if "." in name and name.rpartition(".")[0] in names[i + 1:]}
 
@@ -196,10 +197,10 @@ def test_scheduler_request_without_work_stays_in_budget(sched_env):
     # preload, or imported from it (an on-demand module, or one its package's
     # body imports), and the preload runs nothing the request does not load
     assert {m for m, loader in loaders.items() if loader != "_Bundle"} <= BEFORE_THE_BUNDLE
-    on_demand = {e[0] for e in hot_path.on_demand_entries("scheduler")}
+    on_demand = {e[0] for e in cgi_bundles.on_demand_entries("scheduler")}
     assert (_through_the_import_system(loaded) - on_demand
             <= _left_to_their_package("scheduler") | BEFORE_THE_BUNDLE)
-    assert {e[0] for e in hot_path.bundle_entries("scheduler")} <= set(loaded)
+    assert {e[0] for e in cgi_bundles.bundle_entries("scheduler")} <= set(loaded)
 
 
 def test_rare_requests_take_their_modules_from_the_bundle(sched_env):
@@ -284,7 +285,7 @@ def test_upload_stays_in_budget(sched_env):
     assert "boincpy.crypto" in loaded         # the certificate was checked
     assert "boincpy.db" not in loaded and "boincpy.sched" not in loaded
     assert _through_the_import_system(loaded) <= _left_to_their_package("upload") | BEFORE_THE_BUNDLE
-    assert {e[0] for e in hot_path.bundle_entries("upload")} <= set(loaded)
+    assert {e[0] for e in cgi_bundles.bundle_entries("upload")} <= set(loaded)
 
 
 

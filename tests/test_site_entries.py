@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 from boincpy import hot_path
+from boincpy.tools import cgi_bundles
 from boincpy.web.user import main
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -56,8 +57,8 @@ def test_every_entry_starts_from_the_bundle_of_what_it_imports():
         text = open(path).read()
         name = _bundle_named(text)
         module = _IMPORT.search(text).group(1)
-        assert name in hot_path.CGIS, path
-        assert module in {e[0] for e in hot_path.bundle_entries(name)}, path
+        assert name in cgi_bundles.CGIS, path
+        assert module in {e[0] for e in cgi_bundles.bundle_entries(name)}, path
     assert hot_path.SITE_FAMILIES == main.FAMILIES
 
 

@@ -56,7 +56,7 @@ from urllib.parse import urlsplit
 
 import click
 
-from boincpy import crypto, hot_path
+from boincpy import crypto
 from boincpy.cli import option
 from boincpy.config import SAFE_NEW_PROJECT, write_config
 from boincpy.daemons.db_dump import DEFAULT_SPEC
@@ -65,7 +65,7 @@ from boincpy.db.connection import Database, open_server, server_params
 from boincpy.db.revision import LATEST, write_revision
 from boincpy.db.schema import check_name
 from boincpy.errors import BoincpyError, DatabaseError, ToolError
-from boincpy.tools import server_mode
+from boincpy.tools import cgi_bundles, server_mode
 from boincpy.tools.server_mode import cgi_paths
 from boincpy.web import csrf as ops_csrf
 from boincpy.xml import xml_escape
@@ -1397,7 +1397,7 @@ def traversal_warning(user, root, package_dir):
 
 def compile_package(say=None):
     """Byte-compile the boincpy package the project's scripts run from, and
-    write the classic CGIs' bundles (:mod:`boincpy.hot_path`).
+    write the classic CGIs' bundles (:mod:`boincpy.tools.cgi_bundles`).
 
     The CGIs run as the web server's user, which can't write __pycache__ next
     to the package: without compiled files every scheduler request would
@@ -1408,14 +1408,14 @@ def compile_package(say=None):
     if not os.access(package_dir, os.W_OK):
         if say:
             say(1, "Not byte-compiling %s (not writable): run python -m compileall on it "
-                   "and python -m boincpy.hot_path so the CGIs start fast" % package_dir)
+                   "and python -m boincpy.tools.cgi_bundles so the CGIs start fast" % package_dir)
         return False
     compiled = compileall.compile_dir(package_dir, quiet=2)
     try:
-        hot_path.write_bundles()
+        cgi_bundles.write_bundles()
     except OSError as exc:      # a __pycache__ another user made: the CGIs import as usual
         if say:
-            say(1, "Not writing the CGIs' bundles (%s): run python -m boincpy.hot_path as "
+            say(1, "Not writing the CGIs' bundles (%s): run python -m boincpy.tools.cgi_bundles as "
                    "the package's owner so the CGIs start fast" % exc)
         return False
     return compiled
