@@ -369,7 +369,7 @@ def _fast_children(sc, obj, table, end, skip):
                 pos = lt
                 break
             raw = d[gt + 1:lt2].strip()
-            if b"&" in raw:
+            if raw.find(b"&") >= 0:     # (not "in": see boincpy.xml.scan)
                 raw = xml_unescape(raw)
             value = convert(raw)
             if value is not None:
@@ -382,7 +382,7 @@ def _fast_children(sc, obj, table, end, skip):
         # A skipped leaf: the scanner's tag must be the raw name (no white
         # space, which would make attributes; no "/", which would make an
         # empty element; not a comment or CDATA), followed by text and </name>.
-        if entry is None and (skip is True or name in skip) and name and b"/" not in name \
+        if entry is None and (skip is True or name in skip) and name and name.find(b"/") < 0 \
                 and name[:1] != b"!" and name.split() == [name]:
             close = b"</" + name + b">"
             lt2 = find(b"<", gt)
