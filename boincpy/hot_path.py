@@ -123,7 +123,8 @@ def real_path(path):
         posix.close(fd)
 
 
-_PACKAGE_DIR = absolute(__file__).rpartition("/")[0]
+# the boincpy package's directory (its __pycache__ holds the bundles)
+PACKAGE_DIR = absolute(__file__).rpartition("/")[0]
 _CACHE_TAG = sys.implementation.cache_tag
 
 
@@ -136,7 +137,7 @@ def interpreter_tag():
 
 def bundle_path(cgi):
     """Where CGI's bundle lives: the package's __pycache__, by interpreter."""
-    return join(_PACKAGE_DIR, "__pycache__", "hot_path.%s.%s.bundle" % (cgi, _CACHE_TAG))
+    return join(PACKAGE_DIR, "__pycache__", "hot_path.%s.%s.bundle" % (cgi, _CACHE_TAG))
 
 
 def on_demand_path(cgi):

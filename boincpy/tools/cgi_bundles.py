@@ -17,10 +17,8 @@ import os
 import sys
 
 from boincpy.files import atomic_write
-from boincpy.hot_path import SITE_FAMILIES, bundle_path, interpreter_tag, on_demand_path
-
-# the package's directory (its __pycache__ holds the bundles)
-PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from boincpy.hot_path import (
+    PACKAGE_DIR, SITE_FAMILIES, bundle_path, interpreter_tag, on_demand_path)
 
 # the modules every request of each CGI loads (their top-level imports within
 # boincpy are added when the bundle is written)
